@@ -1,0 +1,1 @@
+"""Compiled hot paths built from native/*.pyx (absent when built without a compiler)."""

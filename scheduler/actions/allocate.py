@@ -1,0 +1,153 @@
+"""allocate: place pending tasks job by job, committing a gang only when it is ready (spec 6.2).
+
+Queues are served in queue order, jobs in job order within their queue, tasks in task order within
+their job. A job's placements go into one Statement: committed (bound) once JobReady holds, kept
+uncommitted when the job is only pipelined, discarded otherwise. A ready job gets one more task per
+turn and goes back into its queue's heap, so surplus tasks interleave fairly between jobs.
+"""
+
+from __future__ import annotations
+
+from scheduler.framework.fiterrors import FitErrors
+from scheduler.framework.placement import allocate_predicate, predicate_nodes, prioritize
+from scheduler.framework.pqueue import PriorityQueue
+from scheduler.framework.session import Session
+from scheduler.framework.statement import Statement
+from scheduler.framework.status import AllocateError
+from scheduler.model.objects import JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
+
+
+def _pending_tasks(job: JobInfo) -> list[TaskInfo]:
+    return [
+        t
+        for t in job.task_status_index.get(TaskStatus.PENDING, {}).values()
+        if not t.scheduling_gated and not t.best_effort
+    ]
+
+
+def allocate(ssn: Session) -> None:
+    has_enqueue = "enqueue" in ssn.conf.actions
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_compare)
+    queued: set[str] = set()
+    jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+    task_heaps: dict[str, PriorityQueue[TaskInfo]] = {}
+
+    for job in ssn.jobs.values():
+        if job.is_pending():
+            if has_enqueue:
+                continue
+            job.pod_group_status.phase = PodGroupPhase.INQUEUE
+        vr = ssn.job_valid(job)
+        if vr is not None:
+            job.fit_error = vr.message
+            continue
+        q = ssn.queues.get(job.queue)
+        if q is None:
+            continue
+        tasks = _pending_tasks(job)
+        if not tasks:
+            continue
+        task_heaps[job.uid] = PriorityQueue(ssn.task_compare, tasks)
+        jobs_by_queue.setdefault(q.name, PriorityQueue(ssn.job_compare)).push(job)
+        if q.name not in queued:
+            queued.add(q.name)
+            queues.push(q)
+
+    check = allocate_predicate(ssn)
+    while not queues.empty():
+        q = queues.pop()
+        if ssn.overused(q):
+            continue
+        jobs = jobs_by_queue.get(q.name)
+        if jobs is None or jobs.empty():
+            continue
+        job = jobs.pop()
+        tasks = task_heaps[job.uid]
+        stmt = _allocate_tasks(ssn, q, job, tasks, check)
+        if stmt is not None and ssn.job_ready(job):
+            stmt.commit()
+            if not tasks.empty():
+                jobs.push(job)
+        queues.push(q)
+
+
+def _allocate_tasks(
+    ssn: Session, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo], check: object
+) -> Statement | None:
+    stmt = Statement(ssn)
+    failed_roles: set[str] = set()
+    nodes = ssn.node_list
+    while not tasks.empty():
+        task = tasks.pop()
+        if not ssn.allocatable(queue, task):
+            fe = FitErrors(f"queue {queue.name} resource quota insufficient")
+            ssn.record_fit_errors(job, task, fe)
+            continue
+        if task.role and task.role in failed_roles:
+            fe = FitErrors(f"Task {task.name} with role spec {task.role} has already predicated failed, skip")
+            ssn.record_fit_errors(job, task, fe)
+            continue
+        errors = FitErrors()
+        pre = ssn.pre_predicate(task)
+        if pre is not None:
+            for n in nodes:
+                errors.set_node_error(n.name, pre.reason)
+            ssn.record_fit_errors(job, task, errors)
+            if job.need_continue_allocating():
+                continue
+            break
+        candidates = _nominated_first(ssn, task, check, errors)
+        if not candidates:
+            candidates = predicate_nodes(ssn, task, nodes, check, errors)  # type: ignore[arg-type]
+        if not candidates:
+            ssn.record_fit_errors(job, task, errors)
+            if task.role:
+                failed_roles.add(task.role)
+            if job.need_continue_allocating():
+                continue
+            break
+        placed = _place(ssn, stmt, task, candidates, errors)
+        if not placed:
+            ssn.record_fit_errors(job, task, errors)
+            continue
+        if ssn.job_ready(job):
+            break
+    if ssn.job_ready(job):
+        return stmt
+    if ssn.job_pipelined(job):
+        return stmt
+    stmt.discard()
+    return None
+
+
+def _nominated_first(ssn: Session, task: TaskInfo, check: object, errors: FitErrors) -> list:
+    name = task.pod.nominated_node
+    if not name:
+        return []
+    node = ssn.nodes.get(name)
+    if node is None or not task.init_resreq.less_equal(node.future_idle()):
+        return []
+    return [node] if check(task, node) is None else []  # type: ignore[operator]
+
+
+def _place(ssn: Session, stmt: Statement, task: TaskInfo, candidates: list, errors: FitErrors) -> bool:
+    """Try the best node; if a device handler refuses it, drop it and try the next best."""
+    remaining = list(candidates)
+    while remaining:
+        best = prioritize(ssn, task, remaining)
+        if best is None:
+            return False
+        try:
+            if task.init_resreq.less_equal(best.idle):
+                stmt.allocate(task, best)
+            elif task.init_resreq.less_equal(best.future_idle()):
+                stmt.pipeline(task, best)
+            else:
+                errors.set_node_error(best.name, "Insufficient resources")
+                remaining.remove(best)
+                continue
+            return True
+        except AllocateError as exc:
+            errors.set_node_error(best.name, str(exc))
+            remaining.remove(best)
+    return False

@@ -1,0 +1,39 @@
+"""enqueue: move PodGroups from Pending to Inqueue when their queue and the cluster can admit them.
+
+Spec 6.1. Queues are visited in queue order, re-evaluated after every admission, and each pending
+job is tried once per cycle.
+"""
+
+from __future__ import annotations
+
+from scheduler.framework.pqueue import PriorityQueue
+from scheduler.framework.session import Session
+from scheduler.model.objects import JobInfo, PodGroupPhase, QueueInfo
+
+
+def enqueue(ssn: Session) -> None:
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_compare)
+    seen: set[str] = set()
+    jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+    for job in ssn.jobs.values():
+        if job.schedule_start == 0.0:
+            job.schedule_start = ssn.now
+        q = ssn.queues.get(job.queue)
+        if q is None:
+            continue
+        if q.name not in seen:
+            seen.add(q.name)
+            queues.push(q)
+        if job.is_pending():
+            jobs_by_queue.setdefault(q.name, PriorityQueue(ssn.job_compare)).push(job)
+
+    while not queues.empty():
+        q = queues.pop()
+        jobs = jobs_by_queue.get(q.name)
+        if jobs is None or jobs.empty():
+            continue
+        job = jobs.pop()
+        if job.min_resources is None or ssn.job_enqueueable(job):
+            ssn.job_enqueued(job)
+            job.pod_group_status.phase = PodGroupPhase.INQUEUE
+        queues.push(q)

@@ -1,0 +1,85 @@
+"""reclaim: starving jobs of under-served queues take back resources from other queues (spec 6.5).
+
+Victims are Running tasks of jobs in other, reclaimable queues, chosen by the Reclaimable votes
+(proportion: queues above their deserved share). Nodes are tried in predicate order, unscored.
+"""
+
+from __future__ import annotations
+
+from scheduler.actions.victims import candidate_nodes, evict_until_fit, victims_cover
+from scheduler.framework.pqueue import PriorityQueue
+from scheduler.framework.session import Session
+from scheduler.framework.statement import Statement
+from scheduler.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
+
+
+def reclaim(ssn: Session) -> None:
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_compare)
+    seen: set[str] = set()
+    preemptors: dict[str, PriorityQueue[JobInfo]] = {}
+    task_heaps: dict[str, PriorityQueue[TaskInfo]] = {}
+    for job in ssn.jobs.values():
+        if job.is_pending() or ssn.job_valid(job) is not None:
+            continue
+        q = ssn.queues.get(job.queue)
+        if q is None:
+            continue
+        if q.name not in seen:
+            seen.add(q.name)
+            queues.push(q)
+        if ssn.job_starving(job):
+            pending = [
+                t for t in job.task_status_index.get(TaskStatus.PENDING, {}).values() if not t.scheduling_gated
+            ]
+            if pending:
+                preemptors.setdefault(q.name, PriorityQueue(ssn.job_compare)).push(job)
+                task_heaps[job.uid] = PriorityQueue(ssn.task_compare, pending)
+
+    while not queues.empty():
+        queue = queues.pop()
+        if ssn.overused(queue):
+            continue
+        jobs = preemptors.get(queue.name)
+        if jobs is None or jobs.empty():
+            continue
+        job = jobs.pop()
+        stmt = Statement(ssn)
+        tasks = task_heaps[job.uid]
+        while ssn.job_starving(job) and not tasks.empty():
+            task = tasks.pop()
+            if task.pod.preemption_policy == "Never":
+                continue
+            if not ssn.preemptive(queue, task):
+                continue
+            if ssn.pre_predicate(task) is not None:
+                continue
+            _reclaim_for_task(ssn, stmt, queue, task)
+        if ssn.job_pipelined(job):
+            stmt.commit()
+        else:
+            stmt.discard()
+        if not jobs.empty():
+            queues.push(queue)
+
+
+def _reclaim_for_task(ssn: Session, stmt: Statement, queue: QueueInfo, task: TaskInfo) -> bool:
+    for node in candidate_nodes(ssn, task):
+        reclaimees: list[TaskInfo] = []
+        for v in node.tasks.values():
+            if v.status != TaskStatus.RUNNING or not v.preemptable:
+                continue
+            vj = ssn.jobs.get(v.job)
+            if vj is None or vj.queue == queue.name:
+                continue
+            vq = ssn.queues.get(vj.queue)
+            if vq is None or not vq.reclaimable:
+                continue
+            reclaimees.append(v)
+        if not reclaimees:
+            continue
+        victims = ssn.reclaimable(task, reclaimees)
+        if not victims or not victims_cover(task, node, victims):
+            continue
+        if evict_until_fit(ssn, stmt, queue, task, node, victims, "reclaim"):
+            return True
+    return False

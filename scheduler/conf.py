@@ -1,0 +1,295 @@
+"""The `volcano-scheduler.conf` format: parse, defaults and validation.
+
+Volcano's per-point switches are tri-state (absent = true) and spelled inconsistently
+(`enableJobOrder` but `enabledOverused`); we accept exactly its spellings and turn them into a set
+of disabled extension points per plugin. Validation is strict where Volcano is lax in ways that hurt
+operators: a wrong type or an unknown key is an error naming the field, the value and what is
+allowed; an unknown plugin name is an error with the closest known name, except for plugins Volcano
+has and we do not implement, which load with a warning so existing configurations keep working.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from scheduler.framework.arguments import ArgumentError, Arguments
+
+# YAML switch -> extension points it governs (spec 1.1).
+SWITCHES: dict[str, tuple[str, ...]] = {
+    "enableJobOrder": ("job_order",),
+    "enableJobReady": ("job_ready",),
+    "enableJobPipelined": ("job_pipelined",),
+    "enableTaskOrder": ("task_order",),
+    "enablePreemptable": ("preemptable",),
+    "enableReclaimable": ("reclaimable",),
+    "enablePreemptive": ("preemptive",),
+    "enableQueueOrder": ("queue_order",),
+    "enablePredicate": ("predicate", "pre_predicate"),
+    "enableBestNode": ("best_node",),
+    "enableNodeOrder": ("node_order", "batch_node_order"),
+    "enableTargetJob": ("target_job",),
+    "enableReservedNodes": ("reserved_nodes",),
+    "enableJobEnqueued": ("job_enqueueable", "job_enqueued"),
+    "enabledVictim": ("victim_tasks",),
+    "enableJobStarving": ("job_starving",),
+    "enabledOverused": ("overused",),
+    "enabledAllocatable": ("allocatable",),
+    "enabledHyperNodeOrder": ("hyper_node_order",),
+    "enabledSubJobReady": ("sub_job_ready",),
+    "enabledSubJobPipelined": ("sub_job_pipelined",),
+    "enabledSubJobOrder": ("sub_job_order",),
+    "enabledHyperNodeGradient": ("hyper_node_gradient",),
+}
+# Switches that are NOT defaulted to true (absent = off).
+OFF_BY_DEFAULT = {"enableHierarchy": "hierarchy", "enabledClusterOrder": "cluster_order"}
+
+KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
+# Volcano registers these too; we refuse them with a clear message rather than silently ignoring
+# an action that would change decisions.
+VOLCANO_ONLY_ACTIONS = ("shuffle", "gangpreempt", "gangreclaim")
+
+# Plugins Volcano ships that we do not implement: they load with a warning and do nothing.
+VOLCANO_ONLY_PLUGINS = (
+    "tdm",
+    "numaaware",
+    "sla",
+    "task-topology",
+    "extender",
+    "usage",
+    "rescheduling",
+    "cdp",
+    "pdb",
+    "resource-strategy-fit",
+    "network-topology-aware",
+    "nodegroup",
+    "resourcequota",
+    "dynamicresources",
+    "hdrf",
+    "capacity-card",
+)
+
+DEFAULT_CONF = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+class ConfigError(ValueError):
+    """A configuration that must not replace a good one."""
+
+
+@dataclass(slots=True)
+class PluginOption:
+    name: str
+    arguments: Arguments
+    disabled: frozenset[str] = frozenset()
+    enabled_extra: frozenset[str] = frozenset()  # off-by-default switches turned on
+    implemented: bool = True
+
+    def enabled(self, point: str) -> bool:
+        return point not in self.disabled
+
+
+@dataclass(slots=True)
+class Tier:
+    plugins: list[PluginOption]
+
+
+@dataclass(slots=True)
+class SchedulerConfiguration:
+    actions: list[str]
+    tiers: list[Tier]
+    configurations: dict[str, Arguments] = field(default_factory=dict)
+    metrics: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    source: str = ""
+
+    def action_arguments(self, action: str) -> Arguments:
+        return self.configurations.get(action, Arguments({}, action))
+
+    def plugin_names(self) -> list[str]:
+        return [p.name for t in self.tiers for p in t.plugins]
+
+
+def _suggest(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__ if value is not None else "null"
+
+
+def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
+    """Parse and validate a configuration; raise ConfigError with a precise message."""
+    # Imported here: the registry imports plugins, which import the framework, which imports this.
+    from scheduler.framework.registry import PLUGINS
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{source}: invalid YAML{where}: {problem}") from None
+    if data is None:
+        raise ConfigError(f"{source}: the configuration is empty")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the configuration must be a mapping, got {_type_name(data)}")
+    allowed_top = {"actions", "tiers", "configurations", "metrics"}
+    for key in data:
+        if key not in allowed_top:
+            raise ConfigError(
+                f"{source}: unknown field {key!r}; allowed: {', '.join(sorted(allowed_top))}"
+                + _suggest(str(key), sorted(allowed_top))
+            )
+    warnings: list[str] = []
+
+    actions_raw = data.get("actions")
+    if not isinstance(actions_raw, str):
+        raise ConfigError(f"{source}: field 'actions' must be a comma-separated string, got {_type_name(actions_raw)}")
+    actions: list[str] = []
+    for raw in actions_raw.split(","):
+        name = raw.strip()
+        if name in KNOWN_ACTIONS:
+            actions.append(name)
+        elif name in VOLCANO_ONLY_ACTIONS:
+            raise ConfigError(f"{source}: action {name!r} is not supported by vc-scheduler; supported: {', '.join(KNOWN_ACTIONS)}")
+        else:
+            shown = repr(name) if name else "'' (empty name: a trailing or doubled comma?)"
+            raise ConfigError(
+                f"{source}: failed to find action {shown} in 'actions'; allowed: {', '.join(KNOWN_ACTIONS)}"
+                + (_suggest(name, list(KNOWN_ACTIONS)) if name else "")
+            )
+
+    tiers_raw = data.get("tiers", [])
+    if tiers_raw is None:
+        tiers_raw = []
+    if not isinstance(tiers_raw, list):
+        raise ConfigError(f"{source}: field 'tiers' must be a list, got {_type_name(tiers_raw)}")
+    tiers: list[Tier] = []
+    known_plugins = sorted(PLUGINS)
+    for ti, tier in enumerate(tiers_raw):
+        where_t = f"tiers[{ti}]"
+        if not isinstance(tier, dict) or set(tier) - {"plugins"}:
+            raise ConfigError(f"{source}: {where_t} must be a mapping with the single key 'plugins', got {tier!r}")
+        plugins_raw = tier.get("plugins") or []
+        if not isinstance(plugins_raw, list):
+            raise ConfigError(f"{source}: {where_t}.plugins must be a list, got {_type_name(plugins_raw)}")
+        options: list[PluginOption] = []
+        for pi, popt in enumerate(plugins_raw):
+            options.append(_parse_plugin(popt, f"{source}: {where_t}.plugins[{pi}]", known_plugins, warnings))
+        tiers.append(Tier(options))
+
+    # drf hierarchy and proportion in one tier conflict (Volcano rejects this too).
+    for ti, tier in enumerate(tiers):
+        names = {p.name for p in tier.plugins}
+        if "proportion" in names and any(p.name == "drf" and "hierarchy" in p.enabled_extra for p in tier.plugins):
+            raise ConfigError(f"{source}: tiers[{ti}]: drf with enableHierarchy: true conflicts with proportion in the same tier")
+
+    configurations: dict[str, Arguments] = {}
+    conf_raw = data.get("configurations") or []
+    if not isinstance(conf_raw, list):
+        raise ConfigError(f"{source}: field 'configurations' must be a list, got {_type_name(conf_raw)}")
+    for ci, entry in enumerate(conf_raw):
+        where_c = f"{source}: configurations[{ci}]"
+        if not isinstance(entry, dict) or "name" not in entry:
+            raise ConfigError(f"{where_c} must be a mapping with 'name' and 'arguments'")
+        extra = set(entry) - {"name", "arguments"}
+        if extra:
+            raise ConfigError(f"{where_c}: unknown field {sorted(extra)[0]!r}; allowed: arguments, name")
+        aname = entry["name"]
+        if aname not in KNOWN_ACTIONS:
+            raise ConfigError(
+                f"{where_c}: unknown action {aname!r}; allowed: {', '.join(KNOWN_ACTIONS)}"
+                + _suggest(str(aname), list(KNOWN_ACTIONS))
+            )
+        args = entry.get("arguments") or {}
+        if not isinstance(args, dict):
+            raise ConfigError(f"{where_c}.arguments must be a mapping, got {_type_name(args)}")
+        configurations[aname] = Arguments(args, aname)
+
+    metrics = data.get("metrics") or {}
+    if not isinstance(metrics, dict):
+        raise ConfigError(f"{source}: field 'metrics' must be a mapping, got {_type_name(metrics)}")
+
+    return SchedulerConfiguration(
+        actions=actions,
+        tiers=tiers,
+        configurations=configurations,
+        metrics={str(k): str(v) for k, v in metrics.items()},
+        warnings=warnings,
+        source=source,
+    )
+
+
+def _parse_plugin(popt: Any, where: str, known: list[str], warnings: list[str]) -> PluginOption:
+    from scheduler.framework.registry import PLUGINS
+
+    if isinstance(popt, str):  # tolerate the short form "- priority"
+        popt = {"name": popt}
+    if not isinstance(popt, dict):
+        raise ConfigError(f"{where} must be a mapping with 'name', got {_type_name(popt)}")
+    name = popt.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{where}: field 'name' is required and must be a string, got {name!r}")
+    disabled: set[str] = set()
+    enabled_extra: set[str] = set()
+    allowed = set(SWITCHES) | set(OFF_BY_DEFAULT) | {"name", "arguments"}
+    for key, value in popt.items():
+        if key in ("name", "arguments"):
+            continue
+        if key not in allowed:
+            raise ConfigError(
+                f"{where} ({name}): unknown field {key!r}" + _suggest(str(key), sorted(allowed))
+            )
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} ({name}): field {key!r} must be true or false, got {value!r}")
+        if key in SWITCHES:
+            if not value:
+                disabled.update(SWITCHES[key])
+        elif value:
+            enabled_extra.add(OFF_BY_DEFAULT[key])
+    args_raw = popt.get("arguments") or {}
+    if not isinstance(args_raw, dict):
+        raise ConfigError(f"{where} ({name}): field 'arguments' must be a mapping, got {_type_name(args_raw)}")
+    arguments = Arguments(args_raw, name)
+    implemented = True
+    if name in PLUGINS:
+        try:
+            PLUGINS[name].validate(arguments)
+        except ArgumentError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    elif name in VOLCANO_ONLY_PLUGINS:
+        implemented = False
+        warnings.append(f"plugin {name!r} is a Volcano plugin that vc-scheduler does not implement; it is skipped")
+    else:
+        raise ConfigError(f"{where}: unknown plugin {name!r}" + _suggest(name, known + list(VOLCANO_ONLY_PLUGINS)))
+    return PluginOption(name, arguments, frozenset(disabled), frozenset(enabled_extra), implemented)
+
+
+def default_configuration() -> SchedulerConfiguration:
+    return parse(DEFAULT_CONF, "<built-in default>")
+
+
+def load_file(path: str) -> SchedulerConfiguration:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    return parse(text, path)

@@ -1,0 +1,209 @@
+"""Open a session, run the actions, close it into a `SessionResult` (spec section 3).
+
+The result is everything a caller must carry out or show: binds with their annotations, evictions,
+PodGroup statuses that changed, and for each pod not placed the condition message a user reads.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+
+from scheduler.conf import SchedulerConfiguration
+from scheduler.framework.fiterrors import ALL_NODES_UNAVAILABLE, FitErrors
+from scheduler.framework.messages import job_fit_error
+from scheduler.framework.registry import ACTIONS, PLUGINS
+from scheduler.framework.session import Session, SessionOptions
+from scheduler.model.objects import (
+    ALLOCATED_STATUSES,
+    JobInfo,
+    PodGroupPhase,
+    PodGroupStatus,
+    TaskInfo,
+    TaskStatus,
+)
+from scheduler.model.snapshot import Snapshot
+
+
+@dataclass(slots=True)
+class BindDecision:
+    task: TaskInfo
+    node: str
+    annotations: dict[str, str]
+
+
+@dataclass(slots=True)
+class PodCondition:
+    task: TaskInfo
+    reason: str
+    message: str
+    nominated_node: str = ""
+
+
+@dataclass(slots=True)
+class SessionResult:
+    uid: str
+    binds: list[BindDecision] = field(default_factory=list)
+    evictions: list[tuple[TaskInfo, str]] = field(default_factory=list)
+    pipelined: dict[str, str] = field(default_factory=dict)
+    pod_conditions: list[PodCondition] = field(default_factory=list)
+    podgroup_status: dict[str, PodGroupStatus] = field(default_factory=dict)
+    podgroup_changed: set[str] = field(default_factory=set)
+    job_events: list[tuple[str, str, str, str]] = field(default_factory=list)
+    node_locks: list[tuple[str, str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    action_ms: dict[str, float] = field(default_factory=dict)
+    open_ms: float = 0.0
+    total_ms: float = 0.0
+    plugin_open_ms: dict[str, float] = field(default_factory=dict)
+    plugin_close_ms: dict[str, float] = field(default_factory=dict)
+    jobs: dict[str, JobInfo] = field(default_factory=dict)
+
+
+def open_session(
+    snapshot: Snapshot,
+    conf: SchedulerConfiguration,
+    options: SessionOptions | None = None,
+    rng: random.Random | None = None,
+    now: float | None = None,
+) -> Session:
+    opts = options or SessionOptions()
+    # Jobs whose queue is not in the snapshot are left out silently, as Volcano does.
+    snapshot.jobs = {uid: j for uid, j in snapshot.jobs.items() if j.queue in snapshot.queues and j.pg_exists}
+    for job in snapshot.jobs.values():
+        pc = snapshot.priority_classes.get(job.priority_class_name) if job.priority_class_name else None
+        if pc is not None:
+            job.priority = pc.value
+        else:
+            job.priority = next((p.value for p in snapshot.priority_classes.values() if p.global_default), 0)
+    ssn = Session(snapshot, conf, rng=rng, now=now, options=opts)
+    for tier in conf.tiers:
+        for popt in tier.plugins:
+            cls = PLUGINS.get(popt.name)
+            if cls is None or not popt.implemented:
+                continue
+            t0 = time.perf_counter()
+            plugin = cls(popt.arguments)
+            ssn.plugins[popt.name] = plugin
+            plugin.on_session_open(ssn)
+            ssn.plugin_open_ms[popt.name] = (time.perf_counter() - t0) * 1000
+    ssn.finish_registration()
+    return ssn
+
+
+def run_actions(ssn: Session, timings: dict[str, float] | None = None) -> None:
+    for name in ssn.conf.actions:
+        t0 = time.perf_counter()
+        ACTIONS[name](ssn)
+        if timings is not None:
+            timings[name] = (time.perf_counter() - t0) * 1000
+
+
+def _new_phase(ssn: Session, job: JobInfo) -> str:
+    st = job.pod_group_status
+    unschedulable = any(
+        c.type == "Unschedulable" and c.status == "True" and c.transition_id == ssn.uid for c in st.conditions
+    )
+    if job.count(TaskStatus.RUNNING) > 0 and unschedulable:
+        return PodGroupPhase.UNKNOWN
+    scheduled = job.count(TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+    scheduled += sum(1 for t in job.tasks_in(TaskStatus.RELEASING) if t.node_name)
+    # A job with minMember 0 and nothing scheduled stays Pending/Inqueue rather than "Completed".
+    if scheduled >= job.min_available and scheduled > 0:
+        if scheduled == job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+            return PodGroupPhase.COMPLETED
+        return PodGroupPhase.RUNNING
+    if st.phase != PodGroupPhase.INQUEUE:
+        return PodGroupPhase.PENDING
+    return PodGroupPhase.INQUEUE
+
+
+def _task_condition(job: JobInfo, task: TaskInfo, job_err: str, nominated: dict[str, str]) -> PodCondition:
+    key = f"{task.namespace}/{task.name}"
+    if task.status == TaskStatus.PIPELINED:
+        return PodCondition(
+            task,
+            "Unschedulable",
+            f"Pod {key} can possibly be assigned to {task.node_name}, once resource is released and minAvailable is satisfied",
+            nominated.get(task.uid, ""),
+        )
+    if task.status == TaskStatus.ALLOCATED or (task.last_tx is not None and task.last_tx[0] in ALLOCATED_STATUSES):
+        node = task.node_name or (task.last_tx[1] if task.last_tx else "")
+        return PodCondition(
+            task, "Schedulable", f"Pod {key} can possibly be assigned to {node}, once minAvailable is satisfied"
+        )
+    if task.last_tx is not None and task.last_tx[0] == TaskStatus.PIPELINED:
+        return PodCondition(
+            task,
+            "Unschedulable",
+            f"Pod {key} can possibly be assigned to {task.last_tx[1]}, once resource is released and minAvailable is satisfied",
+        )
+    fe = job.nodes_fit_errors.get(task.uid)
+    if isinstance(fe, FitErrors) and fe:
+        return PodCondition(task, "Unschedulable", fe.message())
+    return PodCondition(task, "Unschedulable", job.fit_error or job_err or ALL_NODES_UNAVAILABLE)
+
+
+def close_session(ssn: Session) -> SessionResult:
+    for name, plugin in ssn.plugins.items():
+        t0 = time.perf_counter()
+        plugin.on_session_close(ssn)
+        ssn.plugin_close_ms[name] = (time.perf_counter() - t0) * 1000
+    res = SessionResult(uid=ssn.uid, warnings=list(ssn.warnings), jobs=ssn.jobs)
+    for task in ssn.decisions.binds:
+        res.binds.append(BindDecision(task, task.node_name, dict(task.bind_annotations)))
+    res.evictions = [(e.task, e.reason) for e in ssn.decisions.evictions]
+    res.node_locks = list(ssn.decisions.node_locks)
+    res.job_events = list(ssn.decisions.job_events)
+    res.plugin_open_ms = ssn.plugin_open_ms
+    res.plugin_close_ms = ssn.plugin_close_ms
+    for job in ssn.jobs.values():
+        st = job.pod_group_status
+        st.phase = _new_phase(ssn, job)
+        st.running = job.count(TaskStatus.RUNNING)
+        st.succeeded = job.count(TaskStatus.SUCCEEDED)
+        st.failed = job.count(TaskStatus.FAILED)
+        res.podgroup_status[job.uid] = st
+        old = ssn.pod_group_old_status.get(job.uid)
+        changed = old is None or not st.same(old)
+        if changed:
+            res.podgroup_changed.add(job.uid)
+        if not job.tasks:
+            continue
+        job_err = job_fit_error(job)
+        for t in job.tasks_in(TaskStatus.PIPELINED):
+            res.pipelined[t.key] = t.node_name
+        unplaced = job.tasks_in(TaskStatus.ALLOCATED, TaskStatus.PENDING, TaskStatus.PIPELINED)
+        for t in unplaced:
+            if t.scheduling_gated:
+                continue
+            res.pod_conditions.append(_task_condition(job, t, job_err, ssn.nominated))
+        if st.phase in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN):
+            if unplaced:
+                n_pending = job.count(TaskStatus.PENDING)
+                res.job_events.append(
+                    (job.uid, "Warning", "Unschedulable", f"{n_pending}/{len(job.tasks)} tasks in gang unschedulable: {job_err}")
+                )
+        elif changed:
+            res.job_events.append((job.uid, "Normal", "Scheduled", "pod group is ready"))
+    return res
+
+
+def run_session(
+    snapshot: Snapshot,
+    conf: SchedulerConfiguration,
+    options: SessionOptions | None = None,
+    rng: random.Random | None = None,
+    now: float | None = None,
+) -> SessionResult:
+    t0 = time.perf_counter()
+    ssn = open_session(snapshot, conf, options, rng, now)
+    open_ms = (time.perf_counter() - t0) * 1000
+    timings: dict[str, float] = {}
+    run_actions(ssn, timings)
+    res = close_session(ssn)
+    res.action_ms = timings
+    res.open_ms = open_ms
+    res.total_ms = (time.perf_counter() - t0) * 1000
+    return res

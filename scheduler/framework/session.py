@@ -1,0 +1,527 @@
+"""One scheduling cycle: the snapshot, the plugins' callbacks and the rules that combine them.
+
+Plugins register callbacks per extension point in `on_session_open`; the session keeps, per point,
+one list per tier of the callbacks whose plugin has that point enabled. Every combination rule of
+Volcano (spec section 4) is one of a handful of generic combinators below, instead of one
+hand-written loop per point. The session also owns the in-session placement primitives the
+Statement uses, and collects decisions (binds, evictions) for whoever runs it; it does no I/O.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.conf import SchedulerConfiguration
+from scheduler.framework.fiterrors import FitErrors
+from scheduler.framework.status import AllocateError, Unfit
+from scheduler.model.objects import (
+    JobInfo,
+    NodeInfo,
+    PodGroupStatus,
+    PriorityClassInfo,
+    QueueInfo,
+    TaskInfo,
+    TaskStatus,
+)
+from scheduler.model.resources import Resource
+from scheduler.model.snapshot import Snapshot
+
+PERMIT = 1
+ABSTAIN = 0
+REJECT = -1
+
+POINTS = (
+    "job_order",
+    "queue_order",
+    "task_order",
+    "victim_queue_order",
+    "predicate",
+    "pre_predicate",
+    "node_order",
+    "batch_node_order",
+    "best_node",
+    "job_ready",
+    "job_pipelined",
+    "job_enqueueable",
+    "job_enqueued",
+    "job_starving",
+    "job_valid",
+    "overused",
+    "allocatable",
+    "preemptive",
+    "preemptable",
+    "reclaimable",
+    "victim_tasks",
+    "target_job",
+    "reserved_nodes",
+)
+# Points without a switch in Volcano: always consulted.
+_UNSWITCHED = frozenset({"job_valid", "victim_queue_order"})
+
+
+@dataclass(slots=True)
+class Event:
+    task: TaskInfo
+    # True when an eviction is undone: the task returns to its node with its existing devices.
+    restore: bool = False
+
+
+@dataclass(slots=True)
+class EventHandler:
+    allocate: Callable[[Event], None] | None = None
+    deallocate: Callable[[Event], None] | None = None
+
+
+@dataclass(slots=True)
+class ValidateResult:
+    passed: bool
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(slots=True)
+class Eviction:
+    task: TaskInfo
+    reason: str
+
+
+@dataclass(slots=True)
+class SessionDecisions:
+    """What the session decided; the daemon or the simulator carries it out."""
+
+    binds: list[TaskInfo] = field(default_factory=list)
+    evictions: list[Eviction] = field(default_factory=list)
+    # (node name, annotation key, value) node locks requested by device plugins
+    node_locks: list[tuple[str, str, str]] = field(default_factory=list)
+    # PodGroup events: (job uid, type, reason, message)
+    job_events: list[tuple[str, str, str, str]] = field(default_factory=list)
+
+
+class Session:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        conf: SchedulerConfiguration,
+        *,
+        rng: random.Random | None = None,
+        now: float | None = None,
+        options: SessionOptions | None = None,
+    ) -> None:
+        self.uid = str(uuid.uuid4())
+        self.conf = conf
+        self.options = options or SessionOptions()
+        self.now = time.time() if now is None else now
+        self.rng = rng or random.Random()
+        self.jobs: dict[str, JobInfo] = snapshot.jobs
+        self.nodes: dict[str, NodeInfo] = snapshot.nodes
+        self.node_list: list[NodeInfo] = list(snapshot.nodes.values())
+        self.queues: dict[str, QueueInfo] = snapshot.queues
+        self.priority_classes: dict[str, PriorityClassInfo] = snapshot.priority_classes
+        self.configmaps: dict[str, dict[str, str]] = snapshot.configmaps
+        self.namespaces: dict[str, dict[str, str]] = snapshot.namespaces
+        self.total_resource = Resource()
+        for n in self.node_list:
+            self.total_resource.add(n.allocatable)
+        self.pod_group_old_status: dict[str, PodGroupStatus] = {
+            uid: j.pod_group_status.clone() for uid, j in self.jobs.items()
+        }
+        self.plugins: dict[str, Any] = {}
+        self.event_handlers: list[EventHandler] = []
+        self._tiered: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
+        self._registered: dict[str, dict[str, Callable[..., Any]]] = {p: {} for p in POINTS}
+        self.decisions = SessionDecisions()
+        self.node_locks = self.decisions.node_locks
+        self.warnings: list[str] = []
+        # Per-session "predicate error cache" and role-failure bookkeeping used by allocate.
+        self.predicate_round_robin = 0
+        # task uid -> node, for preemptors pipelined where evictions were made for them
+        self.nominated: dict[str, str] = {}
+        self.last_preemption_victims = 0
+        self.plugin_open_ms: dict[str, float] = {}
+        self.plugin_close_ms: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ plugin registration --
+    def _add(self, point: str, plugin: str, fn: Callable[..., Any]) -> None:
+        self._registered[point][plugin] = fn
+
+    def add_job_order_fn(self, plugin: str, fn: Callable[[JobInfo, JobInfo], int]) -> None:
+        self._add("job_order", plugin, fn)
+
+    def add_queue_order_fn(self, plugin: str, fn: Callable[[QueueInfo, QueueInfo], int]) -> None:
+        self._add("queue_order", plugin, fn)
+
+    def add_victim_queue_order_fn(self, plugin: str, fn: Callable[[QueueInfo, QueueInfo, QueueInfo], int]) -> None:
+        self._add("victim_queue_order", plugin, fn)
+
+    def add_task_order_fn(self, plugin: str, fn: Callable[[TaskInfo, TaskInfo], int]) -> None:
+        self._add("task_order", plugin, fn)
+
+    def add_predicate_fn(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], Unfit | None]) -> None:
+        self._add("predicate", plugin, fn)
+
+    def add_pre_predicate_fn(self, plugin: str, fn: Callable[[TaskInfo], Unfit | None]) -> None:
+        self._add("pre_predicate", plugin, fn)
+
+    def add_node_order_fn(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], float]) -> None:
+        self._add("node_order", plugin, fn)
+
+    def add_batch_node_order_fn(self, plugin: str, fn: Callable[[TaskInfo, list[NodeInfo]], dict[str, float]]) -> None:
+        self._add("batch_node_order", plugin, fn)
+
+    def add_best_node_fn(self, plugin: str, fn: Callable[[TaskInfo, dict[float, list[NodeInfo]]], NodeInfo | None]) -> None:
+        self._add("best_node", plugin, fn)
+
+    def add_job_ready_fn(self, plugin: str, fn: Callable[[JobInfo], bool]) -> None:
+        self._add("job_ready", plugin, fn)
+
+    def add_job_pipelined_fn(self, plugin: str, fn: Callable[[JobInfo], int]) -> None:
+        self._add("job_pipelined", plugin, fn)
+
+    def add_job_enqueueable_fn(self, plugin: str, fn: Callable[[JobInfo], int]) -> None:
+        self._add("job_enqueueable", plugin, fn)
+
+    def add_job_enqueued_fn(self, plugin: str, fn: Callable[[JobInfo], None]) -> None:
+        self._add("job_enqueued", plugin, fn)
+
+    def add_job_starving_fn(self, plugin: str, fn: Callable[[JobInfo], bool]) -> None:
+        self._add("job_starving", plugin, fn)
+
+    def add_job_valid_fn(self, plugin: str, fn: Callable[[JobInfo], ValidateResult | None]) -> None:
+        self._add("job_valid", plugin, fn)
+
+    def add_overused_fn(self, plugin: str, fn: Callable[[QueueInfo], bool]) -> None:
+        self._add("overused", plugin, fn)
+
+    def add_allocatable_fn(self, plugin: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
+        self._add("allocatable", plugin, fn)
+
+    def add_preemptive_fn(self, plugin: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
+        self._add("preemptive", plugin, fn)
+
+    def add_preemptable_fn(
+        self, plugin: str, fn: Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
+    ) -> None:
+        self._add("preemptable", plugin, fn)
+
+    def add_reclaimable_fn(
+        self, plugin: str, fn: Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
+    ) -> None:
+        self._add("reclaimable", plugin, fn)
+
+    def add_victim_tasks_fn(self, plugin: str, fn: Callable[[list[TaskInfo]], list[TaskInfo]]) -> None:
+        self._add("victim_tasks", plugin, fn)
+
+    def add_target_job_fn(self, plugin: str, fn: Callable[[list[JobInfo]], JobInfo | None]) -> None:
+        self._add("target_job", plugin, fn)
+
+    def add_reserved_nodes_fn(self, plugin: str, fn: Callable[[], None]) -> None:
+        self._add("reserved_nodes", plugin, fn)
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        self.event_handlers.append(handler)
+
+    def finish_registration(self) -> None:
+        """Freeze the per-point, per-tier callback lists from the configured tiers and switches."""
+        for point in POINTS:
+            registered = self._registered[point]
+            tiers: list[list[tuple[str, Callable[..., Any]]]] = []
+            for tier in self.conf.tiers:
+                fns = []
+                for opt in tier.plugins:
+                    fn = registered.get(opt.name)
+                    if fn is None:
+                        continue
+                    if point not in _UNSWITCHED and not opt.enabled(point):
+                        continue
+                    fns.append((opt.name, fn))
+                tiers.append(fns)
+            self._tiered[point] = tiers
+
+    def has(self, point: str) -> bool:
+        return any(self._tiered.get(point, []))
+
+    def _fns(self, point: str) -> Iterable[Callable[..., Any]]:
+        for tier in self._tiered[point]:
+            for _, fn in tier:
+                yield fn
+
+    # ------------------------------------------------------------------ order combinators --
+    def _first_nonzero(self, point: str, left: Any, right: Any) -> int:
+        for fn in self._fns(point):
+            r = fn(left, right)
+            if r != 0:
+                return -1 if r < 0 else 1
+        return 0
+
+    def job_compare(self, left: JobInfo, right: JobInfo) -> int:
+        r = self._first_nonzero("job_order", left, right)
+        if r:
+            return r
+        if left.creation != right.creation:
+            return -1 if left.creation < right.creation else 1
+        return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
+
+    def queue_compare(self, left: QueueInfo, right: QueueInfo) -> int:
+        r = self._first_nonzero("queue_order", left, right)
+        if r:
+            return r
+        if left.creation != right.creation:
+            return -1 if left.creation < right.creation else 1
+        return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
+
+    def task_compare(self, left: TaskInfo, right: TaskInfo) -> int:
+        r = self._first_nonzero("task_order", left, right)
+        if r:
+            return r
+        if left.index is not None and right.index is not None and left.index != right.index:
+            return -1 if left.index < right.index else 1
+        if left.pod.creation != right.pod.creation:
+            return -1 if left.pod.creation < right.pod.creation else 1
+        return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
+
+    def victim_queue_compare(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> int:
+        for fn in self._fns("victim_queue_order"):
+            r = fn(left, right, preemptor)
+            if r != 0:
+                return -1 if r < 0 else 1
+        return -self.queue_compare(left, right)
+
+    @functools.cached_property
+    def job_key(self) -> Callable[[JobInfo], Any]:
+        return functools.cmp_to_key(self.job_compare)
+
+    @functools.cached_property
+    def queue_key(self) -> Callable[[QueueInfo], Any]:
+        return functools.cmp_to_key(self.queue_compare)
+
+    @functools.cached_property
+    def task_key(self) -> Callable[[TaskInfo], Any]:
+        return functools.cmp_to_key(self.task_compare)
+
+    # ------------------------------------------------------------------ predicate / scores --
+    def pre_predicate(self, task: TaskInfo) -> Unfit | None:
+        for fn in self._fns("pre_predicate"):
+            r = fn(task)
+            if r is not None:
+                return r
+        return None
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> Unfit | None:
+        for fn in self._fns("predicate"):
+            r = fn(task, node)
+            if r is not None:
+                return r
+        return None
+
+    def node_order_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        score = 0.0
+        for fn in self._fns("node_order"):
+            score += fn(task, node)
+        return score
+
+    def batch_node_order_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+        total: dict[str, float] = {}
+        for fn in self._fns("batch_node_order"):
+            for name, s in fn(task, nodes).items():
+                total[name] = total.get(name, 0.0) + s
+        return total
+
+    def best_node(self, task: TaskInfo, scores: dict[float, list[NodeInfo]]) -> NodeInfo | None:
+        for fn in self._fns("best_node"):
+            n = fn(task, scores)
+            if n is not None:
+                return n
+        return None
+
+    # ------------------------------------------------------------------ job votes --
+    def job_ready(self, job: JobInfo) -> bool:
+        return all(fn(job) for fn in self._fns("job_ready"))
+
+    def _vote(self, point: str, job: JobInfo) -> bool:
+        for tier in self._tiered[point]:
+            permitted = False
+            for _, fn in tier:
+                r = fn(job)
+                if r < 0:
+                    return False
+                if r > 0:
+                    permitted = True
+            if permitted:
+                return True
+        return True
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self._vote("job_pipelined", job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return self._vote("job_enqueueable", job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        for fn in self._fns("job_enqueued"):
+            fn(job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        for tier in self._tiered["job_starving"]:
+            if not tier:
+                continue
+            return all(fn(job) for _, fn in tier)
+        return False
+
+    def job_valid(self, job: JobInfo) -> ValidateResult | None:
+        for fn in self._fns("job_valid"):
+            r = fn(job)
+            if r is not None and not r.passed:
+                return r
+        return None
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return any(fn(queue) for fn in self._fns("overused"))
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(fn(queue, task) for fn in self._fns("allocatable"))
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(fn(queue, task) for fn in self._fns("preemptive"))
+
+    def _evictable(self, point: str, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        for tier in self._tiered[point]:
+            victims: list[TaskInfo] | None = None
+            for _, fn in tier:
+                got, vote = fn(preemptor, candidates)
+                if vote == ABSTAIN:
+                    continue
+                if not got:
+                    victims = None
+                    break
+                if victims is None:
+                    victims = list(got)
+                else:
+                    keep = {t.uid for t in got}
+                    victims = [t for t in victims if t.uid in keep]
+            if victims is not None:
+                return victims
+        return []
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return self._evictable("preemptable", preemptor, candidates)
+
+    def reclaimable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return self._evictable("reclaimable", preemptor, candidates)
+
+    def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
+        for tier in self._tiered["victim_tasks"]:
+            union: dict[str, TaskInfo] = {}
+            for _, fn in tier:
+                for t in fn(tasks):
+                    union[t.uid] = t
+            if union:
+                return list(union.values())
+        return []
+
+    # ------------------------------------------------------------------ placement primitives --
+    def _fire_allocate(self, task: TaskInfo, restore: bool = False) -> None:
+        ev = Event(task, restore)
+        for h in self.event_handlers:
+            if h.allocate is not None:
+                h.allocate(ev)
+
+    def _fire_deallocate(self, task: TaskInfo) -> None:
+        ev = Event(task)
+        for h in self.event_handlers:
+            if h.deallocate is not None:
+                h.deallocate(ev)
+
+    def place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
+        """Put a pending task on a node as Allocated or Pipelined; roll back if a handler refuses."""
+        job = self.jobs[task.job]
+        job.update_task_status(task, status)
+        task.node_name = node.name
+        node.add_task(task)
+        try:
+            self._fire_allocate(task)
+        except AllocateError:
+            self._fire_deallocate(task)
+            node.remove_task(task)
+            job.update_task_status(task, TaskStatus.PENDING)
+            task.node_name = ""
+            raise
+
+    def unplace(self, task: TaskInfo) -> None:
+        """Undo `place`: the task goes back to Pending, remembering where it had been put."""
+        job = self.jobs[task.job]
+        node = self.nodes.get(task.node_name)
+        task.last_tx = (task.status, task.node_name)
+        self._fire_deallocate(task)
+        if node is not None:
+            node.remove_task(task)
+        job.update_task_status(task, TaskStatus.PENDING)
+        task.node_name = ""
+
+    def mark_releasing(self, task: TaskInfo) -> TaskStatus:
+        """Evict in-session: the task keeps its node but its resources become releasing."""
+        job = self.jobs[task.job]
+        node = self.nodes[task.node_name]
+        old = task.status
+        node.remove_task(task)
+        job.update_task_status(task, TaskStatus.RELEASING)
+        node.add_task(task)
+        self._fire_deallocate(task)
+        return old
+
+    def unmark_releasing(self, task: TaskInfo, status: TaskStatus) -> None:
+        job = self.jobs[task.job]
+        node = self.nodes[task.node_name]
+        node.remove_task(task)
+        job.update_task_status(task, status)
+        node.add_task(task)
+        self._fire_allocate(task, restore=True)
+
+    def dispatch(self, task: TaskInfo) -> None:
+        """Commit an Allocated task: it will be bound (the binder takes it from here)."""
+        job = self.jobs[task.job]
+        node = self.nodes[task.node_name]
+        node.remove_task(task)
+        job.update_task_status(task, TaskStatus.BINDING)
+        node.add_task(task)
+        self.decisions.binds.append(task)
+
+    def evict_committed(self, task: TaskInfo, reason: str) -> None:
+        self.decisions.evictions.append(Eviction(task, reason))
+        job = self.jobs.get(task.job)
+        if job is not None:
+            self.decisions.job_events.append((job.uid, "Normal", "Evict", reason))
+
+    def allocate_and_maybe_dispatch(self, task: TaskInfo, node: NodeInfo) -> None:
+        """Backfill's direct allocation: place, then bind every Allocated task once the job is ready."""
+        self.place(task, node, TaskStatus.ALLOCATED)
+        job = self.jobs[task.job]
+        if self.job_ready(job):
+            for t in job.tasks_in(TaskStatus.ALLOCATED):
+                self.dispatch(t)
+
+    # ------------------------------------------------------------------ fit errors --
+    def record_fit_errors(self, job: JobInfo, task: TaskInfo, errors: FitErrors) -> None:
+        job.nodes_fit_errors[task.uid] = errors  # type: ignore[assignment]
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+
+
+@dataclass(slots=True)
+class SessionOptions:
+    """Daemon flags that shape a session (spec 1.3)."""
+
+    minimum_feasible_nodes: int = 100
+    minimum_percentage_nodes_to_find: int = 5
+    percentage_nodes_to_find: int = 0
+    scheduler_name: str = "volcano"
+    default_queue: str = "default"
+    # When True, ties between best nodes go to the first in node order instead of a random one,
+    # so that simulations and tests are reproducible.
+    deterministic: bool = False

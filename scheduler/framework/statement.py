@@ -1,0 +1,66 @@
+"""A transaction over the session: allocate / pipeline / evict, then commit or discard.
+
+Operations take effect in the session at once (later decisions see them); `discard` undoes them in
+reverse order, `commit` makes them real in order (binds and evictions handed to the session's
+decisions). This is what makes a gang all-or-nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduler.framework.session import Session
+from scheduler.model.objects import NodeInfo, TaskInfo, TaskStatus
+
+EVICT = "evict"
+PIPELINE = "pipeline"
+ALLOCATE = "allocate"
+
+
+@dataclass(slots=True)
+class Operation:
+    kind: str
+    task: TaskInfo
+    reason: str = ""
+    prior_status: TaskStatus = TaskStatus.PENDING
+
+
+class Statement:
+    __slots__ = ("operations", "ssn")
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.operations: list[Operation] = []
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        prior = self.ssn.mark_releasing(task)
+        self.operations.append(Operation(EVICT, task, reason, prior))
+
+    def pipeline(self, task: TaskInfo, node: NodeInfo) -> None:
+        self.ssn.place(task, node, TaskStatus.PIPELINED)
+        self.operations.append(Operation(PIPELINE, task))
+
+    def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
+        """Raises AllocateError (nothing changed) when a device handler refuses the node."""
+        self.ssn.place(task, node, TaskStatus.ALLOCATED)
+        self.operations.append(Operation(ALLOCATE, task))
+
+    def discard(self) -> None:
+        for op in reversed(self.operations):
+            if op.kind == EVICT:
+                self.ssn.unmark_releasing(op.task, op.prior_status)
+            else:
+                self.ssn.unplace(op.task)
+        self.operations.clear()
+
+    def commit(self) -> None:
+        for op in self.operations:
+            if op.kind == EVICT:
+                self.ssn.evict_committed(op.task, op.reason)
+            elif op.kind == ALLOCATE:
+                self.ssn.dispatch(op.task)
+            # a pipelined task stays Pipelined for this session only: nothing external happens
+        self.operations.clear()
+
+    def has_evictions(self) -> bool:
+        return any(op.kind == EVICT for op in self.operations)

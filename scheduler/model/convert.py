@@ -1,0 +1,396 @@
+"""Kubernetes objects (plain dicts, as the API serves them) into the core's slim records.
+
+This is the only module that reads raw manifests. Anything malformed raises `ConvertError` naming
+the object and the field, so callers can log it and skip that object without losing the others.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from scheduler.model.objects import (
+    Condition,
+    Container,
+    JobInfo,
+    NodeInfo,
+    PodGroupStatus,
+    PodInfo,
+    PriorityClassInfo,
+    QueueInfo,
+    TaskInfo,
+    TaskStatus,
+)
+from scheduler.model.resources import QuantityError, Resource, parse_quantity
+
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+TASK_SPEC_KEY = "volcano.sh/task-spec"
+TASK_INDEX_KEY = "volcano.sh/task-index"
+PREEMPTABLE_KEY = "volcano.sh/preemptable"
+
+
+class ConvertError(ValueError):
+    """An object the core cannot use; the message names the object and the field."""
+
+
+def object_name(obj: Any) -> str:
+    if not isinstance(obj, dict):
+        return "<not an object>"
+    kind = obj.get("kind") or "object"
+    md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    ns = md.get("namespace")
+    name = md.get("name") or md.get("generateName") or "<unnamed>"
+    return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
+
+
+def parse_time(value: Any) -> float:
+    if not value:
+        return 0.0
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, datetime):
+        return value.timestamp()
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _dict(obj: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    v = obj.get(key)
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise ConvertError(f"{where}: field {key!r} must be an object, got {type(v).__name__}")
+    return v
+
+
+def _list(obj: dict[str, Any], key: str, where: str) -> list[Any]:
+    v = obj.get(key)
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise ConvertError(f"{where}: field {key!r} must be a list, got {type(v).__name__}")
+    return v
+
+
+def _str_map(obj: dict[str, Any], key: str, where: str) -> dict[str, str]:
+    return {str(k): "" if v is None else str(v) for k, v in _dict(obj, key, where).items()}
+
+
+def _resources(raw: dict[str, Any], where: str, field: str) -> Resource:
+    try:
+        r = Resource.from_list(raw)
+    except QuantityError as exc:
+        raise ConvertError(f"{where}: {field}.{exc}") from None
+    for name, v in r.items():
+        if v < 0:
+            raise ConvertError(f"{where}: {field}.{name}: must be greater than or equal to 0")
+    return r
+
+
+def _container(c: Any, where: str, field: str) -> tuple[Container, Resource]:
+    if not isinstance(c, dict):
+        raise ConvertError(f"{where}: {field} must be an object")
+    res = _dict(c, "resources", f"{where}: {field}")
+    limits = dict(_dict(res, "limits", where))
+    requests = dict(_dict(res, "requests", where))
+    for k, v in limits.items():  # the API server defaults requests to limits
+        requests.setdefault(k, v)
+    r = _resources(requests, where, f"{field}.resources.requests")
+    _resources(limits, where, f"{field}.resources.limits")
+    return Container(str(c.get("name", "")), requests, limits), r
+
+
+def pod_requests(
+    containers: list[Resource], init_containers: list[Resource], overhead: Resource
+) -> tuple[Resource, Resource]:
+    """(Resreq, InitResreq): the sum of containers plus overhead, and that maxed with each init."""
+    resreq = Resource()
+    for r in containers:
+        resreq.add(r)
+    init = resreq.clone()
+    for r in init_containers:
+        init.set_max(r)
+    resreq.add(overhead)
+    init.add(overhead)
+    return resreq, init
+
+
+def task_status(phase: str, node_name: str, deleting: bool) -> TaskStatus:
+    if phase == "Running":
+        return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
+    if phase == "Pending":
+        if deleting:
+            return TaskStatus.RELEASING
+        return TaskStatus.BOUND if node_name else TaskStatus.PENDING
+    if phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if phase == "Failed":
+        return TaskStatus.FAILED
+    return TaskStatus.UNKNOWN
+
+
+def pod_to_task(
+    pod: dict[str, Any], priority_classes: dict[str, PriorityClassInfo] | None = None
+) -> TaskInfo:
+    """Build the TaskInfo of a pod; the job id is `<namespace>/<group name>` (empty without one)."""
+    where = object_name({**pod, "kind": "Pod"})
+    if not isinstance(pod, dict):
+        raise ConvertError("Pod: not an object")
+    md = _dict(pod, "metadata", where)
+    spec = _dict(pod, "spec", where)
+    status = _dict(pod, "status", where)
+    name = md.get("name")
+    if not name or not isinstance(name, str):
+        raise ConvertError(f"{where}: metadata.name is required")
+    namespace = str(md.get("namespace") or "default")
+    uid = str(md.get("uid") or f"{namespace}/{name}")
+    raw_containers = _list(spec, "containers", where)
+    if not raw_containers:
+        raise ConvertError(f"{where}: spec.containers: Required value: a pod needs at least one container")
+    containers: list[Container] = []
+    creqs: list[Resource] = []
+    for i, c in enumerate(raw_containers):
+        cont, r = _container(c, where, f"spec.containers[{i}]")
+        containers.append(cont)
+        creqs.append(r)
+    inits: list[Container] = []
+    ireqs: list[Resource] = []
+    for i, c in enumerate(_list(spec, "initContainers", where)):
+        cont, r = _container(c, where, f"spec.initContainers[{i}]")
+        inits.append(cont)
+        ireqs.append(r)
+    overhead = _resources(_dict(spec, "overhead", where), where, "spec.overhead")
+    resreq, init_resreq = pod_requests(creqs, ireqs, overhead)
+
+    labels = _str_map(md, "labels", where)
+    annotations = _str_map(md, "annotations", where)
+    pcn = str(spec.get("priorityClassName") or "")
+    prio_raw = spec.get("priority")
+    priority: int | None
+    if prio_raw is None:
+        pc = (priority_classes or {}).get(pcn) if pcn else None
+        if pc is None and priority_classes:
+            pc = next((p for p in priority_classes.values() if p.global_default), None)
+        priority = pc.value if pc is not None else None
+    else:
+        try:
+            priority = int(prio_raw)
+        except (TypeError, ValueError):
+            raise ConvertError(f"{where}: spec.priority must be an integer, got {prio_raw!r}") from None
+
+    host_ports: list[tuple[str, str, int]] = []
+    for c in raw_containers:
+        for p in c.get("ports") or []:
+            if isinstance(p, dict) and p.get("hostPort"):
+                try:
+                    host_ports.append((str(p.get("protocol") or "TCP"), str(p.get("hostIP") or "0.0.0.0"), int(p["hostPort"])))
+                except (TypeError, ValueError):
+                    raise ConvertError(f"{where}: hostPort must be an integer, got {p.get('hostPort')!r}") from None
+
+    node_name = str(spec.get("nodeName") or "")
+    phase = str(status.get("phase") or "Pending")
+    deleting = bool(md.get("deletionTimestamp"))
+    cond = None
+    for c in status.get("conditions") or []:
+        if isinstance(c, dict) and c.get("type") == "PodScheduled":
+            cond = (str(c.get("status", "")), str(c.get("reason", "")), str(c.get("message", "")))
+    owner_uid = ""
+    for ref in md.get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller"):
+            owner_uid = str(ref.get("uid") or "")
+    info = PodInfo(
+        uid=uid,
+        name=name,
+        namespace=namespace,
+        labels=labels,
+        annotations=annotations,
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        node_name=node_name,
+        phase=phase,
+        deleting=deleting,
+        priority=priority,
+        priority_class_name=pcn,
+        creation=parse_time(md.get("creationTimestamp")),
+        node_selector=_str_map(spec, "nodeSelector", where),
+        affinity=_dict(spec, "affinity", where),
+        tolerations=[t for t in _list(spec, "tolerations", where) if isinstance(t, dict)],
+        host_ports=host_ports,
+        topology_spread=[t for t in _list(spec, "topologySpreadConstraints", where) if isinstance(t, dict)],
+        containers=containers,
+        init_containers=inits,
+        preemption_policy=str(spec.get("preemptionPolicy") or ""),
+        scheduling_gates=[str(g.get("name")) for g in _list(spec, "schedulingGates", where) if isinstance(g, dict)],
+        nominated_node=str(status.get("nominatedNodeName") or ""),
+        owner_uid=owner_uid,
+        scheduled_condition=cond,
+        resource_version=str(md.get("resourceVersion") or ""),
+    )
+    group = annotations.get(GROUP_NAME_ANNOTATION, "")
+    job = f"{namespace}/{group}" if group else ""
+    role = annotations.get(TASK_SPEC_KEY) or labels.get(TASK_SPEC_KEY, "")
+    index: int | None = None
+    idx_raw = annotations.get(TASK_INDEX_KEY) or labels.get(TASK_INDEX_KEY)
+    if idx_raw is not None:
+        try:
+            index = int(idx_raw)
+        except ValueError:
+            index = None
+    pre_raw = annotations.get(PREEMPTABLE_KEY, labels.get(PREEMPTABLE_KEY))
+    preemptable = True if pre_raw is None else pre_raw.strip().lower() not in ("false", "0")
+    return TaskInfo(
+        info,
+        job,
+        resreq,
+        init_resreq,
+        task_status(phase, node_name, deleting),
+        role=role,
+        priority=priority if priority is not None else 1,
+        preemptable=preemptable,
+        index=index,
+        scheduling_gated=bool(info.scheduling_gates),
+    )
+
+
+def node_is_ready(node: dict[str, Any]) -> bool:
+    for c in (node.get("status") or {}).get("conditions") or []:
+        if isinstance(c, dict) and c.get("type") == "Ready":
+            return c.get("status") == "True"
+    return False
+
+
+def node_to_info(node: dict[str, Any]) -> NodeInfo:
+    where = object_name({**node, "kind": "Node"}) if isinstance(node, dict) else "Node"
+    md = _dict(node, "metadata", where)
+    spec = _dict(node, "spec", where)
+    status = _dict(node, "status", where)
+    name = md.get("name")
+    if not name:
+        raise ConvertError(f"{where}: metadata.name is required")
+    capacity_raw = _dict(status, "capacity", where)
+    alloc_raw = _dict(status, "allocatable", where) or capacity_raw
+    allocatable = _resources(alloc_raw, where, "status.allocatable")
+    capability = _resources(capacity_raw, where, "status.capacity") if capacity_raw else allocatable.clone()
+    n = NodeInfo(
+        str(name),
+        allocatable,
+        capability,
+        labels=_str_map(md, "labels", where),
+        annotations=_str_map(md, "annotations", where),
+        taints=[t for t in _list(spec, "taints", where) if isinstance(t, dict)],
+        unschedulable=bool(spec.get("unschedulable")),
+    )
+    n.raw_capacity = dict(capacity_raw or alloc_raw)
+    return n
+
+
+def _int(v: Any, where: str, field: str, default: int) -> int:
+    if v is None:
+        return default
+    if isinstance(v, bool):
+        raise ConvertError(f"{where}: {field} must be an integer, got {v!r}")
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        raise ConvertError(f"{where}: {field} must be an integer, got {v!r}") from None
+
+
+def podgroup_to_job(pg: dict[str, Any], default_queue: str = "default") -> JobInfo:
+    where = object_name({**pg, "kind": "PodGroup"})
+    md = _dict(pg, "metadata", where)
+    spec = _dict(pg, "spec", where)
+    status = _dict(pg, "status", where)
+    name = md.get("name")
+    if not name:
+        raise ConvertError(f"{where}: metadata.name is required")
+    ns = str(md.get("namespace") or "default")
+    min_member = _int(spec.get("minMember"), where, "spec.minMember", 0)
+    if min_member < 0:
+        raise ConvertError(f"{where}: spec.minMember must be greater than or equal to 0")
+    task_min: dict[str, int] = {}
+    for role, v in _dict(spec, "minTaskMember", where).items():
+        task_min[str(role)] = _int(v, where, f"spec.minTaskMember.{role}", 0)
+    min_res_raw = spec.get("minResources")
+    min_res = _resources(min_res_raw, where, "spec.minResources") if min_res_raw else None
+    conds: list[Condition] = []
+    for c in status.get("conditions") or []:
+        if isinstance(c, dict):
+            conds.append(
+                Condition(
+                    str(c.get("type", "")),
+                    str(c.get("status", "")),
+                    str(c.get("reason", "")),
+                    str(c.get("message", "")),
+                    str(c.get("transitionID", "")),
+                    str(c.get("lastTransitionTime", "")),
+                )
+            )
+    st = PodGroupStatus(
+        phase=str(status.get("phase") or "Pending"),
+        conditions=conds,
+        running=_int(status.get("running"), where, "status.running", 0),
+        succeeded=_int(status.get("succeeded"), where, "status.succeeded", 0),
+        failed=_int(status.get("failed"), where, "status.failed", 0),
+    )
+    return JobInfo(
+        uid=f"{ns}/{name}",
+        name=str(name),
+        namespace=ns,
+        queue=str(spec.get("queue") or default_queue),
+        min_available=min_member,
+        task_min_available=task_min,
+        min_resources=min_res,
+        priority_class_name=str(spec.get("priorityClassName") or ""),
+        creation=parse_time(md.get("creationTimestamp")),
+        status=st,
+    )
+
+
+def queue_to_info(q: dict[str, Any]) -> QueueInfo:
+    where = object_name({**q, "kind": "Queue"})
+    md = _dict(q, "metadata", where)
+    spec = _dict(q, "spec", where)
+    status = _dict(q, "status", where)
+    name = md.get("name")
+    if not name:
+        raise ConvertError(f"{where}: metadata.name is required")
+    weight = _int(spec.get("weight"), where, "spec.weight", 1)
+    if weight < 0:
+        raise ConvertError(f"{where}: spec.weight must be greater than or equal to 0")
+    cap_raw = spec.get("capability")
+    guarantee_raw = _dict(_dict(spec, "guarantee", where), "resource", where)
+    deserved_raw = spec.get("deserved")
+    reclaimable = spec.get("reclaimable")
+    return QueueInfo(
+        str(name),
+        weight=weight,
+        capability=_resources(cap_raw, where, "spec.capability") if cap_raw else None,
+        guarantee=_resources(guarantee_raw, where, "spec.guarantee.resource"),
+        deserved=_resources(deserved_raw, where, "spec.deserved") if deserved_raw else None,
+        reclaimable=True if reclaimable is None else bool(reclaimable),
+        state=str(status.get("state") or "Open"),
+        parent=str(spec.get("parent") or ""),
+        priority=_int(spec.get("priority"), where, "spec.priority", 0),
+        creation=parse_time(md.get("creationTimestamp")),
+        annotations=_str_map(md, "annotations", where),
+    )
+
+
+def priority_class_to_info(pc: dict[str, Any]) -> PriorityClassInfo:
+    where = object_name({**pc, "kind": "PriorityClass"})
+    md = _dict(pc, "metadata", where)
+    name = md.get("name")
+    if not name:
+        raise ConvertError(f"{where}: metadata.name is required")
+    return PriorityClassInfo(
+        str(name),
+        _int(pc.get("value"), where, "value", 0),
+        bool(pc.get("globalDefault")),
+        str(pc.get("preemptionPolicy") or "PreemptLowerPriority"),
+    )
+
+
+def validate_quantity(value: Any) -> None:
+    parse_quantity(value)

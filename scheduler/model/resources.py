@@ -1,0 +1,331 @@
+"""Kubernetes quantities and the Resource vector the decision core computes with.
+
+A Resource holds CPU in millicores, memory in bytes and every other resource ("scalar") in
+milli-units (quantity x 1000), as Volcano does, so that fractional extended resources compare
+exactly. The `pods` dimension is kept apart (it is a count, checked by predicates) and ignored by
+comparisons. Comparisons use Volcano's tolerance of 0.1 in the unit of the dimension.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from decimal import Decimal, InvalidOperation
+from enum import Enum
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+
+EPSILON = 0.1
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
+}
+# The API server's grammar: sign, digits with an optional fraction, then a binary suffix, a decimal
+# suffix or a decimal exponent (e/E followed by a signed integer).
+_QUANTITY = re.compile(
+    r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
+)
+
+
+class QuantityError(ValueError):
+    """A quantity string the Kubernetes API would refuse."""
+
+
+def parse_quantity(value: object) -> Decimal:
+    """Parse a Kubernetes quantity ("100m", "1.5Gi", "1e3", 2) into an exact Decimal."""
+    if isinstance(value, bool):
+        raise QuantityError(f"quantity must be a string or number, got {value!r}")
+    if isinstance(value, int):
+        return Decimal(value)
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    if not isinstance(value, str):
+        raise QuantityError(f"quantity must be a string or number, got {type(value).__name__}")
+    text = value.strip()
+    match = _QUANTITY.match(text)
+    if not match:
+        raise QuantityError(f"quantities must match the regular expression of the API, got {value!r}")
+    try:
+        number = Decimal(match.group("num"))
+    except InvalidOperation as exc:  # pragma: no cover - the regex already guards this
+        raise QuantityError(f"invalid quantity {value!r}") from exc
+    suffix = match.group("suffix") or ""
+    if suffix in _BINARY:
+        return number * _BINARY[suffix]
+    if suffix in _DECIMAL:
+        return number * _DECIMAL[suffix]
+    return number * (Decimal(10) ** int(suffix[1:]))
+
+
+def quantity_in_unit(name: str, value: object) -> float:
+    """A quantity in the unit the core uses for that resource name (milli-CPU, bytes, milli-units)."""
+    q = parse_quantity(value)
+    if name in (MEMORY, EPHEMERAL_STORAGE) or name.startswith("hugepages-"):
+        return float(q)
+    if name == PODS:
+        return float(q)
+    # cpu and every scalar resource are held in milli-units
+    return float(q * 1000)
+
+
+class Infinity(Enum):
+    """How a scalar missing on one side of a comparison counts."""
+
+    ZERO = 0
+    INFINITY = 1
+
+
+class Resource:
+    """Milli-CPU, memory bytes and scalar milli-units; `pods` is carried but never compared."""
+
+    __slots__ = ("memory", "milli_cpu", "pods", "scalars")
+
+    def __init__(
+        self,
+        milli_cpu: float = 0.0,
+        memory: float = 0.0,
+        scalars: Mapping[str, float] | None = None,
+        pods: float = 0.0,
+    ) -> None:
+        self.milli_cpu = float(milli_cpu)
+        self.memory = float(memory)
+        self.scalars: dict[str, float] = dict(scalars) if scalars else {}
+        self.pods = float(pods)
+
+    # -- construction -------------------------------------------------------------------------
+    @classmethod
+    def from_list(cls, resources: Mapping[str, object] | None) -> Resource:
+        """From a ResourceList mapping (name -> quantity); raises QuantityError naming the resource."""
+        r = cls()
+        if not resources:
+            return r
+        for name, raw in resources.items():
+            try:
+                value = quantity_in_unit(name, raw)
+            except QuantityError as exc:
+                raise QuantityError(f"{name}: {exc}") from None
+            r.set(name, value)
+        return r
+
+    def set(self, name: str, value: float) -> None:
+        if name == CPU:
+            self.milli_cpu = value
+        elif name == MEMORY:
+            self.memory = value
+        elif name == PODS:
+            self.pods = value
+        else:
+            self.scalars[name] = value
+
+    def get(self, name: str) -> float:
+        if name == CPU:
+            return self.milli_cpu
+        if name == MEMORY:
+            return self.memory
+        if name == PODS:
+            return self.pods
+        return self.scalars.get(name, 0.0)
+
+    def clone(self) -> Resource:
+        r = Resource.__new__(Resource)
+        r.milli_cpu = self.milli_cpu
+        r.memory = self.memory
+        r.scalars = dict(self.scalars)
+        r.pods = self.pods
+        return r
+
+    def names(self) -> list[str]:
+        """Resource names present (cpu and memory always)."""
+        return [CPU, MEMORY, *self.scalars]
+
+    def items(self) -> Iterable[tuple[str, float]]:
+        yield CPU, self.milli_cpu
+        yield MEMORY, self.memory
+        yield from self.scalars.items()
+
+    # -- predicates ---------------------------------------------------------------------------
+    def is_empty(self) -> bool:
+        if self.milli_cpu >= EPSILON or self.memory >= EPSILON:
+            return False
+        return all(v < EPSILON for v in self.scalars.values())
+
+    def is_zero(self, name: str) -> bool:
+        return self.get(name) < EPSILON
+
+    # -- arithmetic (in place, returning self, like Volcano) ----------------------------------
+    def add(self, other: Resource) -> Resource:
+        self.milli_cpu += other.milli_cpu
+        self.memory += other.memory
+        self.pods += other.pods
+        if other.scalars:
+            s = self.scalars
+            for k, v in other.scalars.items():
+                s[k] = s.get(k, 0.0) + v
+        return self
+
+    def sub(self, other: Resource) -> Resource:
+        """Subtract without asserting (Volcano's SubWithoutAssert); callers check fit first."""
+        self.milli_cpu -= other.milli_cpu
+        self.memory -= other.memory
+        self.pods -= other.pods
+        if other.scalars:
+            s = self.scalars
+            for k, v in other.scalars.items():
+                s[k] = s.get(k, 0.0) - v
+        return self
+
+    def multi(self, ratio: float) -> Resource:
+        self.milli_cpu *= ratio
+        self.memory *= ratio
+        for k in self.scalars:
+            self.scalars[k] *= ratio
+        return self
+
+    def clip_at_zero(self) -> Resource:
+        self.milli_cpu = max(self.milli_cpu, 0.0)
+        self.memory = max(self.memory, 0.0)
+        for k, v in self.scalars.items():
+            if v < 0:
+                self.scalars[k] = 0.0
+        return self
+
+    def set_max(self, other: Resource) -> Resource:
+        """Per-dimension maximum (used for init containers and guarantees)."""
+        self.milli_cpu = max(self.milli_cpu, other.milli_cpu)
+        self.memory = max(self.memory, other.memory)
+        for k, v in other.scalars.items():
+            if v > self.scalars.get(k, 0.0):
+                self.scalars[k] = v
+        return self
+
+    def min_dimension(self, other: Resource, default: Infinity = Infinity.ZERO) -> Resource:
+        """Per-dimension minimum with `other`; a scalar missing in `other` counts per `default`."""
+        self.milli_cpu = min(self.milli_cpu, other.milli_cpu)
+        self.memory = min(self.memory, other.memory)
+        for k, v in self.scalars.items():
+            if k in other.scalars:
+                self.scalars[k] = min(v, other.scalars[k])
+            elif default is Infinity.ZERO:
+                self.scalars[k] = 0.0
+        return self
+
+    # -- comparisons --------------------------------------------------------------------------
+    def less_equal(self, other: Resource, default: Infinity = Infinity.ZERO) -> bool:
+        """self <= other with tolerance; scalars iterate over self's (Volcano's LessEqual)."""
+        if not (self.milli_cpu < other.milli_cpu or abs(self.milli_cpu - other.milli_cpu) < EPSILON):
+            return False
+        if not (self.memory < other.memory or abs(self.memory - other.memory) < EPSILON):
+            return False
+        if self.scalars:
+            os_ = other.scalars
+            for k, lv in self.scalars.items():
+                rv = os_.get(k)
+                if rv is None:
+                    if default is Infinity.INFINITY:
+                        continue
+                    rv = 0.0
+                if not (lv < rv or abs(lv - rv) < EPSILON):
+                    return False
+        if default is Infinity.INFINITY:
+            for k in other.scalars:
+                if k not in self.scalars:
+                    return False
+        return True
+
+    def less_equal_with_dimension(self, other: Resource, req: Resource) -> bool:
+        """self <= other only on the dimensions where `req` is positive."""
+        if req.milli_cpu > 0 and not (
+            self.milli_cpu < other.milli_cpu or abs(self.milli_cpu - other.milli_cpu) < EPSILON
+        ):
+            return False
+        if req.memory > 0 and not (self.memory < other.memory or abs(self.memory - other.memory) < EPSILON):
+            return False
+        for k, q in req.scalars.items():
+            if q <= 0:
+                continue
+            lv = self.scalars.get(k, 0.0)
+            rv = other.scalars.get(k, 0.0)
+            if not (lv < rv or abs(lv - rv) < EPSILON):
+                return False
+        return True
+
+    def less(self, other: Resource, default: Infinity = Infinity.ZERO) -> bool:
+        if not self.milli_cpu < other.milli_cpu or not self.memory < other.memory:
+            return False
+        for k, lv in self.scalars.items():
+            rv = other.scalars.get(k)
+            if rv is None:
+                if default is Infinity.INFINITY:
+                    continue
+                rv = 0.0
+            if not lv < rv:
+                return False
+        return True
+
+    def insufficient(self, available: Resource) -> list[str]:
+        """Names of the dimensions where self does not fit `available` (for fit-error messages)."""
+        short: list[str] = []
+        if not (self.milli_cpu < available.milli_cpu or abs(self.milli_cpu - available.milli_cpu) < EPSILON):
+            short.append(CPU)
+        if not (self.memory < available.memory or abs(self.memory - available.memory) < EPSILON):
+            short.append(MEMORY)
+        for k, lv in self.scalars.items():
+            if lv < EPSILON:
+                continue
+            rv = available.scalars.get(k, 0.0)
+            if not (lv < rv or abs(lv - rv) < EPSILON):
+                short.append(k)
+        return short
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Resource):
+            return NotImplemented
+        if abs(self.milli_cpu - other.milli_cpu) >= EPSILON or abs(self.memory - other.memory) >= EPSILON:
+            return False
+        for k in set(self.scalars) | set(other.scalars):
+            if abs(self.scalars.get(k, 0.0) - other.scalars.get(k, 0.0)) >= EPSILON:
+                return False
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def to_dict(self) -> dict[str, float]:
+        d = {CPU: self.milli_cpu, MEMORY: self.memory}
+        d.update(self.scalars)
+        return d
+
+    def __repr__(self) -> str:
+        parts = [f"cpu {self.milli_cpu:g}m", f"memory {self.memory:g}"]
+        parts += [f"{k} {v:g}" for k, v in sorted(self.scalars.items())]
+        return "<" + ", ".join(parts) + ">"
+
+
+def empty() -> Resource:
+    return Resource()
+
+
+def format_quantity(name: str, value: float) -> str:
+    """Render a core value back as a Kubernetes quantity string (for status fields)."""
+    if name == CPU:
+        if value % 1000 == 0:
+            return str(int(value // 1000))
+        return f"{round(value)}m"
+    if name in (MEMORY, EPHEMERAL_STORAGE, PODS) or name.startswith("hugepages-"):
+        return str(round(value))
+    if value % 1000 == 0:
+        return str(int(value // 1000))
+    return f"{round(value)}m"

@@ -1,0 +1,167 @@
+"""Expand a `batch.volcano.sh/v1alpha1 Job` into its PodGroup and pods, as Volcano's controller does.
+
+Shared by `simulate` (manifests) and the sandbox's job controller, so both produce the same names:
+the PodGroup `<job>-<job uid>` with minMember = minAvailable, minTaskMember per task (its
+minAvailable, else its replicas), queue, priority class and minResources (requests of the first
+minAvailable pods); pods `<job>-<task>-<index>` annotated with the group, task spec and index.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from typing import Any
+
+from scheduler.model.convert import ConvertError, object_name
+from scheduler.model.resources import QuantityError, Resource, format_quantity
+
+JOB_NAME_KEY = "volcano.sh/job-name"
+JOB_NAMESPACE_KEY = "volcano.sh/job-namespace"
+JOB_VERSION_KEY = "volcano.sh/job-version"
+QUEUE_NAME_KEY = "volcano.sh/queue-name"
+TASK_SPEC_KEY = "volcano.sh/task-spec"
+TASK_INDEX_KEY = "volcano.sh/task-index"
+GROUP_NAME_KEY = "scheduling.k8s.io/group-name"
+
+
+def job_uid(job: dict[str, Any]) -> str:
+    md = job.get("metadata") or {}
+    if md.get("uid"):
+        return str(md["uid"])
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"vcjob/{md.get('namespace') or 'default'}/{md.get('name')}"))
+
+
+def podgroup_name(job: dict[str, Any]) -> str:
+    return f"{(job.get('metadata') or {}).get('name')}-{job_uid(job)}"
+
+
+def _pod_requests(template: dict[str, Any]) -> Resource:
+    total = Resource()
+    for c in ((template.get("spec") or {}).get("containers")) or []:
+        res = (c or {}).get("resources") or {}
+        req = dict(res.get("limits") or {})
+        req.update(res.get("requests") or {})
+        total.add(Resource.from_list(req))
+    return total
+
+
+def expand_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    where = object_name(job)
+    md = job.get("metadata") or {}
+    spec = job.get("spec")
+    if not isinstance(spec, dict):
+        raise ConvertError(f"{where}: spec is required")
+    name = md.get("name")
+    if not name:
+        raise ConvertError(f"{where}: metadata.name is required")
+    ns = md.get("namespace") or "default"
+    tasks = spec.get("tasks")
+    if not isinstance(tasks, list) or not tasks:
+        raise ConvertError(f"{where}: spec.tasks: Required value: a job needs at least one task")
+    queue = spec.get("queue") or "default"
+    scheduler_name = spec.get("schedulerName") or "volcano"
+    pg_name = podgroup_name(job)
+    total_replicas = 0
+    min_task: dict[str, int] = {}
+    pods: list[dict[str, Any]] = []
+    per_pod_requests: list[tuple[int, Resource]] = []
+    for ti, task in enumerate(tasks):
+        if not isinstance(task, dict) or not task.get("name"):
+            raise ConvertError(f"{where}: spec.tasks[{ti}].name is required")
+        try:
+            replicas = int(task.get("replicas", 1))
+        except (TypeError, ValueError):
+            raise ConvertError(f"{where}: spec.tasks[{ti}].replicas must be an integer") from None
+        if replicas < 0:
+            raise ConvertError(f"{where}: spec.tasks[{ti}].replicas must be greater than or equal to 0")
+        total_replicas += replicas
+        tmin = task.get("minAvailable")
+        min_task[task["name"]] = int(tmin) if tmin is not None else replicas
+        template = task.get("template") or {}
+        if not isinstance(template, dict):
+            raise ConvertError(f"{where}: spec.tasks[{ti}].template must be an object")
+        try:
+            req = _pod_requests(template)
+        except QuantityError as exc:
+            raise ConvertError(f"{where}: spec.tasks[{ti}].template: {exc}") from None
+        for i in range(replicas):
+            pod = copy.deepcopy(template)
+            pmd = pod.setdefault("metadata", {})
+            pmd["name"] = f"{name}-{task['name']}-{i}"
+            pmd["namespace"] = ns
+            ann = pmd.setdefault("annotations", {}) or {}
+            pmd["annotations"] = ann
+            ann.update(
+                {
+                    GROUP_NAME_KEY: pg_name,
+                    JOB_NAME_KEY: name,
+                    JOB_VERSION_KEY: "0",
+                    QUEUE_NAME_KEY: queue,
+                    TASK_SPEC_KEY: task["name"],
+                    TASK_INDEX_KEY: str(i),
+                }
+            )
+            labels = pmd.setdefault("labels", {}) or {}
+            pmd["labels"] = labels
+            labels.update(
+                {
+                    JOB_NAME_KEY: name,
+                    JOB_NAMESPACE_KEY: ns,
+                    QUEUE_NAME_KEY: queue,
+                    TASK_SPEC_KEY: task["name"],
+                    TASK_INDEX_KEY: str(i),
+                }
+            )
+            pmd["ownerReferences"] = [
+                {
+                    "apiVersion": "batch.volcano.sh/v1alpha1",
+                    "kind": "Job",
+                    "name": name,
+                    "uid": job_uid(job),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ]
+            pspec = pod.setdefault("spec", {})
+            pspec.setdefault("schedulerName", scheduler_name)
+            if spec.get("priorityClassName") and not pspec.get("priorityClassName"):
+                pspec["priorityClassName"] = spec["priorityClassName"]
+            pspec.setdefault("restartPolicy", "OnFailure")
+            pod["apiVersion"] = "v1"
+            pod["kind"] = "Pod"
+            pods.append(pod)
+            per_pod_requests.append((ti, req))
+    min_available = spec.get("minAvailable")
+    min_available = total_replicas if min_available is None else int(min_available)
+    min_res = Resource()
+    for _, req in per_pod_requests[:min_available]:
+        min_res.add(req)
+    pg: dict[str, Any] = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": pg_name,
+            "namespace": ns,
+            "annotations": dict(md.get("annotations") or {}),
+            "labels": dict(md.get("labels") or {}),
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch.volcano.sh/v1alpha1",
+                    "kind": "Job",
+                    "name": name,
+                    "uid": job_uid(job),
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "minMember": min_available,
+            "minTaskMember": min_task,
+            "queue": queue,
+            "minResources": {k: format_quantity(k, v) for k, v in min_res.items() if v > 0},
+        },
+        "status": {"phase": "Pending"},
+    }
+    if spec.get("priorityClassName"):
+        pg["spec"]["priorityClassName"] = spec["priorityClassName"]
+    return pg, pods

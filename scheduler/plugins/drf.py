@@ -1,0 +1,78 @@
+"""drf: dominant resource fairness between jobs (spec 7.4).
+
+A job's share is its largest fraction of any cluster resource; smaller shares go first, and a
+preemptor may take from a job only while that leaves the preemptor no richer than the victim.
+Hierarchical mode (`enableHierarchy`) is not implemented: it loads with a warning.
+"""
+
+from __future__ import annotations
+
+from scheduler.framework.plugin import Plugin
+from scheduler.framework.session import PERMIT, Event, EventHandler, Session
+from scheduler.model.objects import JobInfo, TaskInfo
+from scheduler.model.resources import EPSILON, Resource
+
+SHARE_DELTA = 1e-6
+
+
+def share_of(allocated: Resource, total: Resource) -> float:
+    share = 0.0
+    for name, t in total.items():
+        if t < EPSILON:
+            continue
+        a = allocated.get(name)
+        s = a / t if t > 0 else (0.0 if a == 0 else 1.0)
+        if s > share:
+            share = s
+    return share
+
+
+class DrfPlugin(Plugin):
+    name = "drf"
+
+    def on_session_open(self, ssn: Session) -> None:
+        total = ssn.total_resource
+        allocated: dict[str, Resource] = {}
+        shares: dict[str, float] = {}
+        for job in ssn.jobs.values():
+            allocated[job.uid] = job.allocated.clone()
+            shares[job.uid] = share_of(allocated[job.uid], total)
+        self.shares = shares
+
+        def job_order(left: JobInfo, right: JobInfo) -> int:
+            ls, rs = shares.get(left.uid, 0.0), shares.get(right.uid, 0.0)
+            if ls == rs:
+                return 0
+            return -1 if ls < rs else 1
+
+        def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            base = allocated.get(preemptor.job)
+            if base is None:
+                return [], PERMIT
+            ls = share_of(base.clone().add(preemptor.resreq), total)
+            running: dict[str, Resource] = {}
+            victims: list[TaskInfo] = []
+            for t in preemptees:
+                if t.job not in running:
+                    running[t.job] = (allocated.get(t.job) or Resource()).clone()
+                alloc = running[t.job].sub(t.resreq)
+                rs = share_of(alloc, total)
+                if ls < rs or abs(ls - rs) <= SHARE_DELTA:
+                    victims.append(t)
+            return victims, PERMIT
+
+        def on_allocate(ev: Event) -> None:
+            a = allocated.get(ev.task.job)
+            if a is not None:
+                a.add(ev.task.resreq)
+                shares[ev.task.job] = share_of(a, total)
+
+        def on_deallocate(ev: Event) -> None:
+            a = allocated.get(ev.task.job)
+            if a is not None:
+                a.sub(ev.task.resreq)
+                shares[ev.task.job] = share_of(a, total)
+
+        ssn.add_job_order_fn(self.name, job_order)
+        ssn.add_preemptable_fn(self.name, preemptable)
+        ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))

@@ -1,0 +1,60 @@
+"""overcommit: admit jobs while their minResources fit the cluster times a factor (spec 7.9)."""
+
+from __future__ import annotations
+
+from scheduler.framework.arguments import ArgumentError, Arguments
+from scheduler.framework.plugin import Plugin
+from scheduler.framework.session import PERMIT, REJECT, Session
+from scheduler.model.objects import JobInfo, PodGroupPhase
+from scheduler.model.resources import Resource
+
+FACTOR_KEY = "overcommit-factor"
+DEFAULT_FACTOR = 1.2
+
+
+class OvercommitPlugin(Plugin):
+    name = "overcommit"
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        factor = arguments.get_float(FACTOR_KEY, DEFAULT_FACTOR)
+        # Volcano replaces factors below 1 with the default rather than refusing them.
+        self.factor = factor if factor >= 1.0 else DEFAULT_FACTOR
+
+    @classmethod
+    def validate(cls, arguments: Arguments) -> None:
+        f = arguments.get_float(FACTOR_KEY, DEFAULT_FACTOR)
+        if f != f:  # NaN
+            raise ArgumentError(f"plugin 'overcommit' argument {FACTOR_KEY!r}: must be a number")
+
+    def on_session_open(self, ssn: Session) -> None:
+        idle = ssn.total_resource.clone().multi(self.factor)
+        for n in ssn.node_list:
+            idle.sub(n.used)
+        inqueue = Resource()
+        for job in ssn.jobs.values():
+            if job.min_resources is None:
+                continue
+            phase = job.pod_group_status.phase
+            if phase == PodGroupPhase.INQUEUE:
+                inqueue.add(job.min_resources)
+            elif phase == PodGroupPhase.RUNNING and job.ready_task_num() >= job.min_available:
+                inqueue.add(job.min_resources.clone().sub(job.allocated).clip_at_zero())
+
+        def job_enqueueable(job: JobInfo) -> int:
+            if job.min_resources is None:
+                return PERMIT
+            want = inqueue.clone().add(job.min_resources)
+            if want.less_equal_with_dimension(idle, job.min_resources):
+                return PERMIT
+            ssn.decisions.job_events.append(
+                (job.uid, "Normal", "Unschedulable", "resource in cluster is overused")
+            )
+            return REJECT
+
+        def job_enqueued(job: JobInfo) -> None:
+            if job.min_resources is not None:
+                inqueue.add(job.min_resources)
+
+        ssn.add_job_enqueueable_fn(self.name, job_enqueueable)
+        ssn.add_job_enqueued_fn(self.name, job_enqueued)

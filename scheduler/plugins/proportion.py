@@ -1,0 +1,243 @@
+"""proportion: queues share the cluster by weight, within capability and above guarantee (spec 7.5).
+
+Deserved shares come from water-filling: each round gives every unmet queue its weighted part of
+what is left, capped by its real capability and its request and raised to its guarantee, until
+nothing is left or nothing changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scheduler.framework.plugin import Plugin
+from scheduler.framework.session import PERMIT, REJECT, EventHandler, Session
+from scheduler.model.objects import (
+    ALLOCATED_STATUSES,
+    JobInfo,
+    PodGroupPhase,
+    QueueInfo,
+    TaskInfo,
+    TaskStatus,
+)
+from scheduler.model.resources import Infinity, Resource
+
+
+@dataclass(slots=True)
+class QueueAttr:
+    queue: QueueInfo
+    weight: int
+    capability: Resource | None
+    real_capability: Resource
+    guarantee: Resource
+    deserved: Resource = field(default_factory=Resource)
+    allocated: Resource = field(default_factory=Resource)
+    request: Resource = field(default_factory=Resource)
+    inqueue: Resource = field(default_factory=Resource)
+    elastic: Resource = field(default_factory=Resource)
+    share: float = 0.0
+
+
+def _unlimited_capability(cap: Resource | None, total: Resource) -> Resource:
+    """spec.capability with absent (or non-positive cpu/memory) dimensions unlimited."""
+    big = float("inf")
+    r = total.clone()
+    for k in r.scalars:
+        r.scalars[k] = big
+    r.milli_cpu = big
+    r.memory = big
+    if cap is None:
+        return r
+    if cap.milli_cpu > 0:
+        r.milli_cpu = cap.milli_cpu
+    if cap.memory > 0:
+        r.memory = cap.memory
+    for k, v in cap.scalars.items():
+        r.scalars[k] = v
+    return r
+
+
+def share_of(allocated: Resource, deserved: Resource) -> float:
+    share = 0.0
+    for name, d in deserved.items():
+        a = allocated.get(name)
+        if d <= 0:
+            s = 0.0 if a == 0 else 1.0
+        else:
+            s = a / d
+        if s > share:
+            share = s
+    return share
+
+
+def _elastic(job: JobInfo) -> Resource:
+    """Resources allocated beyond minAvailable: what a job could give back without breaking its gang."""
+    allocated = job.tasks_in(*ALLOCATED_STATUSES)
+    extra = len(allocated) - job.min_available
+    r = Resource()
+    if extra <= 0:
+        return r
+    for t in sorted(allocated, key=lambda t: t.priority)[:extra]:
+        r.add(t.resreq)
+    return r
+
+
+def water_fill(attrs: dict[str, QueueAttr], total: Resource) -> None:
+    remaining = total.clone()
+    met: set[str] = set()
+    while True:
+        total_weight = sum(a.weight for n, a in attrs.items() if n not in met)
+        if total_weight == 0:
+            break
+        old_remaining = remaining.clone()
+        increased = Resource()
+        decreased = Resource()
+        for name, a in attrs.items():
+            if name in met:
+                continue
+            old = a.deserved.clone()
+            a.deserved.add(remaining.clone().multi(a.weight / total_weight))
+            a.deserved.min_dimension(a.real_capability, Infinity.INFINITY)
+            a.deserved.min_dimension(a.request, Infinity.ZERO)
+            a.deserved.set_max(a.guarantee)
+            if a.request.less_equal(a.deserved, Infinity.ZERO) or a.deserved == old:
+                met.add(name)
+            diff_inc = a.deserved.clone().sub(old)
+            for dim, v in diff_inc.items():
+                if v > 0:
+                    increased.set(dim, increased.get(dim) + v)
+                elif v < 0:
+                    decreased.set(dim, decreased.get(dim) - v)
+        remaining.add(decreased).sub(increased).clip_at_zero()
+        if remaining.is_empty() or remaining == old_remaining:
+            break
+
+
+class ProportionPlugin(Plugin):
+    name = "proportion"
+
+    def on_session_open(self, ssn: Session) -> None:
+        total = ssn.total_resource
+        attrs: dict[str, QueueAttr] = {}
+        total_guarantee = Resource()
+        for q in ssn.queues.values():
+            total_guarantee.add(q.guarantee)
+        for job in ssn.jobs.values():
+            q = ssn.queues.get(job.queue)
+            if q is None:
+                continue
+            a = attrs.get(q.name)
+            if a is None:
+                real = total.clone().sub(total_guarantee).clip_at_zero().add(q.guarantee)
+                cap = _unlimited_capability(q.capability, total)
+                real.min_dimension(cap, Infinity.INFINITY)
+                a = QueueAttr(q, max(q.weight, 0), q.capability, real, q.guarantee.clone())
+                attrs[q.name] = a
+            for status, tasks in job.task_status_index.items():
+                for t in tasks.values():
+                    if status in ALLOCATED_STATUSES:
+                        a.allocated.add(t.resreq)
+                        a.request.add(t.resreq)
+                    elif status == TaskStatus.PENDING:
+                        a.request.add(t.resreq)
+            phase = job.pod_group_status.phase
+            if phase == PodGroupPhase.INQUEUE and job.min_resources is not None:
+                a.inqueue.add(job.min_resources)
+            if (
+                phase == PodGroupPhase.RUNNING
+                and job.min_resources is not None
+                and job.ready_task_num() >= job.min_available
+            ):
+                rest = job.min_resources.clone().sub(job.allocated).clip_at_zero()
+                a.inqueue.add(rest)
+            a.elastic.add(_elastic(job))
+        water_fill(attrs, total)
+        for a in attrs.values():
+            a.share = share_of(a.allocated, a.deserved)
+        self.attrs = attrs
+
+        def queue_order(left: QueueInfo, right: QueueInfo) -> int:
+            if left.priority != right.priority:
+                return -1 if left.priority > right.priority else 1
+            la, ra = attrs.get(left.name), attrs.get(right.name)
+            ls = la.share if la else 0.0
+            rs = ra.share if ra else 0.0
+            if ls == rs:
+                return 0
+            return -1 if ls < rs else 1
+
+        def overused(queue: QueueInfo) -> bool:
+            a = attrs.get(queue.name)
+            if a is None:
+                return False
+            return a.deserved.less_equal(a.allocated, Infinity.ZERO)
+
+        def allocatable(queue: QueueInfo, task: TaskInfo) -> bool:
+            if not queue.is_open():
+                return False
+            a = attrs.get(queue.name)
+            if a is None:
+                return True
+            future = a.allocated.clone().add(task.resreq)
+            return future.less_equal_with_dimension(a.deserved, task.resreq)
+
+        def reclaimable(_reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            running: dict[str, Resource] = {}
+            victims: list[TaskInfo] = []
+            for t in reclaimees:
+                job = ssn.jobs.get(t.job)
+                if job is None:
+                    continue
+                a = attrs.get(job.queue)
+                if a is None:
+                    continue
+                if job.queue not in running:
+                    running[job.queue] = a.allocated.clone()
+                alloc = running[job.queue]
+                if not alloc.less_equal(a.deserved, Infinity.ZERO):
+                    alloc.sub(t.resreq)
+                    victims.append(t)
+            return victims, PERMIT
+
+        def job_enqueueable(job: JobInfo) -> int:
+            q = ssn.queues.get(job.queue)
+            if q is None or not q.is_open():
+                return REJECT
+            a = attrs.get(job.queue)
+            if a is None or job.min_resources is None:
+                return PERMIT
+            want = job.min_resources.clone().add(a.allocated).add(a.inqueue).sub(a.elastic)
+            if want.less_equal_with_dimension(a.real_capability, job.min_resources):
+                return PERMIT
+            ssn.decisions.job_events.append(
+                (job.uid, "Normal", "Unschedulable", "queue resource quota insufficient")
+            )
+            return REJECT
+
+        def job_enqueued(job: JobInfo) -> None:
+            a = attrs.get(job.queue)
+            if a is not None and job.min_resources is not None:
+                a.inqueue.add(job.min_resources)
+
+        def update(task: TaskInfo, sign: int) -> None:
+            job = ssn.jobs.get(task.job)
+            if job is None:
+                return
+            a = attrs.get(job.queue)
+            if a is None:
+                return
+            if sign > 0:
+                a.allocated.add(task.resreq)
+            else:
+                a.allocated.sub(task.resreq)
+            a.share = share_of(a.allocated, a.deserved)
+
+        ssn.add_queue_order_fn(self.name, queue_order)
+        ssn.add_overused_fn(self.name, overused)
+        ssn.add_allocatable_fn(self.name, allocatable)
+        ssn.add_preemptive_fn(self.name, allocatable)
+        ssn.add_reclaimable_fn(self.name, reclaimable)
+        ssn.add_job_enqueueable_fn(self.name, job_enqueueable)
+        ssn.add_job_enqueued_fn(self.name, job_enqueued)
+        ssn.add_event_handler(
+            EventHandler(lambda ev: update(ev.task, 1), lambda ev: update(ev.task, -1))
+        )

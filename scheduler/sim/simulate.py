@@ -1,0 +1,230 @@
+"""`vc-scheduler simulate`: run scheduling sessions on plain manifests, with no cluster.
+
+Between cycles the simulated cluster moves on as a real one would: bound pods start running on
+their nodes (with the annotations the scheduler wrote), evicted pods are gone, PodGroup statuses
+are what the session wrote. Malformed objects are reported by name and skipped.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.conf import SchedulerConfiguration
+from scheduler.framework.cycle import SessionResult, run_session
+from scheduler.framework.session import SessionOptions
+from scheduler.model.cluster import ClusterOptions, ClusterState
+from scheduler.model.convert import ConvertError, object_name
+from scheduler.model.resources import QuantityError
+from scheduler.model.vcjob import expand_job
+from scheduler.sim.manifests import Skipped
+
+KIND_ORDER = {
+    "Namespace": 0,
+    "PriorityClass": 1,
+    "ConfigMap": 2,
+    "Queue": 3,
+    "Node": 4,
+    "Job": 5,
+    "PodGroup": 6,
+    "Pod": 7,
+}
+
+
+@dataclass(slots=True)
+class SimulationResult:
+    bindings: dict[str, str] = field(default_factory=dict)
+    evictions: list[str] = field(default_factory=list)
+    pipelined: dict[str, str] = field(default_factory=dict)
+    pending: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, dict[str, str]] = field(default_factory=dict)
+    podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: list[Skipped] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    cycles: list[SessionResult] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bindings": dict(sorted(self.bindings.items())),
+            "evictions": sorted(self.evictions),
+            "pipelined": dict(sorted(self.pipelined.items())),
+            "pending": dict(sorted(self.pending.items())),
+            "annotations": {k: dict(sorted(v.items())) for k, v in sorted(self.annotations.items())},
+            "podgroups": dict(sorted(self.podgroups.items())),
+            "skipped": [{"object": s.where, "reason": s.reason} for s in self.skipped],
+        }
+
+
+class SimulatedCluster:
+    """Raw objects plus the scheduler's view of them, advanced by session decisions."""
+
+    def __init__(self, options: ClusterOptions | None = None) -> None:
+        self.state = ClusterState(options)
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.podgroups: dict[str, dict[str, Any]] = {}
+        self.skipped: list[Skipped] = []
+
+    def _skip(self, obj: Any, reason: str) -> None:
+        self.skipped.append(Skipped(object_name(obj), reason))
+
+    def load(self, objects: list[dict[str, Any]]) -> None:
+        expanded: list[dict[str, Any]] = []
+        for obj in objects:
+            if obj.get("kind") == "Job" and str(obj.get("apiVersion", "")).startswith("batch.volcano.sh/"):
+                try:
+                    pg, pods = expand_job(obj)
+                except (ConvertError, QuantityError) as exc:
+                    self._skip(obj, str(exc))
+                    continue
+                expanded.append(pg)
+                expanded.extend(pods)
+            else:
+                expanded.append(obj)
+        expanded.sort(key=lambda o: KIND_ORDER.get(str(o.get("kind")), 99))
+        for i, obj in enumerate(expanded):
+            md = obj.get("metadata")
+            if isinstance(md, dict) and not md.get("uid"):
+                md["uid"] = f"uid-{i:06d}-{md.get('name')}"
+            if isinstance(md, dict) and not md.get("creationTimestamp"):
+                # manifests carry no times: file order stands in for creation order
+                md["creationTimestamp"] = float(i)
+            self._apply(obj)
+        if "default" not in self.state.queues:
+            # a normal Volcano install always has the default queue
+            self.state.apply_queue(
+                {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}}
+            )
+
+    def _apply(self, obj: dict[str, Any]) -> None:
+        kind = obj.get("kind")
+        md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        try:
+            if kind == "Node":
+                self.state.apply_node(obj)
+            elif kind == "Pod":
+                md.setdefault("namespace", "default")
+                task = self.state.apply_pod(obj)
+                self.pods[task.key] = obj
+            elif kind == "PodGroup":
+                md.setdefault("namespace", "default")
+                job = self.state.apply_podgroup(obj)
+                self.podgroups[job.uid] = obj
+            elif kind == "Queue":
+                self.state.apply_queue(obj)
+            elif kind == "PriorityClass":
+                self.state.apply_priority_class(obj)
+            elif kind == "ConfigMap":
+                self.state.apply_configmap(obj)
+            elif kind == "Namespace":
+                self.state.apply_namespace(obj)
+            else:
+                self._skip(obj, f"kind {kind!r} is not used by the scheduler")
+        except (ConvertError, QuantityError) as exc:
+            self._skip(obj, str(exc))
+
+    def advance(self, res: SessionResult, out: SimulationResult) -> None:
+        for b in res.binds:
+            key = b.task.key
+            pod = self.pods.get(key)
+            if pod is None:
+                continue
+            pod.setdefault("spec", {})["nodeName"] = b.node
+            if b.annotations:
+                pod.setdefault("metadata", {}).setdefault("annotations", {}).update(b.annotations)
+                out.annotations.setdefault(key, {}).update(b.annotations)
+            pod.setdefault("status", {})["phase"] = "Running"
+            out.bindings[key] = b.node
+            self.state.apply_pod(pod)
+        for task, _reason in res.evictions:
+            key = task.key
+            out.evictions.append(key)
+            self.pods.pop(key, None)
+            self.state.remove_pod(task.namespace, task.name)
+        for uid, st in res.podgroup_status.items():
+            pg = self.podgroups.get(uid)
+            if pg is None:
+                continue
+            pg["status"] = {
+                "phase": st.phase,
+                "running": st.running,
+                "succeeded": st.succeeded,
+                "failed": st.failed,
+                "conditions": [
+                    {
+                        "type": c.type,
+                        "status": c.status,
+                        "reason": c.reason,
+                        "message": c.message,
+                        "transitionID": c.transition_id,
+                    }
+                    for c in st.conditions
+                ],
+            }
+            self.state.apply_podgroup(pg)
+
+
+def simulate(
+    objects: list[dict[str, Any]],
+    conf: SchedulerConfiguration,
+    cycles: int = 1,
+    seed: int = 0,
+    skipped: list[Skipped] | None = None,
+    options: SessionOptions | None = None,
+) -> SimulationResult:
+    cluster = SimulatedCluster()
+    if skipped:
+        cluster.skipped.extend(skipped)
+    cluster.load(objects)
+    out = SimulationResult(warnings=list(conf.warnings))
+    rng = random.Random(seed)
+    last: SessionResult | None = None
+    for _ in range(max(cycles, 1)):
+        snap = cluster.state.snapshot()
+        last = run_session(snap, conf, options or SessionOptions(), rng=rng)
+        out.cycles.append(last)
+        out.warnings.extend(last.warnings)
+        cluster.advance(last, out)
+    assert last is not None
+    out.pipelined = dict(last.pipelined)
+    conditions = {c.task.key: c.message for c in last.pod_conditions}
+    for key, pod in cluster.pods.items():
+        task = cluster.state.get_task(key)
+        if task is None or task.pod.scheduler_name not in cluster.state.options.scheduler_names:
+            continue
+        if not (pod.get("spec") or {}).get("nodeName") and key not in out.bindings:
+            out.pending[key] = conditions.get(key, "not considered by the scheduler (PodGroup pending or invalid)")
+    for uid, st in last.podgroup_status.items():
+        if uid in cluster.podgroups:
+            out.podgroups[uid] = {
+                "phase": st.phase,
+                "conditions": [
+                    {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
+                    for c in st.conditions
+                ],
+            }
+    out.skipped = cluster.skipped
+    return out
+
+
+def format_table(result: SimulationResult) -> str:
+    rows: list[tuple[str, str, str]] = []
+    for key, node in result.bindings.items():
+        rows.append((key, node, "bound"))
+    for key, node in result.pipelined.items():
+        rows.append((key, node, "pipelined (waits for resources being released)"))
+    for key in result.evictions:
+        rows.append((key, "-", "evicted"))
+    for key, why in result.pending.items():
+        if key not in result.pipelined:
+            rows.append((key, "-", f"pending: {why}"))
+    rows.sort()
+    w0 = max([len("POD")] + [len(r[0]) for r in rows])
+    w1 = max([len("NODE")] + [len(r[1]) for r in rows])
+    lines = [f"{'POD':<{w0}}  {'NODE':<{w1}}  RESULT"]
+    lines += [f"{a:<{w0}}  {b:<{w1}}  {c}" for a, b, c in rows]
+    for s in result.skipped:
+        lines.append(f"skipped {s.where}: {s.reason}")
+    for w in result.warnings:
+        lines.append(f"warning: {w}")
+    return "\n".join(lines)

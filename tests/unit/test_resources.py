@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from scheduler.model.resources import Infinity, QuantityError, Resource, parse_quantity
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("100m", Decimal("0.1")),
+        ("1", Decimal(1)),
+        ("1.5", Decimal("1.5")),
+        ("1Ki", Decimal(1024)),
+        ("1Mi", Decimal(2**20)),
+        ("2Gi", Decimal(2 * 2**30)),
+        ("1Ti", Decimal(2**40)),
+        ("1Pi", Decimal(2**50)),
+        ("1Ei", Decimal(2**60)),
+        ("1k", Decimal(1000)),
+        ("1M", Decimal(10**6)),
+        ("1G", Decimal(10**9)),
+        ("1T", Decimal(10**12)),
+        ("1P", Decimal(10**15)),
+        ("1E", Decimal(10**18)),
+        ("1e3", Decimal(1000)),
+        ("1E3", Decimal(1000)),
+        ("5e-3", Decimal("0.005")),
+        ("500u", Decimal("0.0005")),
+        ("10n", Decimal("1e-8")),
+        (".5", Decimal("0.5")),
+        ("+2", Decimal(2)),
+        (3, Decimal(3)),
+    ],
+)
+def test_every_suffix_the_api_accepts_parses_exactly(text: object, value: Decimal) -> None:
+    assert parse_quantity(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "abc", "1GB", "1.2.3", "1 Gi", "Gi", "1ki", True, None, "--1"])
+def test_a_bad_quantity_is_an_error(text: object) -> None:
+    with pytest.raises(QuantityError):
+        parse_quantity(text)
+
+
+def test_resource_from_list_names_the_bad_resource() -> None:
+    with pytest.raises(QuantityError, match="memory"):
+        Resource.from_list({"cpu": "1", "memory": "lots"})
+
+
+def test_cpu_in_millicores_memory_in_bytes_scalars_in_milli_units() -> None:
+    r = Resource.from_list({"cpu": "1500m", "memory": "1Gi", "nvidia.com/gpu": "2", "pods": "110"})
+    assert r.milli_cpu == 1500
+    assert r.memory == 2**30
+    assert r.scalars == {"nvidia.com/gpu": 2000}
+    assert r.pods == 110
+
+
+def test_less_equal_tolerates_a_tenth_and_treats_missing_scalars_as_zero() -> None:
+    small = Resource(1000.05, 10)
+    assert small.less_equal(Resource(1000, 10))
+    gpu = Resource(0, 0, {"gpu": 1000})
+    assert not gpu.less_equal(Resource(4000, 100))
+    assert gpu.less_equal(Resource(4000, 100, {"gpu": 1000}))
+    # with Infinity, a scalar missing on the right is unlimited
+    assert gpu.less_equal(Resource(4000, 100), Infinity.INFINITY)
+
+
+def test_insufficient_lists_the_short_dimensions() -> None:
+    req = Resource(2000, 100, {"gpu": 1000})
+    assert req.insufficient(Resource(1000, 1000)) == ["cpu", "gpu"]

@@ -33,7 +33,14 @@ def enqueue(ssn: Session) -> None:
         if jobs is None or jobs.empty():
             continue
         job = jobs.pop()
+        events_before = len(ssn.decisions.job_events)
         if job.min_resources is None or ssn.job_enqueueable(job):
             ssn.job_enqueued(job)
             job.pod_group_status.phase = PodGroupPhase.INQUEUE
+        else:
+            # Users read this on the pending pods: say why the gang was not admitted.
+            why = [m for (uid, _t, _r, m) in ssn.decisions.job_events[events_before:] if uid == job.uid]
+            job.fit_error = "job is not admitted (enqueue): " + (
+                "; ".join(why) if why else "its minResources do not fit the queue or the cluster"
+            )
         queues.push(q)

@@ -76,7 +76,7 @@ def test_a_bad_plugin_argument_is_refused_naming_plugin_and_key() -> None:
 
 
 def test_unparsable_yaml_names_the_position() -> None:
-    with pytest.raises(ConfigError, match="line 2"):
+    with pytest.raises(ConfigError, match="line 3"):
         parse('actions: "allocate"\ntiers: [\n- plugins\n')
 
 

@@ -9,7 +9,7 @@ turn and goes back into its queue's heap, so surplus tasks interleave fairly bet
 from __future__ import annotations
 
 from scheduler.framework.fiterrors import FitErrors
-from scheduler.framework.placement import allocate_predicate, predicate_nodes, prioritize
+from scheduler.framework.placement import PlacementCache, allocate_predicate, prioritize
 from scheduler.framework.pqueue import PriorityQueue
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
@@ -54,6 +54,7 @@ def allocate(ssn: Session) -> None:
             queues.push(q)
 
     check = allocate_predicate(ssn)
+    cache = PlacementCache(ssn, check)
     while not queues.empty():
         q = queues.pop()
         if ssn.overused(q):
@@ -63,7 +64,7 @@ def allocate(ssn: Session) -> None:
             continue
         job = jobs.pop()
         tasks = task_heaps[job.uid]
-        stmt = _allocate_tasks(ssn, q, job, tasks, check)
+        stmt = _allocate_tasks(ssn, q, job, tasks, check, cache)
         if stmt is not None and ssn.job_ready(job):
             stmt.commit()
             if not tasks.empty():
@@ -72,7 +73,12 @@ def allocate(ssn: Session) -> None:
 
 
 def _allocate_tasks(
-    ssn: Session, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo], check: object
+    ssn: Session,
+    queue: QueueInfo,
+    job: JobInfo,
+    tasks: PriorityQueue[TaskInfo],
+    check: object,
+    cache: PlacementCache,
 ) -> Statement | None:
     stmt = Statement(ssn)
     failed_roles: set[str] = set()
@@ -98,7 +104,7 @@ def _allocate_tasks(
             break
         candidates = _nominated_first(ssn, task, check, errors)
         if not candidates:
-            candidates = predicate_nodes(ssn, task, nodes, check, errors)  # type: ignore[arg-type]
+            candidates = cache.feasible(task, errors)
         if not candidates:
             ssn.record_fit_errors(job, task, errors)
             if task.role:
@@ -106,7 +112,7 @@ def _allocate_tasks(
             if job.need_continue_allocating():
                 continue
             break
-        placed = _place(ssn, stmt, task, candidates, errors)
+        placed = _place(ssn, stmt, task, candidates, errors, cache)
         if not placed:
             ssn.record_fit_errors(job, task, errors)
             continue
@@ -130,11 +136,13 @@ def _nominated_first(ssn: Session, task: TaskInfo, check: object, errors: FitErr
     return [node] if check(task, node) is None else []  # type: ignore[operator]
 
 
-def _place(ssn: Session, stmt: Statement, task: TaskInfo, candidates: list, errors: FitErrors) -> bool:
+def _place(
+    ssn: Session, stmt: Statement, task: TaskInfo, candidates: list, errors: FitErrors, cache: PlacementCache
+) -> bool:
     """Try the best node; if a device handler refuses it, drop it and try the next best."""
     remaining = list(candidates)
     while remaining:
-        best = prioritize(ssn, task, remaining)
+        best = prioritize(ssn, task, remaining, cache)
         if best is None:
             return False
         try:

@@ -29,9 +29,9 @@ def num_feasible_nodes_to_find(ssn: Session, total: int) -> int:
 
 def resource_fit_reasons(task: TaskInfo, node: NodeInfo) -> list[str] | None:
     """Allocate's own resource check: InitResreq must fit FutureIdle; None when it does."""
-    fi = node.future_idle()
-    if task.init_resreq.less_equal(fi):
+    if task.init_resreq.fits_future(node.idle, node.releasing, node.pipelined):
         return None
+    fi = node.future_idle()
     return [f"Insufficient {name}" for name in task.init_resreq.insufficient(fi)] or ["Insufficient resources"]
 
 
@@ -91,13 +91,15 @@ def score_nodes(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str
     return scores
 
 
-def select_best(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> NodeInfo | None:
+def select_best(
+    ssn: Session, task: TaskInfo, nodes: list[NodeInfo], cache: PlacementCache | None = None
+) -> NodeInfo | None:
     """Score, let a BestNodeFn decide, else the top score with a random tie-break."""
     if not nodes:
         return None
     if len(nodes) == 1:
         return nodes[0]
-    scores = score_nodes(ssn, task, nodes)
+    scores = cache.scores(task, nodes) if cache is not None else score_nodes(ssn, task, nodes)
     by_score: dict[float, list[NodeInfo]] = {}
     for n in nodes:
         by_score.setdefault(scores[n.name], []).append(n)
@@ -110,8 +112,125 @@ def select_best(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> NodeInfo
     return ssn.rng.choice(top)
 
 
-def prioritize(ssn: Session, task: TaskInfo, candidates: list[NodeInfo]) -> NodeInfo | None:
+def prioritize(
+    ssn: Session, task: TaskInfo, candidates: list[NodeInfo], cache: PlacementCache | None = None
+) -> NodeInfo | None:
     """Prefer nodes where the task fits Idle now; only otherwise those where it fits FutureIdle."""
-    idle_fit = [n for n in candidates if task.init_resreq.less_equal(n.idle)]
+    req = task.init_resreq
+    idle_fit = [n for n in candidates if req.less_equal(n.idle)]
     group = idle_fit or candidates
-    return select_best(ssn, task, group)
+    return select_best(ssn, task, group, cache)
+
+
+def _shape_key(task: TaskInfo) -> tuple | None:
+    """Tasks with equal keys get equal predicate answers and scores on an unchanged node.
+
+    None for tasks whose answers depend on other nodes' pods (inter-pod affinity, spread).
+    """
+    pod = task.pod
+    aff = pod.affinity
+    if pod.topology_spread or (aff and ("podAffinity" in aff or "podAntiAffinity" in aff)):
+        return None
+    return (
+        task.job,
+        task.role,
+        tuple(sorted(task.init_resreq.to_dict().items())),
+        tuple(sorted(task.resreq.to_dict().items())),
+        tuple(sorted(pod.node_selector.items())),
+        repr(aff) if aff else "",
+        repr(pod.tolerations) if pod.tolerations else "",
+        tuple(pod.host_ports),
+        repr([(c.limits, c.requests) for c in pod.containers]),
+        tuple(sorted((k, v) for k, v in pod.annotations.items() if not k.startswith("scheduling.k8s.io/"))),
+        pod.node_name,
+    )
+
+
+class _Entry:
+    __slots__ = ("complete", "errors", "feasible", "scores", "seq")
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.feasible: dict[str, NodeInfo] = {}
+        self.scores: dict[str, float] = {}
+        self.errors = FitErrors()
+        self.complete = False
+
+
+class PlacementCache:
+    """Feasible nodes and node-order scores per task shape, kept fresh from the session's change log.
+
+    The pods of a job are usually identical: the predicate scan and the scoring are done once per
+    shape, and afterwards only the nodes that changed since (a placement, an eviction, a discard)
+    are checked and scored again. Decisions are the ones a fresh scan of the same sample gives.
+    """
+
+    def __init__(self, ssn: Session, check: NodePredicate) -> None:
+        self.ssn = ssn
+        self.check = check
+        self.entries: dict[tuple, _Entry] = {}
+        # Another pod's required anti-affinity can be hit by any placement in its topology domain.
+        self.enabled = not any(
+            t.pod.affinity and "podAntiAffinity" in t.pod.affinity
+            for n in ssn.node_list
+            for t in n.tasks.values()
+        )
+
+    def feasible(self, task: TaskInfo, errors: FitErrors) -> list[NodeInfo]:
+        key = _shape_key(task) if self.enabled else None
+        if key is None:
+            return predicate_nodes(self.ssn, task, self.ssn.node_list, self.check, errors)
+        entry = self.entries.get(key)
+        if entry is None or (not entry.feasible and not entry.complete):
+            entry = self._scan(task)
+            self.entries[key] = entry
+        else:
+            self._refresh(task, entry)
+        errors.nodes.update(entry.errors.nodes)
+        return list(entry.feasible.values())
+
+    def _scan(self, task: TaskInfo) -> _Entry:
+        ssn = self.ssn
+        entry = _Entry()
+        found = predicate_nodes(ssn, task, ssn.node_list, self.check, entry.errors)
+        # every node examined: a rescan could not find more
+        entry.complete = len(found) + len(entry.errors.nodes) >= len(ssn.node_list)
+        entry.feasible = {n.name: n for n in found}
+        entry.seq = len(ssn.node_changes)
+        return entry
+
+    def _refresh(self, task: TaskInfo, entry: _Entry) -> None:
+        log = self.ssn.node_changes
+        if entry.seq == len(log):
+            return
+        changed = set(log[entry.seq :])
+        entry.seq = len(log)
+        for name in changed:
+            node = self.ssn.nodes.get(name)
+            if node is None:
+                continue
+            if name not in entry.feasible and name not in entry.errors.nodes:
+                continue  # outside this shape's sample
+            entry.scores.pop(name, None)
+            r = self.check(task, node)
+            if r is None:
+                entry.feasible[name] = node
+                entry.errors.nodes.pop(name, None)
+            else:
+                entry.feasible.pop(name, None)
+                entry.errors.set_node_error(name, r.reason if isinstance(r, Unfit) else r)
+
+    def scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+        key = _shape_key(task) if self.enabled else None
+        entry = self.entries.get(key) if key is not None else None
+        if entry is None:
+            return score_nodes(self.ssn, task, nodes)
+        missing = [n for n in nodes if n.name not in entry.scores]
+        for n in missing:
+            entry.scores[n.name] = self.ssn.node_order_score(task, n)
+        out = {n.name: entry.scores[n.name] for n in nodes}
+        if self.ssn.has("batch_node_order"):
+            for name, s in self.ssn.batch_node_order_scores(task, nodes).items():
+                if name in out:
+                    out[name] += s
+        return out

@@ -140,6 +140,8 @@ class Session:
         self.warnings: list[str] = []
         # Per-session "predicate error cache" and role-failure bookkeeping used by allocate.
         self.predicate_round_robin = 0
+        # Names of nodes whose accounting changed, in order: lets placement caches recheck only those.
+        self.node_changes: list[str] = []
         # task uid -> node, for preemptors pipelined where evictions were made for them
         self.nominated: dict[str, str] = {}
         self.last_preemption_victims = 0
@@ -443,6 +445,7 @@ class Session:
         job.update_task_status(task, status)
         task.node_name = node.name
         node.add_task(task)
+        self.node_changes.append(node.name)
         try:
             self._fire_allocate(task)
         except AllocateError:
@@ -460,6 +463,7 @@ class Session:
         self._fire_deallocate(task)
         if node is not None:
             node.remove_task(task)
+            self.node_changes.append(node.name)
         job.update_task_status(task, TaskStatus.PENDING)
         task.node_name = ""
 
@@ -471,6 +475,7 @@ class Session:
         node.remove_task(task)
         job.update_task_status(task, TaskStatus.RELEASING)
         node.add_task(task)
+        self.node_changes.append(node.name)
         self._fire_deallocate(task)
         return old
 
@@ -480,6 +485,7 @@ class Session:
         node.remove_task(task)
         job.update_task_status(task, status)
         node.add_task(task)
+        self.node_changes.append(node.name)
         self._fire_allocate(task, restore=True)
 
     def dispatch(self, task: TaskInfo) -> None:

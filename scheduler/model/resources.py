@@ -276,6 +276,22 @@ class Resource:
                 return False
         return True
 
+    def fits_future(self, idle: Resource, releasing: Resource, pipelined: Resource) -> bool:
+        """self <= idle + releasing - pipelined (a node's FutureIdle), without building it."""
+        fi = idle.milli_cpu + releasing.milli_cpu - pipelined.milli_cpu
+        if not (self.milli_cpu < fi or abs(self.milli_cpu - fi) < EPSILON):
+            return False
+        fi = idle.memory + releasing.memory - pipelined.memory
+        if not (self.memory < fi or abs(self.memory - fi) < EPSILON):
+            return False
+        if self.scalars:
+            i_s, r_s, p_s = idle.scalars, releasing.scalars, pipelined.scalars
+            for k, lv in self.scalars.items():
+                fi = i_s.get(k, 0.0) + r_s.get(k, 0.0) - p_s.get(k, 0.0)
+                if not (lv < fi or abs(lv - fi) < EPSILON):
+                    return False
+        return True
+
     def insufficient(self, available: Resource) -> list[str]:
         """Names of the dimensions where self does not fit `available` (for fit-error messages)."""
         short: list[str] = []

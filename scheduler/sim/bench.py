@@ -1,0 +1,292 @@
+"""`vc-scheduler bench`: decisions per second and session latency on generated clusters.
+
+Two measurements, both through the real path (Kubernetes dicts -> ClusterState -> snapshot ->
+session): a backlog of pending gang jobs on an empty cluster (pods/s decided, per-session time),
+and an idle session on a full cluster (nothing pending: what a scheduling period costs at scale).
+Results are printed and, with --output, written as Markdown with the command that produced them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import random
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from scheduler.conf import SchedulerConfiguration, default_configuration, load_file
+from scheduler.framework.cycle import run_session
+from scheduler.framework.session import SessionOptions
+from scheduler.model.cluster import ClusterState
+
+
+def gen_nodes(state: ClusterState, n: int, cpu: int = 32, mem_gi: int = 128) -> None:
+    for i in range(n):
+        state.apply_node(
+            {
+                "kind": "Node",
+                "metadata": {"name": f"node-{i:05d}", "labels": {"kubernetes.io/hostname": f"node-{i:05d}"}},
+                "status": {
+                    "allocatable": {"cpu": str(cpu), "memory": f"{mem_gi}Gi", "pods": "110"},
+                    "capacity": {"cpu": str(cpu), "memory": f"{mem_gi}Gi", "pods": "110"},
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }
+        )
+
+
+def gen_queues(state: ClusterState, queues: int) -> list[str]:
+    names = [f"q{i}" for i in range(queues)]
+    for i, name in enumerate(names):
+        state.apply_queue({"kind": "Queue", "metadata": {"name": name}, "spec": {"weight": 1 + i % 3}, "status": {"state": "Open"}})
+    state.apply_queue({"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}})
+    return names
+
+
+def _pod(name: str, ns: str, group: str, cpu: str, mem: str, node: str = "", phase: str = "Pending", idx: int = 0) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "schedulerName": "volcano",
+        "containers": [{"name": "main", "resources": {"requests": {"cpu": cpu, "memory": mem}}}],
+    }
+    if node:
+        spec["nodeName"] = node
+    return {
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "uid": f"{ns}-{name}",
+            "creationTimestamp": float(idx),
+            "annotations": {"scheduling.k8s.io/group-name": group, "volcano.sh/task-spec": "worker"},
+        },
+        "spec": spec,
+        "status": {"phase": phase},
+    }
+
+
+def gen_pending_jobs(state: ClusterState, pods: int, gang: int, queues: list[str], rng: random.Random) -> int:
+    jobs = pods // gang
+    shapes = [("500m", "1Gi"), ("1", "2Gi"), ("2", "4Gi"), ("4", "8Gi")]
+    for j in range(jobs):
+        ns = f"team-{j % 20}"
+        name = f"job-{j:06d}"
+        cpu, mem = rng.choice(shapes)
+        state.apply_podgroup(
+            {
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": ns, "creationTimestamp": float(j)},
+                "spec": {"minMember": gang, "queue": queues[j % len(queues)]},
+                "status": {"phase": "Inqueue"},
+            }
+        )
+        for k in range(gang):
+            state.apply_pod(_pod(f"{name}-{k}", ns, name, cpu, mem, idx=j * gang + k))
+    return jobs * gang
+
+
+def gen_running(state: ClusterState, pods: int, nodes: int, queues: list[str]) -> None:
+    per_job = 10
+    for j in range(pods // per_job):
+        ns = f"run-{j % 20}"
+        name = f"running-{j:06d}"
+        state.apply_podgroup(
+            {
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": ns, "creationTimestamp": float(j)},
+                "spec": {"minMember": per_job, "queue": queues[j % len(queues)]},
+                "status": {"phase": "Running"},
+            }
+        )
+        for k in range(per_job):
+            i = j * per_job + k
+            state.apply_pod(_pod(f"{name}-{k}", ns, name, "100m", "256Mi", node=f"node-{i % nodes:05d}", phase="Running", idx=i))
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return 0.0
+    s = sorted(values)
+    k = min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))
+    return s[k]
+
+
+def bench_backlog(
+    nodes: int, pods: int, gang: int, queues: int, conf: SchedulerConfiguration, max_cycles: int, progress: bool
+) -> dict[str, Any]:
+    rng = random.Random(7)
+    state = ClusterState()
+    gen_nodes(state, nodes)
+    qnames = gen_queues(state, queues)
+    total = gen_pending_jobs(state, pods, gang, qnames, rng)
+    bound = 0
+    session_ms: list[float] = []
+    snapshot_ms: list[float] = []
+    t_start = time.perf_counter()
+    for cycle in range(max_cycles):
+        t0 = time.perf_counter()
+        snap = state.snapshot()
+        t1 = time.perf_counter()
+        res = run_session(snap, conf, SessionOptions(), rng=rng)
+        snapshot_ms.append((t1 - t0) * 1000)
+        session_ms.append(res.total_ms)
+        for b in res.binds:
+            state.assume_bound(b.task.key, b.node, b.annotations)
+        bound += len(res.binds)
+        if progress:
+            elapsed = time.perf_counter() - t_start
+            print(
+                f"\rcycle {cycle + 1}: {bound}/{total} pods bound, {bound / elapsed:,.0f} pods/s, "
+                f"last session {res.total_ms:,.0f} ms",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
+        if not res.binds:
+            break
+    elapsed = time.perf_counter() - t_start
+    if progress:
+        print(file=sys.stderr)
+    decide_s = sum(session_ms) / 1000
+    return {
+        "nodes": nodes,
+        "pods": total,
+        "gang": gang,
+        "queues": queues,
+        "bound": bound,
+        "cycles": len(session_ms),
+        "wall_s": elapsed,
+        "pods_per_s_sessions": bound / decide_s if decide_s else 0.0,
+        "pods_per_s_wall": bound / elapsed if elapsed else 0.0,
+        "session_ms_p50": pct(session_ms, 50),
+        "session_ms_p90": pct(session_ms, 90),
+        "session_ms_p99": pct(session_ms, 99),
+        "snapshot_ms_p50": pct(snapshot_ms, 50),
+    }
+
+
+def bench_idle(nodes: int, running: int, queues: int, conf: SchedulerConfiguration, rounds: int) -> dict[str, Any]:
+    state = ClusterState()
+    gen_nodes(state, nodes)
+    qnames = gen_queues(state, queues)
+    gen_running(state, running, nodes, qnames)
+    snap_ms: list[float] = []
+    session_ms: list[float] = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        snap = state.snapshot()
+        t1 = time.perf_counter()
+        res = run_session(snap, conf, SessionOptions())
+        snap_ms.append((t1 - t0) * 1000)
+        session_ms.append(res.total_ms)
+    return {
+        "nodes": nodes,
+        "running": running,
+        "snapshot_ms_median": statistics.median(snap_ms),
+        "session_ms_median": statistics.median(session_ms),
+        "total_ms_median": statistics.median([a + b for a, b in zip(snap_ms, session_ms, strict=True)]),
+    }
+
+
+def render_markdown(cmd: str, backlog: dict[str, Any] | None, idle: dict[str, Any] | None, conf_name: str) -> str:
+    lines = [
+        "## Decision core (`vc-scheduler bench`)",
+        "",
+        f"Command: `{cmd}`  ",
+        f"Machine: {platform.machine()}, Python {platform.python_version()}, configuration: {conf_name}",
+        "",
+    ]
+    if backlog:
+        b = backlog
+        lines += [
+            f"Backlog: {b['pods']:,} pending pods in gang jobs of {b['gang']} across {b['queues']} queues, "
+            f"{b['nodes']:,} nodes (32 CPU / 128 Gi each).",
+            "",
+            "| measure | value |",
+            "|---|---|",
+            f"| pods bound | {b['bound']:,} in {b['cycles']} sessions |",
+            f"| pods/s decided (session time only) | {b['pods_per_s_sessions']:,.0f} |",
+            f"| pods/s wall (incl. snapshots) | {b['pods_per_s_wall']:,.0f} |",
+            f"| session time p50 / p90 / p99 | {b['session_ms_p50']:,.0f} / {b['session_ms_p90']:,.0f} / {b['session_ms_p99']:,.0f} ms |",
+            f"| snapshot time p50 | {b['snapshot_ms_p50']:,.0f} ms |",
+            "",
+        ]
+    if idle:
+        i = idle
+        lines += [
+            f"Idle session: {i['nodes']:,} nodes, {i['running']:,} running pods, nothing pending.",
+            "",
+            "| measure | median |",
+            "|---|---|",
+            f"| snapshot | {i['snapshot_ms_median']:,.1f} ms |",
+            f"| session (open, actions, close) | {i['session_ms_median']:,.1f} ms |",
+            f"| total per period | {i['total_ms_median']:,.1f} ms |",
+            "",
+        ]
+    lines.append(f"Peak RSS of the benchmark process: {peak_rss_mb():,.0f} MB")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(prog="vc-scheduler bench", description="Benchmark the decision core.")
+    p.add_argument("--nodes", type=int, default=5000)
+    p.add_argument("--pods", type=int, default=50000, help="pending pods (in gang jobs)")
+    p.add_argument("--gang", type=int, default=10, help="pods per gang job")
+    p.add_argument("--queues", type=int, default=4)
+    p.add_argument("--running", type=int, default=150000, help="running pods for the idle-session measurement")
+    p.add_argument("--cycles", type=int, default=50, help="at most this many sessions for the backlog")
+    p.add_argument("--idle-rounds", type=int, default=5)
+    p.add_argument("--conf", help="scheduler configuration (default: Volcano's default)")
+    p.add_argument("--skip-idle", action="store_true")
+    p.add_argument("--skip-backlog", action="store_true")
+    p.add_argument("--output", help="write the Markdown results to this file (replacing its bench section)")
+    p.add_argument("--quiet", action="store_true")
+    args = p.parse_args(argv)
+    conf = load_file(args.conf) if args.conf else default_configuration()
+    backlog = None
+    if not args.skip_backlog:
+        backlog = bench_backlog(args.nodes, args.pods, args.gang, args.queues, conf, args.cycles, not args.quiet)
+        print(
+            f"backlog: {backlog['bound']:,}/{backlog['pods']:,} bound in {backlog['cycles']} sessions; "
+            f"{backlog['pods_per_s_sessions']:,.0f} pods/s (sessions), {backlog['pods_per_s_wall']:,.0f} pods/s (wall); "
+            f"session p50 {backlog['session_ms_p50']:,.0f} ms p99 {backlog['session_ms_p99']:,.0f} ms"
+        )
+    idle = None
+    if not args.skip_idle:
+        idle = bench_idle(args.nodes, args.running, args.queues, conf, args.idle_rounds)
+        print(
+            f"idle: {idle['nodes']:,} nodes / {idle['running']:,} running pods: snapshot {idle['snapshot_ms_median']:,.1f} ms, "
+            f"session {idle['session_ms_median']:,.1f} ms (medians)"
+        )
+    print(f"peak RSS {peak_rss_mb():,.0f} MB")
+    if args.output:
+        cmd = "vc-scheduler bench " + " ".join(argv)
+        _write_section(args.output, render_markdown(cmd, backlog, idle, args.conf or "Volcano's default"))
+    return 0
+
+
+def _write_section(path: str, section: str) -> None:
+    """Replace the decision-core section of docs/performance.md, keeping the other sections."""
+    marker = "## Decision core (`vc-scheduler bench`)"
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        text = "# Performance\n\nAll figures measured on the project's 2-core machines; medians unless stated.\n\n"
+    if marker in text:
+        start = text.index(marker)
+        rest = text[start + len(marker) :]
+        nxt = rest.find("\n## ")
+        end = start + len(marker) + nxt + 1 if nxt >= 0 else len(text)
+        text = text[:start] + section + text[end:]
+    else:
+        text = text.rstrip() + "\n\n" + section
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)

@@ -39,11 +39,11 @@ def _simulate(argv: Sequence[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     result = simulate(objects, conf, cycles=args.cycles, seed=args.seed, skipped=skipped)
-    for w in conf.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    for s in result.skipped:
-        print(f"skipped {s.where}: {s.reason}", file=sys.stderr)
-    if args.output == "json":
+    if args.output == "json":  # the table shows these itself
+        for w in conf.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        for s in result.skipped:
+            print(f"skipped {s.where}: {s.reason}", file=sys.stderr)
         print(json.dumps(result.to_json(), indent=2))
     else:
         print(format_table(result))

@@ -66,7 +66,11 @@ class SimulatedCluster:
         self.skipped: list[Skipped] = []
 
     def _skip(self, obj: Any, reason: str) -> None:
-        self.skipped.append(Skipped(object_name(obj), reason))
+        where = object_name(obj)
+        # conversion errors already start with the object's name
+        if reason.startswith(where + ": "):
+            reason = reason[len(where) + 2 :]
+        self.skipped.append(Skipped(where, reason))
 
     def load(self, objects: list[dict[str, Any]]) -> None:
         expanded: list[dict[str, Any]] = []

@@ -33,6 +33,8 @@ def allocate(ssn: Session) -> None:
     task_heaps: dict[str, PriorityQueue[TaskInfo]] = {}
 
     for job in ssn.jobs.values():
+        if not job.task_status_index.get(TaskStatus.PENDING):
+            continue
         if job.is_pending():
             if has_enqueue:
                 continue

@@ -6,14 +6,19 @@ from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.placement import allocate_predicate, predicate_nodes, select_best
 from scheduler.framework.session import Session
 from scheduler.framework.status import AllocateError
-from scheduler.model.objects import TaskInfo, TaskStatus
+from scheduler.model.objects import JobInfo, TaskInfo, TaskStatus
 
 
 def backfill(ssn: Session) -> None:
     tasks: list[TaskInfo] = []
-    for q in sorted(ssn.queues.values(), key=ssn.queue_key):
-        jobs = [j for j in ssn.jobs.values() if j.queue == q.name and not j.is_pending()]
-        for job in sorted(jobs, key=ssn.job_key):
+    by_queue: dict[str, list[JobInfo]] = {}
+    for j in ssn.jobs.values():
+        if j.is_pending():
+            continue
+        if any(t.best_effort for t in j.tasks_in(TaskStatus.PENDING, TaskStatus.PIPELINED)):
+            by_queue.setdefault(j.queue, []).append(j)
+    for q in sorted((ssn.queues[n] for n in by_queue if n in ssn.queues), key=ssn.queue_key):
+        for job in sorted(by_queue[q.name], key=ssn.job_key):
             if ssn.job_valid(job) is not None:
                 continue
             for t in job.tasks_in(TaskStatus.PIPELINED):

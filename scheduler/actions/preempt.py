@@ -22,6 +22,8 @@ Filter = Callable[[TaskInfo], bool]
 def _starving_jobs(ssn: Session) -> dict[str, list[JobInfo]]:
     by_queue: dict[str, list[JobInfo]] = {}
     for job in ssn.jobs.values():
+        if not job.task_status_index.get(TaskStatus.PENDING):
+            continue
         if job.is_pending() or ssn.job_valid(job) is not None:
             continue
         if job.queue not in ssn.queues:

@@ -19,6 +19,8 @@ def reclaim(ssn: Session) -> None:
     preemptors: dict[str, PriorityQueue[JobInfo]] = {}
     task_heaps: dict[str, PriorityQueue[TaskInfo]] = {}
     for job in ssn.jobs.values():
+        if not job.task_status_index.get(TaskStatus.PENDING):
+            continue  # nothing to reclaim for
         if job.is_pending() or ssn.job_valid(job) is not None:
             continue
         q = ssn.queues.get(job.queue)

@@ -158,7 +158,7 @@ def close_session(ssn: Session) -> SessionResult:
     res.job_events = list(ssn.decisions.job_events)
     res.plugin_open_ms = ssn.plugin_open_ms
     res.plugin_close_ms = ssn.plugin_close_ms
-    for job in ssn.jobs.values():
+    for job in ssn.active_jobs():
         st = job.pod_group_status
         st.phase = _new_phase(ssn, job)
         st.running = job.count(TaskStatus.RUNNING)
@@ -171,10 +171,10 @@ def close_session(ssn: Session) -> SessionResult:
             res.podgroup_changed.add(job.uid)
         if not job.tasks:
             continue
-        job_err = job_fit_error(job)
         for t in job.tasks_in(TaskStatus.PIPELINED):
             res.pipelined[t.key] = t.node_name
         unplaced = job.tasks_in(TaskStatus.ALLOCATED, TaskStatus.PENDING, TaskStatus.PIPELINED)
+        job_err = job_fit_error(job) if unplaced else ""
         for t in unplaced:
             if t.scheduling_gated:
                 continue

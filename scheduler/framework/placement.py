@@ -170,11 +170,7 @@ class PlacementCache:
         self.check = check
         self.entries: dict[tuple, _Entry] = {}
         # Another pod's required anti-affinity can be hit by any placement in its topology domain.
-        self.enabled = not any(
-            t.pod.affinity and "podAntiAffinity" in t.pod.affinity
-            for n in ssn.node_list
-            for t in n.tasks.values()
-        )
+        self.enabled = not ssn.has_required_anti_affinity
 
     def feasible(self, task: TaskInfo, errors: FitErrors) -> list[NodeInfo]:
         key = _shape_key(task) if self.enabled else None

@@ -33,16 +33,16 @@ class Statement:
         self.operations: list[Operation] = []
 
     def evict(self, task: TaskInfo, reason: str) -> None:
-        prior = self.ssn.mark_releasing(task)
+        task, prior = self.ssn.mark_releasing(task)
         self.operations.append(Operation(EVICT, task, reason, prior))
 
     def pipeline(self, task: TaskInfo, node: NodeInfo) -> None:
-        self.ssn.place(task, node, TaskStatus.PIPELINED)
+        task = self.ssn.place(task, node, TaskStatus.PIPELINED)
         self.operations.append(Operation(PIPELINE, task))
 
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
         """Raises AllocateError (nothing changed) when a device handler refuses the node."""
-        self.ssn.place(task, node, TaskStatus.ALLOCATED)
+        task = self.ssn.place(task, node, TaskStatus.ALLOCATED)
         self.operations.append(Operation(ALLOCATE, task))
 
     def discard(self) -> None:

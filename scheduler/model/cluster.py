@@ -1,10 +1,14 @@
-"""The cluster as the scheduler knows it, and the per-cycle snapshot taken from it.
+"""The cluster as the scheduler knows it, kept incrementally, and the per-cycle snapshot.
 
 Fed by the informers (daemon) or by manifests (simulate); both call the same `apply_*` and
 `remove_*` methods with plain Kubernetes dicts. Malformed objects are refused with a
-`ConvertError` naming them; the state keeps everything else. Pods of other schedulers still
-occupy their nodes; pods of ours without a PodGroup get a one-pod gang, as Volcano's PodGroup
-controller would give them.
+`ConvertError` naming them; the state keeps everything else.
+
+Nodes and jobs are live records updated as pods come and go, so a snapshot is a set of
+copy-on-write views (see `NodeInfo.session_view`) rather than a deep copy: opening a session on
+5,000 nodes and 150,000 pods copies almost nothing. Pods of other schedulers still occupy their
+nodes; pods of ours without a PodGroup get a one-pod gang, as Volcano's PodGroup controller would
+give them; pods whose PodGroup has not arrived yet wait, unscheduled, until it does.
 """
 
 from __future__ import annotations
@@ -49,69 +53,198 @@ class ClusterOptions:
 class ClusterState:
     def __init__(self, options: ClusterOptions | None = None) -> None:
         self.options = options or ClusterOptions()
-        self.nodes: dict[str, NodeInfo] = {}
+        self.nodes: dict[str, NodeInfo] = {}  # Ready nodes, with their tasks
         self.unready_nodes: set[str] = set()
         self.tasks: dict[str, TaskInfo] = {}  # every pod we know, by uid
         self.pod_keys: dict[str, str] = {}  # "ns/name" -> uid
-        self.podgroups: dict[str, JobInfo] = {}  # real PodGroups, by "ns/name"
+        self.jobs: dict[str, JobInfo] = {}  # real PodGroups and implicit one-pod gangs
+        self.implicit_jobs: set[str] = set()
+        # tasks whose node is not (yet, or no longer) Ready / whose PodGroup has not arrived
+        self._off_node: dict[str, dict[str, TaskInfo]] = {}
+        self._orphans: dict[str, dict[str, TaskInfo]] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, PriorityClassInfo] = {}
         self.configmaps: dict[str, dict[str, str]] = {}
         self.namespaces: dict[str, dict[str, str]] = {}
+        self.anti_affinity_pods: set[str] = set()
+        # jobs changed since the last snapshot: the session recomputes their status
+        self._dirty_jobs: set[str] = set()
         # bumped on every change, so a caller can tell that nothing happened since the last cycle
         self.generation = 0
 
-    # ------------------------------------------------------------------ objects in --
+    # ------------------------------------------------------------------ pods --
     def _ours(self, task: TaskInfo) -> bool:
         return task.pod.scheduler_name in self.options.scheduler_names
+
+    def _attach(self, task: TaskInfo) -> None:
+        self.tasks[task.uid] = task
+        self.pod_keys[task.key] = task.uid
+        aff = task.pod.affinity
+        if aff and "podAntiAffinity" in aff:
+            self.anti_affinity_pods.add(task.uid)
+        if task.node_name and task.status in ON_NODE_STATUSES:
+            node = self.nodes.get(task.node_name)
+            if node is not None:
+                node.add_task(task)
+            else:
+                self._off_node.setdefault(task.node_name, {})[task.uid] = task
+        if task.job and self._ours(task):
+            job = self.jobs.get(task.job)
+            if job is None and not task.pod.annotations.get(GROUP_NAME_ANNOTATION):
+                job = self._implicit_job(task)
+                self.jobs[job.uid] = job
+                self.implicit_jobs.add(job.uid)
+            if job is not None:
+                job.add_task(task)
+                self._dirty_jobs.add(job.uid)
+            else:
+                self._orphans.setdefault(task.job, {})[task.uid] = task
+
+    def _detach(self, task: TaskInfo) -> None:
+        self.tasks.pop(task.uid, None)
+        if self.pod_keys.get(task.key) == task.uid:
+            del self.pod_keys[task.key]
+        self.anti_affinity_pods.discard(task.uid)
+        if task.node_name:
+            node = self.nodes.get(task.node_name)
+            if node is not None and task.uid in node.tasks:
+                node.remove_task(task)
+            off = self._off_node.get(task.node_name)
+            if off is not None:
+                off.pop(task.uid, None)
+                if not off:
+                    del self._off_node[task.node_name]
+        if task.job:
+            job = self.jobs.get(task.job)
+            if job is not None and task.uid in job.tasks:
+                job.delete_task(task)
+                self._dirty_jobs.add(job.uid)
+                if task.job in self.implicit_jobs and not job.tasks:
+                    del self.jobs[task.job]
+                    self.implicit_jobs.discard(task.job)
+            orphans = self._orphans.get(task.job)
+            if orphans is not None:
+                orphans.pop(task.uid, None)
+                if not orphans:
+                    del self._orphans[task.job]
 
     def apply_pod(self, pod: dict[str, Any]) -> TaskInfo:
         task = pod_to_task(pod, self.priority_classes)
         if not task.job and self._ours(task):
             task.job = f"{task.namespace}/{implicit_group_name(task)}"
         old_uid = self.pod_keys.get(task.key)
-        if old_uid is not None and old_uid != task.uid:
-            self.tasks.pop(old_uid, None)
-        self.tasks[task.uid] = task
-        self.pod_keys[task.key] = task.uid
+        if old_uid is not None:
+            old = self.tasks.get(old_uid)
+            if old is not None:
+                self._detach(old)
+        self._attach(task)
         self.generation += 1
         return task
 
     def remove_pod(self, namespace: str, name: str) -> TaskInfo | None:
-        uid = self.pod_keys.pop(f"{namespace}/{name}", None)
+        uid = self.pod_keys.get(f"{namespace}/{name}")
+        task = self.tasks.get(uid) if uid else None
+        if task is not None:
+            self._detach(task)
         self.generation += 1
-        return self.tasks.pop(uid, None) if uid else None
+        return task
 
     def get_task(self, key: str) -> TaskInfo | None:
         uid = self.pod_keys.get(key)
         return self.tasks.get(uid) if uid else None
 
+    def assume_bound(self, key: str, node: str, annotations: dict[str, str]) -> None:
+        """Record a bind we issued before the watch confirms it, so the next cycle counts it."""
+        task = self.get_task(key)
+        if task is None:
+            return
+        self._detach(task)
+        task.pod.annotations.update(annotations)
+        task.pod.node_name = node
+        task.node_name = node
+        task.status = TaskStatus.BOUND
+        self._attach(task)
+        self.generation += 1
+
+    def forget_bind(self, key: str) -> None:
+        """A bind failed: the task is Pending again (its annotations were never written)."""
+        task = self.get_task(key)
+        if task is None or task.status != TaskStatus.BOUND:
+            return
+        self._detach(task)
+        task.pod.node_name = ""
+        task.node_name = ""
+        task.status = TaskStatus.PENDING
+        self._attach(task)
+        self.generation += 1
+
+    # ------------------------------------------------------------------ nodes --
     def apply_node(self, node: dict[str, Any]) -> NodeInfo:
         info = node_to_info(node)
         self.generation += 1
+        old = self.nodes.pop(info.name, None)
+        waiting = self._off_node.pop(info.name, {})
         if node_is_ready(node):
+            if old is not None:
+                info.with_tasks_of(old)
+            for t in waiting.values():
+                info.add_task(t)
             self.nodes[info.name] = info
             self.unready_nodes.discard(info.name)
         else:
-            self.nodes.pop(info.name, None)
+            keep = dict(waiting)
+            if old is not None:
+                keep.update(old.tasks)
+            if keep:
+                self._off_node[info.name] = keep
             self.unready_nodes.add(info.name)
         return info
 
     def remove_node(self, name: str) -> None:
-        self.nodes.pop(name, None)
+        old = self.nodes.pop(name, None)
+        if old is not None and old.tasks:
+            self._off_node.setdefault(name, {}).update(old.tasks)
         self.unready_nodes.discard(name)
         self.generation += 1
 
+    # ------------------------------------------------------------------ groups --
     def apply_podgroup(self, pg: dict[str, Any]) -> JobInfo:
         job = podgroup_to_job(pg, self.options.default_queue)
-        self.podgroups[job.uid] = job
+        old = self.jobs.get(job.uid)
+        if old is not None and job.uid not in self.implicit_jobs:
+            job = old.with_spec_of(job)
+        elif old is not None:
+            # a real PodGroup now carries the name of an implicit gang: it takes over its tasks
+            self.implicit_jobs.discard(job.uid)
+            job = old.with_spec_of(job)
+        for t in self._orphans.pop(job.uid, {}).values():
+            job.add_task(t)
+        self.jobs[job.uid] = job
+        self._dirty_jobs.add(job.uid)
         self.generation += 1
         return job
 
     def remove_podgroup(self, namespace: str, name: str) -> None:
-        self.podgroups.pop(f"{namespace}/{name}", None)
+        uid = f"{namespace}/{name}"
+        job = self.jobs.pop(uid, None)
+        if job is not None and job.tasks:
+            self._orphans.setdefault(uid, {}).update(job.tasks)
         self.generation += 1
 
+    def _implicit_job(self, task: TaskInfo) -> JobInfo:
+        queue = task.pod.annotations.get(QUEUE_NAME_ANNOTATION) or self.options.default_queue
+        return JobInfo(
+            uid=task.job,
+            name=task.job.split("/", 1)[1],
+            namespace=task.namespace,
+            queue=queue,
+            min_available=1,
+            min_resources=task.resreq.clone(),
+            priority_class_name=task.pod.priority_class_name,
+            creation=task.pod.creation,
+        )
+
+    # ------------------------------------------------------------------ others --
     def apply_queue(self, q: dict[str, Any]) -> QueueInfo:
         info = queue_to_info(q)
         self.queues[info.name] = info
@@ -151,57 +284,21 @@ class ClusterState:
         self.namespaces[str(md.get("name"))] = {str(k): str(v) for k, v in (md.get("labels") or {}).items()}
         self.generation += 1
 
-    # ------------------------------------------------------------------ snapshot --
-    def _implicit_job(self, task: TaskInfo) -> JobInfo:
-        queue = task.pod.annotations.get(QUEUE_NAME_ANNOTATION) or self.options.default_queue
-        return JobInfo(
-            uid=task.job,
-            name=task.job.split("/", 1)[1],
-            namespace=task.namespace,
-            queue=queue,
-            min_available=1,
-            min_resources=task.resreq.clone(),
-            priority_class_name=task.pod.priority_class_name,
-            creation=task.pod.creation,
-        )
+    def remove_namespace(self, name: str) -> None:
+        self.namespaces.pop(name, None)
+        self.generation += 1
 
+    # ------------------------------------------------------------------ snapshot --
     def snapshot(self) -> Snapshot:
-        """A deep-enough copy the session may mutate: cloned nodes, jobs and tasks."""
-        nodes = {name: n.clone_empty() for name, n in self.nodes.items()}
-        jobs: dict[str, JobInfo] = {}
-        for uid, pg in self.podgroups.items():
-            j = pg.clone()
-            jobs[uid] = j
-        for task in self.tasks.values():
-            t = task.clone()
-            if t.job and self._ours(task):
-                job = jobs.get(t.job)
-                if job is None and task.pod.annotations.get(GROUP_NAME_ANNOTATION) is None:
-                    job = self._implicit_job(task)
-                    jobs[job.uid] = job
-                if job is not None:
-                    job.add_task(t)
-            if t.node_name and t.status in ON_NODE_STATUSES:
-                node = nodes.get(t.node_name)
-                if node is not None:
-                    node.add_task(t)
+        """Copy-on-write views of nodes and jobs that one session may change freely."""
+        dirty, self._dirty_jobs = self._dirty_jobs, set()
         return Snapshot(
-            nodes=nodes,
-            jobs=jobs,
-            queues={k: v for k, v in self.queues.items()},
+            nodes={name: n.session_view() for name, n in self.nodes.items()},
+            jobs={uid: j.session_view() for uid, j in self.jobs.items()},
+            queues=dict(self.queues),
             priority_classes=dict(self.priority_classes),
             configmaps=self.configmaps,
             namespaces=self.namespaces,
+            has_required_anti_affinity=bool(self.anti_affinity_pods),
+            dirty_jobs=dirty,
         )
-
-    # ------------------------------------------------------------------ decisions back in --
-    def assume_bound(self, key: str, node: str, annotations: dict[str, str]) -> None:
-        """Record a bind we issued before the watch confirms it, so the next cycle counts it."""
-        task = self.get_task(key)
-        if task is None:
-            return
-        task.pod.annotations.update(annotations)
-        task.pod.node_name = node
-        task.node_name = node
-        task.status = TaskStatus.BOUND
-        self.generation += 1

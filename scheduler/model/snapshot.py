@@ -1,4 +1,4 @@
-"""The per-cycle view the session works on: cloned jobs, nodes and queues it may mutate freely."""
+"""The per-cycle view the session works on: copy-on-write jobs and nodes it may change freely."""
 
 from __future__ import annotations
 
@@ -17,3 +17,7 @@ class Snapshot:
     configmaps: dict[str, dict[str, str]] = field(default_factory=dict)
     # namespace name -> labels (inter-pod affinity namespace selectors)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    # some pod in the cluster has required pod anti-affinity (placements then affect other nodes)
+    has_required_anti_affinity: bool = True
+    # jobs that changed in the cluster since the previous snapshot; None = treat every job as changed
+    dirty_jobs: set[str] | None = None

@@ -32,12 +32,21 @@ class DrfPlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         total = ssn.total_resource
+        # Each job's allocation, shared with the job until an event changes it (then copied).
         allocated: dict[str, Resource] = {}
+        owned: set[str] = set()
         shares: dict[str, float] = {}
         for job in ssn.jobs.values():
-            allocated[job.uid] = job.allocated.clone()
-            shares[job.uid] = share_of(allocated[job.uid], total)
+            allocated[job.uid] = job.allocated
+            shares[job.uid] = share_of(job.allocated, total)
         self.shares = shares
+
+        def mine(uid: str) -> Resource | None:
+            a = allocated.get(uid)
+            if a is not None and uid not in owned:
+                a = allocated[uid] = a.clone()
+                owned.add(uid)
+            return a
 
         def job_order(left: JobInfo, right: JobInfo) -> int:
             ls, rs = shares.get(left.uid, 0.0), shares.get(right.uid, 0.0)
@@ -62,13 +71,13 @@ class DrfPlugin(Plugin):
             return victims, PERMIT
 
         def on_allocate(ev: Event) -> None:
-            a = allocated.get(ev.task.job)
+            a = mine(ev.task.job)
             if a is not None:
                 a.add(ev.task.resreq)
                 shares[ev.task.job] = share_of(a, total)
 
         def on_deallocate(ev: Event) -> None:
-            a = allocated.get(ev.task.job)
+            a = mine(ev.task.job)
             if a is not None:
                 a.sub(ev.task.resreq)
                 shares[ev.task.job] = share_of(a, total)

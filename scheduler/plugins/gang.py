@@ -84,7 +84,7 @@ class GangPlugin(Plugin):
 
     def on_session_close(self, ssn: Session) -> None:
         self.unschedulable_jobs.clear()
-        for job in ssn.jobs.values():
+        for job in ssn.active_jobs():
             if not job.tasks:
                 continue
             if not job.is_ready() and not _only_releasing(job):

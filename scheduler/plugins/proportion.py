@@ -17,7 +17,6 @@ from scheduler.model.objects import (
     PodGroupPhase,
     QueueInfo,
     TaskInfo,
-    TaskStatus,
 )
 from scheduler.model.resources import Infinity, Resource
 
@@ -132,13 +131,8 @@ class ProportionPlugin(Plugin):
                 real.min_dimension(cap, Infinity.INFINITY)
                 a = QueueAttr(q, max(q.weight, 0), q.capability, real, q.guarantee.clone())
                 attrs[q.name] = a
-            for status, tasks in job.task_status_index.items():
-                for t in tasks.values():
-                    if status in ALLOCATED_STATUSES:
-                        a.allocated.add(t.resreq)
-                        a.request.add(t.resreq)
-                    elif status == TaskStatus.PENDING:
-                        a.request.add(t.resreq)
+            a.allocated.add(job.allocated)
+            a.request.add(job.allocated).add(job.pending_request)
             phase = job.pod_group_status.phase
             if phase == PodGroupPhase.INQUEUE and job.min_resources is not None:
                 a.inqueue.add(job.min_resources)
@@ -149,7 +143,8 @@ class ProportionPlugin(Plugin):
             ):
                 rest = job.min_resources.clone().sub(job.allocated).clip_at_zero()
                 a.inqueue.add(rest)
-            a.elastic.add(_elastic(job))
+            if job.min_available < len(job.tasks):
+                a.elastic.add(_elastic(job))
         water_fill(attrs, total)
         for a in attrs.values():
             a.share = share_of(a.allocated, a.deserved)

@@ -1,0 +1,167 @@
+"""NodeInfo: a Ready node with Volcano's idle/used/releasing/pipelined accounting (spec 2.3).
+
+The cluster keeps one live NodeInfo per node, updated as pods come and go. A session gets a
+copy-on-write view: it shares the task map and the resource totals until the session places or
+evicts something there, so opening a session on 5,000 nodes copies almost nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.model.objects import TaskInfo, TaskStatus
+from scheduler.model.resources import Resource
+
+
+class NodeInfo:
+    __slots__ = (
+        "_shared",
+        "allocatable",
+        "annotations",
+        "capability",
+        "devices",
+        "idle",
+        "labels",
+        "max_task_num",
+        "name",
+        "pipelined",
+        "raw_capacity",
+        "releasing",
+        "taints",
+        "tasks",
+        "unschedulable",
+        "used",
+        "used_ports",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        allocatable: Resource,
+        capability: Resource | None = None,
+        labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None,
+        taints: list[dict[str, Any]] | None = None,
+        unschedulable: bool = False,
+    ) -> None:
+        self.name = name
+        self.allocatable = allocatable
+        self.capability = capability if capability is not None else allocatable.clone()
+        self.idle = allocatable.clone()
+        self.used = Resource()
+        self.releasing = Resource()
+        self.pipelined = Resource()
+        self.labels = labels or {}
+        self.annotations = annotations or {}
+        self.taints = taints or []
+        self.unschedulable = unschedulable
+        self.max_task_num = int(allocatable.pods) if allocatable.pods > 0 else 0
+        self.tasks: dict[str, TaskInfo] = {}
+        # host port usage: (protocol, hostIP, port) -> count
+        self.used_ports: dict[tuple[str, str, int], int] = {}
+        # device kind -> ledger (deviceshare); always private to a session
+        self.devices: dict[str, Any] = {}
+        self.raw_capacity: dict[str, Any] = {}
+        self._shared = False
+
+    def session_view(self) -> NodeInfo:
+        n = NodeInfo.__new__(NodeInfo)
+        n.name = self.name
+        n.allocatable = self.allocatable
+        n.capability = self.capability
+        n.idle = self.idle
+        n.used = self.used
+        n.releasing = self.releasing
+        n.pipelined = self.pipelined
+        n.labels = self.labels
+        n.annotations = self.annotations
+        n.taints = self.taints
+        n.unschedulable = self.unschedulable
+        n.max_task_num = self.max_task_num
+        n.tasks = self.tasks
+        n.used_ports = self.used_ports
+        n.devices = {}
+        n.raw_capacity = self.raw_capacity
+        n._shared = True
+        return n
+
+    def _own(self) -> None:
+        self.tasks = dict(self.tasks)
+        self.used_ports = dict(self.used_ports)
+        self.idle = self.idle.clone()
+        self.used = self.used.clone()
+        self.releasing = self.releasing.clone()
+        self.pipelined = self.pipelined.clone()
+        self._shared = False
+
+    def future_idle(self) -> Resource:
+        return self.idle.clone().add(self.releasing).sub(self.pipelined)
+
+    def add_task(self, task: TaskInfo) -> None:
+        """Account a task on this node by its status."""
+        if self._shared:
+            self._own()
+        if task.uid in self.tasks:
+            raise ValueError(f"task {task.key} already on node {self.name}")
+        req = task.resreq
+        st = task.status
+        if st == TaskStatus.RELEASING:
+            self.idle.sub(req)
+            self.releasing.add(req)
+            self.used.add(req)
+        elif st == TaskStatus.PIPELINED:
+            self.pipelined.add(req)
+        else:
+            self.idle.sub(req)
+            self.used.add(req)
+        self.tasks[task.uid] = task
+        for p in task.pod.host_ports:
+            self.used_ports[p] = self.used_ports.get(p, 0) + 1
+
+    def remove_task(self, task: TaskInfo) -> None:
+        if self._shared:
+            self._own()
+        t = self.tasks.pop(task.uid, None)
+        if t is None:
+            return
+        req = t.resreq
+        st = t.status
+        if st == TaskStatus.RELEASING:
+            self.idle.add(req)
+            self.releasing.sub(req)
+            self.used.sub(req)
+        elif st == TaskStatus.PIPELINED:
+            self.pipelined.sub(req)
+        else:
+            self.idle.add(req)
+            self.used.sub(req)
+        for p in t.pod.host_ports:
+            n = self.used_ports.get(p, 0) - 1
+            if n <= 0:
+                self.used_ports.pop(p, None)
+            else:
+                self.used_ports[p] = n
+
+    def replace_task(self, old: TaskInfo, new: TaskInfo) -> None:
+        """Swap a task object for its session-private copy (same uid and status: no accounting)."""
+        if self._shared:
+            self._own()
+        if old.uid in self.tasks:
+            self.tasks[new.uid] = new
+
+    def update_task(self, task: TaskInfo, status: TaskStatus) -> None:
+        self.remove_task(task)
+        task.status = status
+        self.add_task(task)
+
+    def pod_count(self) -> int:
+        return len(self.tasks)
+
+    def with_tasks_of(self, other: NodeInfo) -> NodeInfo:
+        """This (freshly converted) node taking over `other`'s tasks, re-accounted."""
+        for t in other.tasks.values():
+            self.add_task(t)
+        return self
+
+    def __repr__(self) -> str:
+        return f"<Node {self.name} idle={self.idle!r}>"

@@ -1,0 +1,372 @@
+"""Every annotation key and wire encoding of shared devices, in one place (spec sections 2-5).
+
+These strings are exchanged with device plugins we do not own (the volcano-sh device plugin for
+gpu-memory/gpu-number, HAMi's volcano-vgpu-device-plugin for vGPU, HAMi's Ascend plugin), so the
+encoders here must stay byte-compatible with them. Decoders never raise: garbled input decodes to
+"nothing" (None or an empty list) and the caller reports or ignores it, as spec section 6.6 says.
+
+The sandbox's simulated device plugins and node generator use the same functions, so the
+scheduler and its simulated counterpart cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+# --- resource names -------------------------------------------------------------------------
+GPU_MEMORY = "volcano.sh/gpu-memory"
+GPU_NUMBER = "volcano.sh/gpu-number"
+VGPU_NUMBER = "volcano.sh/vgpu-number"
+VGPU_MEMORY = "volcano.sh/vgpu-memory"
+VGPU_CORES = "volcano.sh/vgpu-cores"
+VGPU_MEMORY_PERCENTAGE = "volcano.sh/vgpu-memory-percentage"
+
+# --- gpushare (spec 2) ----------------------------------------------------------------------
+GPU_INDEX = "volcano.sh/gpu-index"
+PREDICATE_TIME = "volcano.sh/predicate-time"
+GPU_UNHEALTHY_IDS = "volcano.sh/gpu-unhealthy-ids"
+
+# --- vGPU (spec 3) --------------------------------------------------------------------------
+VGPU_REGISTER = "volcano.sh/node-vgpu-register"
+VGPU_NODE = "volcano.sh/vgpu-node"
+VGPU_TIME = "volcano.sh/vgpu-time"
+VGPU_IDS_NEW = "volcano.sh/vgpu-ids-new"
+DEVICES_TO_ALLOCATE = "volcano.sh/devices-to-allocate"
+BIND_PHASE = "volcano.sh/bind-phase"
+BIND_TIME = "volcano.sh/bind-time"
+VGPU_MODE = "volcano.sh/vgpu-mode"
+VGPU_USE_UUID = "volcano.sh/vgpu-use-gpuuuid"
+VGPU_NOUSE_UUID = "volcano.sh/vgpu-nouse-gpuuuid"
+VGPU_PODGROUP_POLICY = "volcano.sh/vgpu-podgroup-policy"
+USE_GPUTYPE = "nvidia.com/use-gputype"
+NOUSE_GPUTYPE = "nvidia.com/nouse-gputype"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+GROUP_NAME = "scheduling.k8s.io/group-name"
+GROUP_NAME_VOLCANO = "scheduling.volcano.sh/group-name"
+
+BIND_PHASE_ALLOCATING = "allocating"
+BIND_PHASE_SUCCESS = "success"
+BIND_PHASE_FAILED = "failed"
+# the type field of every pod device entry: the plugin selects entries whose type is exactly this
+VGPU_REQUEST_TYPE = "NVIDIA"
+# what the device plugin writes into vgpu-time once it has handled the pod (max uint64)
+VGPU_TIME_DONE = "18446744073709551615"
+
+MODE_HAMI_CORE = "hami-core"
+MODE_MIG = "mig"
+MODE_MPS = "mps"
+VGPU_MODES = (MODE_HAMI_CORE, MODE_MIG, MODE_MPS)
+
+# keys the scheduler writes at vGPU allocation and strips again on release (spec 3.7)
+VGPU_POD_KEYS = (VGPU_NODE, VGPU_TIME, VGPU_IDS_NEW, DEVICES_TO_ALLOCATE, BIND_PHASE, BIND_TIME)
+GPUSHARE_POD_KEYS = (GPU_INDEX, PREDICATE_TIME)
+
+# --- HAMi Ascend (spec 5.2) -------------------------------------------------------------------
+HAMI_VNPU_CORE = "hami-vnpu-core"
+ASCEND_VNPU_MODE = "huawei.com/vnpu-mode"
+ASCEND_PREDICATE_TIME = "predicate-time"
+
+
+def ascend_register_key(common_word: str) -> str:
+    return f"hami.io/node-register-{common_word}"
+
+
+def ascend_to_allocate_key(common_word: str) -> str:
+    return f"hami.io/{common_word}-devices-to-allocate"
+
+
+def ascend_allocated_key(common_word: str) -> str:
+    return f"hami.io/{common_word}-devices-allocated"
+
+
+def ascend_use_uuid_key(common_word: str) -> str:
+    return f"hami.io/use-{common_word}-uuid"
+
+
+def ascend_nouse_uuid_key(common_word: str) -> str:
+    return f"hami.io/no-use-{common_word}-uuid"
+
+
+def ascend_huawei_key(common_word: str) -> str:
+    return f"huawei.com/{common_word}"
+
+
+def ascend_pod_keys(common_word: str) -> tuple[str, ...]:
+    return (
+        ascend_to_allocate_key(common_word),
+        ascend_allocated_key(common_word),
+        ascend_huawei_key(common_word),
+        ASCEND_PREDICATE_TIME,
+        VGPU_NODE,
+        VGPU_TIME,
+        BIND_PHASE,
+        BIND_TIME,
+    )
+
+
+# --- node locks (spec 1.5) ------------------------------------------------------------------
+LOCK_GPUSHARE = "gpu"
+LOCK_VGPU = "hamivgpu"
+LOCK_HAMI = "hami.io/mutex.lock"
+LOCK_STALE_SECONDS = 300.0
+
+LockDecision = Literal["take", "takeover", "refuse"]
+
+
+def lock_value(now: float) -> str:
+    """The lock annotation value: the lock time in RFC 3339 (UTC, whole seconds)."""
+    return datetime.fromtimestamp(int(now), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_lock_value(value: str) -> float | None:
+    try:
+        return datetime.fromisoformat(value.strip().replace("Z", "+00:00")).timestamp()
+    except (ValueError, AttributeError):
+        return None
+
+
+def lock_decision(existing: str | None, now: float) -> LockDecision:
+    """Whether a scheduler may lock a node whose lock annotation holds `existing`.
+
+    No lock: take it. A lock older than five minutes is stale (its holder died): take it over.
+    A fresh lock, or one we cannot read, refuses: another pod is in flight on that node.
+    """
+    if existing is None:
+        return "take"
+    when = parse_lock_value(existing)
+    if when is None:
+        return "refuse"
+    return "takeover" if now - when > LOCK_STALE_SECONDS else "refuse"
+
+
+# --- gpushare codecs ------------------------------------------------------------------------
+def encode_gpu_index(indices: list[int]) -> str:
+    return ",".join(str(i) for i in indices)
+
+
+def decode_gpu_index(value: str | None) -> list[int] | None:
+    """Card indices of `volcano.sh/gpu-index`; None when absent or any item is not an integer."""
+    if value is None:
+        return None
+    out: list[int] = []
+    for item in value.split(","):
+        item = item.strip()
+        if not item.isdigit():  # also rejects "" and negatives: the pod then counts on no card
+            return None
+        out.append(int(item))
+    return out
+
+
+def decode_unhealthy_ids(value: str | None) -> tuple[set[int], set[str]]:
+    """`volcano.sh/gpu-unhealthy-ids`: card indices, plus (for vGPU nodes) card UUIDs."""
+    indices: set[int] = set()
+    uuids: set[str] = set()
+    for item in (value or "").split(","):
+        item = item.strip()
+        if item.isdigit():
+            indices.add(int(item))
+        elif item.upper().startswith("GPU-"):
+            uuids.add(item)
+    return indices, uuids
+
+
+def encode_predicate_time(now_ns: int) -> str:
+    return str(now_ns)
+
+
+# --- vGPU node registration -----------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class RegisteredCard:
+    """One entry of `volcano.sh/node-vgpu-register`."""
+
+    uuid: str
+    count: int
+    devmem: int
+    type: str
+    health: bool
+    mode: str = MODE_HAMI_CORE
+
+
+def _lenient_int(text: str) -> int:
+    # Go's strconv failure leaves 0 in the real scheduler; a negative number is no better
+    try:
+        v = int(text.strip())
+    except ValueError:
+        return 0
+    return v if v > 0 else 0
+
+
+def encode_vgpu_register(cards: list[RegisteredCard]) -> str:
+    return "".join(
+        f"{c.uuid},{c.count},{c.devmem},{c.type},{'true' if c.health else 'false'},{c.mode}:" for c in cards
+    )
+
+
+def decode_vgpu_register(value: str | None) -> tuple[list[RegisteredCard] | None, str]:
+    """Cards of the register annotation, or (None, why) when the node has no usable vGPU ledger."""
+    if value is None:
+        return None, "no vGPU registration"
+    if ":" not in value:
+        return None, f"garbled vGPU registration {value[:60]!r}: no ':'-terminated entry"
+    cards: list[RegisteredCard] = []
+    for item in value.split(":"):
+        if "," not in item:
+            continue
+        f = item.split(",")
+        if len(f) < 6:
+            return None, f"garbled vGPU registration entry {item[:60]!r}: {len(f)} fields, need 6"
+        health = f[4].strip().lower() in ("true", "1", "t")
+        cards.append(RegisteredCard(f[0].strip(), _lenient_int(f[1]), _lenient_int(f[2]), f[3], health, f[5].strip()))
+    if not cards:
+        return None, "vGPU registration lists no card"
+    return cards, ""
+
+
+# --- vGPU pod assignment ----------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class DeviceEntry:
+    """One device of a container in `volcano.sh/vgpu-ids-new` / `devices-to-allocate`."""
+
+    uuid: str
+    mem: int
+    cores: int
+    type: str = VGPU_REQUEST_TYPE
+
+
+def encode_pod_devices(containers: list[list[DeviceEntry]]) -> str:
+    """Container segments joined by ';' (no trailing ';'), each device terminated by ':'."""
+    return ";".join("".join(f"{d.uuid},{d.type},{d.mem},{d.cores}:" for d in seg) for seg in containers)
+
+
+def decode_pod_devices(value: str | None) -> list[list[DeviceEntry]]:
+    """Segments in container order; bad entries (< 4 fields, non-numeric) are skipped."""
+    if not value:
+        return []
+    out: list[list[DeviceEntry]] = []
+    for seg in value.split(";"):
+        entries: list[DeviceEntry] = []
+        for item in seg.split(":"):
+            if "," not in item:
+                continue
+            f = item.split(",")
+            if len(f) < 4:
+                continue
+            try:
+                mem, cores = int(f[2]), int(f[3])
+            except ValueError:
+                continue
+            if mem < 0 or cores < 0:
+                continue
+            entries.append(DeviceEntry(f[0], mem, cores, f[1]))
+        out.append(entries)
+    return out
+
+
+def encode_mig_id(uuid: str, group: str, position: int) -> str:
+    return f"{uuid}[{group}-{position}]"
+
+
+def decode_mig_id(device_id: str) -> tuple[str, str, int] | None:
+    """(card uuid, group, position) of `GPU-x[group-pos]`; None for a plain card id or garbage."""
+    start, end = device_id.find("["), device_id.find("]")
+    if start < 0 or end < start:
+        return None
+    group, sep, pos = device_id[start + 1 : end].rpartition("-")
+    if not sep or not group or not pos.isdigit():
+        return None
+    return device_id[:start], group, int(pos)
+
+
+def pod_group_key(namespace: str, annotations: dict[str, str]) -> str:
+    """The pod-group spread key `namespace/group` (spec 3.4 rule 3); "" for pods without a group."""
+    name = annotations.get(GROUP_NAME) or annotations.get(GROUP_NAME_VOLCANO) or ""
+    return f"{namespace}/{name}" if name else ""
+
+
+def split_list(value: str | None) -> list[str]:
+    """A comma list as the device annotations use it: items trimmed, empties dropped."""
+    return [s.strip() for s in (value or "").split(",") if s.strip()]
+
+
+# --- HAMi Ascend codecs -----------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class AscendCard:
+    """One chip of `hami.io/node-register-<commonWord>` (a JSON array of these objects)."""
+
+    id: str
+    count: int
+    devmem: int
+    devcore: int
+    type: str
+    health: bool
+    network_id: int = -1
+
+
+def encode_ascend_register(cards: list[AscendCard]) -> str:
+    return json.dumps(
+        [
+            {
+                "id": c.id,
+                "count": c.count,
+                "devmem": c.devmem,
+                "devcore": c.devcore,
+                "type": c.type,
+                "health": c.health,
+                "numa": 0,
+                "mode": "",
+                "custominfo": {"NetworkID": c.network_id} if c.network_id >= 0 else {},
+            }
+            for c in cards
+        ],
+        separators=(",", ":"),
+    )
+
+
+def _json_int(obj: dict[str, Any], key: str) -> int:
+    v = obj.get(key, 0)
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+
+
+def decode_ascend_register(value: str | None) -> tuple[list[AscendCard] | None, str]:
+    if value is None:
+        return None, "no Ascend registration"
+    try:
+        raw = json.loads(value)
+    except ValueError:
+        return None, f"Ascend registration is not valid JSON: {value[:60]!r}"
+    if not isinstance(raw, list) or not raw:
+        return None, "Ascend registration must be a non-empty JSON array"
+    cards: list[AscendCard] = []
+    for obj in raw:
+        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
+            return None, f"Ascend registration entry without an id: {obj!r:.60}"
+        info = obj.get("custominfo")
+        nid = info.get("NetworkID", -1) if isinstance(info, dict) else -1
+        cards.append(
+            AscendCard(
+                obj["id"],
+                _json_int(obj, "count"),
+                _json_int(obj, "devmem"),
+                _json_int(obj, "devcore"),
+                str(obj.get("type", "")),
+                obj.get("health") is True,
+                nid if isinstance(nid, int) and not isinstance(nid, bool) else -1,
+            )
+        )
+    return cards, ""
+
+
+def encode_generic_devices(common_word: str, containers: list[list[DeviceEntry]]) -> str:
+    """HAMi's generic encoding: `<id>,<commonWord>,<mem>,<cores>:` per device, ';' after EACH container."""
+    return "".join("".join(f"{d.uuid},{common_word},{d.mem},{d.cores}:" for d in seg) + ";" for seg in containers)
+
+
+def decode_generic_devices(value: str | None) -> list[list[DeviceEntry]]:
+    segs = decode_pod_devices(value)
+    # the trailing ';' leaves one empty segment that is not a container
+    if value and value.endswith(";") and segs and not segs[-1]:
+        segs.pop()
+    return segs

@@ -197,7 +197,7 @@ def simulate(
         if task is None or task.pod.scheduler_name not in cluster.state.options.scheduler_names:
             continue
         if not (pod.get("spec") or {}).get("nodeName") and key not in out.bindings:
-            out.pending[key] = conditions.get(key, "not considered by the scheduler (PodGroup pending or invalid)")
+            out.pending[key] = conditions.get(key) or _why_not_considered(cluster.state, task)
     for uid, st in last.podgroup_status.items():
         if uid in cluster.podgroups:
             out.podgroups[uid] = {
@@ -209,6 +209,15 @@ def simulate(
             }
     out.skipped = cluster.skipped
     return out
+
+
+def _why_not_considered(state: ClusterState, task: Any) -> str:
+    job = state.jobs.get(task.job)
+    if job is None:
+        return f"PodGroup {task.job} does not exist"
+    if job.queue not in state.queues:
+        return f"queue {job.queue} of PodGroup {job.uid} does not exist"
+    return "not considered by the scheduler"
 
 
 def format_table(result: SimulationResult) -> str:

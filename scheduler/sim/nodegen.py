@@ -1,0 +1,168 @@
+"""Generated nodes for the sandbox, registered the way the real device plugins register them.
+
+`--nodes SPEC` where SPEC is `N` or `N:key=value,...` with keys `cpu`, `memory`, `pods`,
+`prefix`, `gpu` (`<count>x<model>`, e.g. `8xA100-80GB`) and `mode` (`gpushare` for Volcano's
+gpu-memory/gpu-number plugin; `hami-core`, `mig` or `mps` for HAMi's vGPU plugin; default
+`hami-core`). GPU nodes carry exactly the capacity and annotations those plugins write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from scheduler.plugins.deviceshare import annotations as ann
+
+# model -> (memory MiB as NVML reports it, registered type string)
+GPU_MODELS: dict[str, tuple[int, str]] = {
+    "A100-80GB": (81920, "NVIDIA-A100-SXM4-80GB"),
+    "A100-40GB": (40960, "NVIDIA-A100-SXM4-40GB"),
+    "H100-80GB": (81559, "NVIDIA-H100-80GB-HBM3"),
+    "A30": (24576, "NVIDIA-A30"),
+    "V100-32GB": (32768, "NVIDIA-Tesla V100-PCIE-32GB"),
+    "T4": (15360, "NVIDIA-Tesla T4"),
+}
+MODES = ("gpushare", "hami-core", "mig", "mps")
+SPLIT_COUNT = 10
+
+# The MIG geometries HAMi's volcano-vgpu-device-plugin ships in its device-config ConfigMap.
+DEVICE_CONFIG = {
+    "nvidia": {
+        "resourceCountName": ann.VGPU_NUMBER,
+        "resourceMemoryName": ann.VGPU_MEMORY,
+        "resourceMemoryPercentageName": ann.VGPU_MEMORY_PERCENTAGE,
+        "resourceCoreName": ann.VGPU_CORES,
+        "knownMigGeometries": [
+            {
+                "models": ["A30"],
+                "allowedGeometries": [
+                    {"group": "group1", "geometries": [{"name": "1g.6gb", "memory": 6144, "count": 4}]},
+                    {"group": "group2", "geometries": [{"name": "2g.12gb", "memory": 12288, "count": 2}]},
+                    {"group": "group3", "geometries": [{"name": "4g.24gb", "memory": 24576, "count": 1}]},
+                ],
+            },
+            {
+                "models": ["A100-SXM4-40GB", "A100-40GB-PCIe", "A100-PCIE-40GB", "A100-SXM4-40GB"],
+                "allowedGeometries": [
+                    {"group": "group1", "geometries": [{"name": "1g.5gb", "memory": 5120, "count": 7}]},
+                    {"group": "group2", "geometries": [{"name": "2g.10gb", "memory": 10240, "count": 3}, {"name": "1g.5gb", "memory": 5120, "count": 1}]},
+                    {"group": "group3", "geometries": [{"name": "3g.20gb", "memory": 20480, "count": 2}]},
+                    {"group": "group4", "geometries": [{"name": "7g.40gb", "memory": 40960, "count": 1}]},
+                ],
+            },
+            {
+                "models": ["A100-SXM4-80GB", "A100-80GB-PCIe", "A100-PCIE-80GB"],
+                "allowedGeometries": [
+                    {"group": "group1", "geometries": [{"name": "1g.10gb", "memory": 9728, "count": 7}]},
+                    {"group": "group2", "geometries": [{"name": "2g.20gb", "memory": 19968, "count": 3}, {"name": "1g.10gb", "memory": 9728, "count": 1}]},
+                    {"group": "group3", "geometries": [{"name": "3g.40gb", "memory": 40192, "count": 2}]},
+                    {"group": "group4", "geometries": [{"name": "7g.80gb", "memory": 80896, "count": 1}]},
+                ],
+            },
+        ],
+    }
+}
+
+
+class NodeSpecError(ValueError):
+    pass
+
+
+@dataclass(slots=True)
+class NodeSpec:
+    count: int
+    cpu: str = "8"
+    memory: str = "32Gi"
+    pods: str = "110"
+    prefix: str = ""
+    gpus: int = 0
+    model: str = ""
+    mode: str = "hami-core"
+
+
+def parse_node_spec(text: str) -> NodeSpec:
+    count_text, _, rest = text.partition(":")
+    try:
+        spec = NodeSpec(count=int(count_text))
+    except ValueError:
+        raise NodeSpecError(f"--nodes {text!r}: expected N or N:key=value,..., got {count_text!r} as the count") from None
+    if spec.count < 0:
+        raise NodeSpecError(f"--nodes {text!r}: the count must not be negative")
+    for item in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise NodeSpecError(f"--nodes {text!r}: {item!r} is not key=value")
+        if key == "gpu":
+            n, x, model = value.partition("x")
+            if not x or not n.isdigit() or model not in GPU_MODELS:
+                raise NodeSpecError(f"--nodes {text!r}: gpu must be <count>x<model> with model one of {', '.join(GPU_MODELS)}")
+            spec.gpus, spec.model = int(n), model
+        elif key == "mode":
+            if value not in MODES:
+                raise NodeSpecError(f"--nodes {text!r}: mode must be one of {', '.join(MODES)}")
+            spec.mode = value
+        elif key in ("cpu", "memory", "pods", "prefix"):
+            setattr(spec, key, value)
+        else:
+            raise NodeSpecError(f"--nodes {text!r}: unknown key {key!r} (cpu, memory, pods, gpu, mode, prefix)")
+    return spec
+
+
+def _uuid(node: str, i: int) -> str:
+    h = hashlib.sha1(f"{node}/{i}".encode()).hexdigest()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def make_nodes(specs: list[NodeSpec]) -> list[dict[str, Any]]:
+    nodes: list[dict[str, Any]] = []
+    seq = 0
+    for spec in specs:
+        for _ in range(spec.count):
+            prefix = spec.prefix or ("gpu-node" if spec.gpus else "node")
+            name = f"{prefix}-{seq}"
+            seq += 1
+            alloc: dict[str, str] = {"cpu": spec.cpu, "memory": spec.memory, "pods": spec.pods}
+            annotations: dict[str, str] = {}
+            labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "sandbox.vc-scheduler.io/generated": "true"}
+            if spec.gpus:
+                mem, gtype = GPU_MODELS[spec.model]
+                labels["nvidia.com/gpu.product"] = gtype.removeprefix("NVIDIA-").replace(" ", "-")
+                if spec.mode == "gpushare":
+                    alloc[ann.GPU_MEMORY] = str(mem * spec.gpus)
+                    alloc[ann.GPU_NUMBER] = str(spec.gpus)
+                else:
+                    cards = [
+                        ann.RegisteredCard(_uuid(name, i), SPLIT_COUNT, mem, gtype, True, spec.mode)
+                        for i in range(spec.gpus)
+                    ]
+                    annotations[ann.VGPU_REGISTER] = ann.encode_vgpu_register(cards)
+                    alloc[ann.VGPU_NUMBER] = str(SPLIT_COUNT * spec.gpus)
+                    alloc[ann.VGPU_MEMORY] = str(mem * spec.gpus)
+                    alloc[ann.VGPU_CORES] = str(100 * spec.gpus)
+            nodes.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": name, "labels": labels, "annotations": annotations},
+                    "spec": {},
+                    "status": {
+                        "capacity": dict(alloc),
+                        "allocatable": dict(alloc),
+                        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                        "nodeInfo": {"kubeletVersion": "v1.35.0-sandbox", "architecture": "amd64", "operatingSystem": "linux"},
+                    },
+                }
+            )
+    return nodes
+
+
+def device_configmap() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "volcano-vgpu-device-config", "namespace": "kube-system"},
+        "data": {"device-config.yaml": yaml.safe_dump(DEVICE_CONFIG, sort_keys=False)},
+    }

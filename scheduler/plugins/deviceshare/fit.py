@@ -11,8 +11,8 @@ pod may not use (health, type and UUID filters, pod-group spread), evaluated by 
 request is a flat int64 array of `nums, mem, pct, cores` per container asking for cards.
 
 Outputs per node: `out_code[i]` (FIT, TOO_MANY_CARDS, NOT_FITTED, NEEDS_PYTHON), `out_score[i]`
-(float), and `out_cards[i*T : (i+1)*T]` = the chosen local card indices in container order, where
-T is the total number of cards asked. The compiled module has exactly this function; tests prove
+(float), and `out_cards[(i-lo)*T : (i-lo+1)*T]` = the chosen local card indices in container order,
+where T is the total number of cards asked. The compiled module has exactly this function; tests prove
 both give identical answers on random inputs.
 """
 
@@ -105,7 +105,7 @@ def fit_nodes(
         uc = [used_cores[base + c] for c in range(n)]
         code = FIT
         score = 0.0
-        slot = i * total
+        slot = (i - lo) * total
         for k in range(n_req):
             nums, mem, pct, cores = req[4 * k], req[4 * k + 1], req[4 * k + 2], req[4 * k + 3]
             if nums > n:

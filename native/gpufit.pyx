@@ -1,0 +1,155 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled twin of scheduler/plugins/deviceshare/fit.py: vGPU fit and score over flat card arrays.
+
+Same function, same arguments, same answers (tests/native proves it on random inputs); see the
+Python module for the layout and the rules. Only the inner loops differ: the per-node working
+copy and the card order live in C scratch buffers instead of Python lists.
+"""
+
+from libc.stdlib cimport free, malloc
+
+FIT = 0
+TOO_MANY_CARDS = 1
+NOT_FITTED = 2
+NEEDS_PYTHON = 3
+POLICY_NONE = 0
+POLICY_BINPACK = 1
+POLICY_SPREAD = 2
+PCT_UNSET = 101
+
+IMPLEMENTATION = "native"
+
+cdef enum:
+    C_FIT = 0
+    C_TOO_MANY_CARDS = 1
+    C_NOT_FITTED = 2
+    C_NEEDS_PYTHON = 3
+    C_PCT_UNSET = 101
+
+
+cdef inline bint _before(int policy, long long a, long long b, long long *un, long long *um) noexcept nogil:
+    # True when local card a is scanned before card b (spec 3.6; ties by ascending index)
+    if policy == 1:
+        if um[a] != um[b]:
+            return um[a] > um[b]
+        return a < b
+    if policy == 2:
+        if un[a] != un[b]:
+            return un[a] < un[b]
+        return a < b
+    return a > b
+
+
+cdef inline double _score(int policy, long long count, long long dm, long long nb, long long mb, long long ma) noexcept nogil:
+    if policy == 1:
+        return 100.0 * ma / dm if dm > 0 else 100.0
+    if policy == 2:
+        return 50.0 * ((1.0 - <double>nb / count) if count > 0 else 0.0) + 50.0 * ((1.0 - <double>mb / dm) if dm > 0 else 0.0)
+    return 0.0
+
+
+def fit_nodes(
+    const long long[::1] starts,
+    const long long[::1] node_flags,
+    const long long[::1] count,
+    const long long[::1] devmem,
+    const long long[::1] used_num,
+    const long long[::1] used_mem,
+    const long long[::1] used_cores,
+    const long long[::1] usable,
+    const long long[::1] req,
+    int policy,
+    Py_ssize_t lo,
+    Py_ssize_t hi,
+    long long[::1] out_code,
+    double[::1] out_score,
+    long long[::1] out_cards,
+):
+    cdef Py_ssize_t n_req = req.shape[0] // 4
+    cdef Py_ssize_t i, k, c, j, n, base, g, slot, ntaken, maxn = 0
+    cdef long long total = 0, nums, mem, pct, cores, demand, dm, a
+    cdef int code, fitting = 0
+    cdef double score
+    cdef bint seen
+    for k in range(n_req):
+        total += req[4 * k]
+    for i in range(lo, hi):
+        if starts[i + 1] - starts[i] > maxn:
+            maxn = starts[i + 1] - starts[i]
+    cdef long long *buf = <long long *> malloc(sizeof(long long) * (5 * maxn + 1))
+    if buf == NULL:
+        raise MemoryError()
+    cdef long long *un = buf
+    cdef long long *um = buf + maxn
+    cdef long long *uc = buf + 2 * maxn
+    cdef long long *order = buf + 3 * maxn
+    cdef long long *taken = buf + 4 * maxn
+    try:
+        with nogil:
+            for i in range(lo, hi):
+                out_score[i] = 0.0
+                if node_flags[i] != 0:
+                    out_code[i] = C_NEEDS_PYTHON
+                    continue
+                base = starts[i]
+                n = starts[i + 1] - base
+                for c in range(n):
+                    un[c] = used_num[base + c]
+                    um[c] = used_mem[base + c]
+                    uc[c] = used_cores[base + c]
+                code = C_FIT
+                score = 0.0
+                slot = (i - lo) * total
+                for k in range(n_req):
+                    nums = req[4 * k]
+                    mem = req[4 * k + 1]
+                    pct = req[4 * k + 2]
+                    cores = req[4 * k + 3]
+                    if nums > n:
+                        code = C_TOO_MANY_CARDS
+                        break
+                    # insertion sort of the local cards into scan order
+                    for c in range(n):
+                        j = c
+                        while j > 0 and _before(policy, c, order[j - 1], un, um):
+                            order[j] = order[j - 1]
+                            j -= 1
+                        order[j] = c
+                    ntaken = 0
+                    for j in range(n):
+                        if ntaken == nums:
+                            break
+                        c = order[j]
+                        g = base + c
+                        if not usable[g]:
+                            continue
+                        seen = False
+                        for a in range(ntaken):
+                            if taken[a] == c:
+                                seen = True
+                                break
+                        if seen:
+                            continue
+                        dm = devmem[g]
+                        demand = dm * pct // 100 if pct != C_PCT_UNSET else mem
+                        if (un[c] >= count[g] or dm - um[c] < demand or uc[c] + cores > 100
+                                or (cores == 100 and un[c] > 0) or (uc[c] == 100 and cores == 0)):
+                            continue
+                        score += _score(policy, count[g], dm, un[c], um[c], um[c] + demand)
+                        un[c] += 1
+                        um[c] += demand
+                        uc[c] += cores
+                        taken[ntaken] = c
+                        ntaken += 1
+                        out_cards[slot] = c
+                        slot += 1
+                    if ntaken < nums:
+                        code = C_NOT_FITTED
+                        break
+                out_code[i] = code
+                if code == C_FIT:
+                    out_score[i] = score
+                    fitting += 1
+    finally:
+        free(buf)
+    return fitting

@@ -1,0 +1,388 @@
+"""deviceshare: shared GPUs (by memory or number) and HAMi vGPU, wired into the session (spec 1.2).
+
+At session open every node with device capacity or a vGPU registration gets a ledger rebuilt from
+the pod annotations of the tasks on it (spec 1.4), so device state is never persisted here and
+cannot drift. The plugin then answers the predicate (does the pod's device request fit the node),
+node order (device score x ScheduleWeight), and the allocate/deallocate events: an allocation
+chooses the cards on the live ledger and puts the annotations for the bind on the task; a
+deallocation (discard, eviction of a victim) releases the charges so a preemptor sees them free.
+
+Unlike upstream, Allocate/Release run from this plugin rather than from `predicates`: enabling
+`deviceshare` is enough. Node locks are intents in `ssn.node_locks`, applied by the binder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduler.framework.arguments import Arguments
+from scheduler.framework.plugin import Plugin
+from scheduler.framework.session import Event, EventHandler, Session
+from scheduler.framework.status import AllocateError, Unfit
+from scheduler.model.objects import ALLOCATED_STATUSES, NodeInfo, PodInfo, TaskInfo
+from scheduler.model.resources import QuantityError, parse_quantity
+from scheduler.plugins.deviceshare import annotations as ann
+from scheduler.plugins.deviceshare import gpushare, vgpu
+from scheduler.plugins.deviceshare.config import (
+    ASCEND_HAMI,
+    ASCEND_MINDCLUSTER,
+    DEFAULT_CONFIG,
+    DeviceConfig,
+    DeviceShareArgs,
+    device_config_from,
+)
+from scheduler.plugins.deviceshare.gpushare import GpuShareLedger
+from scheduler.plugins.deviceshare.requests import (
+    GpuShareRequest,
+    VgpuRequest,
+    gpushare_request,
+    pod_gpu_amount,
+    vgpu_request,
+)
+from scheduler.plugins.deviceshare.vgpu import VgpuLedger, VgpuTable
+
+VGPU_ERROR = "hami-vgpuDeviceSharing error"
+WHOLE_GPU = "nvidia.com/gpu"
+
+
+@dataclass(slots=True)
+class PodDeviceRequests:
+    """What one pod asks of each kind; errors are reasons for an impossible request."""
+
+    share: GpuShareRequest | None = None
+    share_error: str = ""
+    vgpu: VgpuRequest | None = None
+    vgpu_error: str = ""
+    gpu_types: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+
+    @property
+    def uses_any(self) -> bool:
+        return bool(self.share or self.share_error or self.vgpu or self.vgpu_error or self.gpu_types)
+
+
+_NO_REQUEST = PodDeviceRequests()
+
+
+def _share_memory(pod: PodInfo) -> int:
+    mem, err = pod_gpu_amount(pod, ann.GPU_MEMORY)
+    return 0 if err else mem
+
+
+def _merged(task: TaskInfo) -> dict[str, str]:
+    if not task.bind_annotations:
+        return task.pod.annotations
+    return {**task.pod.annotations, **task.bind_annotations}
+
+
+def _whole_gpu_types(pod: PodInfo) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(use, nouse) GPU types of a pod asking whole `nvidia.com/gpu` cards (spec 8), else None."""
+    a = pod.annotations
+    if ann.USE_GPUTYPE not in a and ann.NOUSE_GPUTYPE not in a:
+        return None
+    asks = False
+    for c in pod.containers:
+        raw = c.limits.get(WHOLE_GPU, c.requests.get(WHOLE_GPU))
+        if raw is None:
+            continue
+        try:
+            asks = asks or parse_quantity(raw) > 0
+        except QuantityError:
+            continue
+    if not asks:
+        return None
+    use = tuple(s.upper() for s in ann.split_list(a.get(ann.USE_GPUTYPE)))
+    nouse = tuple(s.upper() for s in ann.split_list(a.get(ann.NOUSE_GPUTYPE)))
+    return use, nouse
+
+
+class DeviceSharePlugin(Plugin):
+    name = "deviceshare"
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.args = DeviceShareArgs.parse(arguments)
+        self.config: DeviceConfig = DEFAULT_CONFIG
+        self.table = VgpuTable()
+        self._requests: dict[str, PodDeviceRequests] = {}
+        # task uid -> node lock intents it took, withdrawn if the allocation is undone
+        self._locks: dict[str, list[tuple[str, str, str]]] = {}
+        self._time_seq = 0
+        self.ssn: Session | None = None
+
+    @classmethod
+    def validate(cls, arguments: Arguments) -> None:
+        DeviceShareArgs.parse(arguments)
+
+    # -- session -------------------------------------------------------------------------------
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        a = self.args
+        if a.vgpu or a.ascend_hami:
+            self.config = device_config_from(ssn.configmaps, a)
+            for w in self.config.warnings:
+                ssn.warn(f"deviceshare: {w}")
+        if a.ascend_mindcluster or a.ascend_hami:
+            which = ASCEND_MINDCLUSTER if a.ascend_mindcluster else ASCEND_HAMI
+            ssn.warn(f"deviceshare: {which} is not supported by this scheduler; Ascend pods are not device-checked")
+        share = a.gpu_sharing or a.gpu_number
+        for node in ssn.node_list:
+            if share and ann.GPU_NUMBER in node.raw_capacity:
+                self._build_share(node)
+            if a.vgpu and ann.VGPU_REGISTER in node.annotations:
+                self._build_vgpu(node)
+        ssn.add_pre_predicate_fn(self.name, self.pre_predicate)
+        ssn.add_predicate_fn(self.name, self.predicate)
+        ssn.add_node_order_fn(self.name, self.node_order)
+        ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
+
+    def on_session_close(self, ssn: Session) -> None:
+        """Queue accounting (spec 1.2): vGPU tasks count the memory and cores they really hold."""
+        if not self.args.vgpu:
+            return
+        cfg = self.config
+        for job in ssn.jobs.values():
+            for task in job.tasks.values():
+                if task.status not in ALLOCATED_STATUSES or ann.VGPU_IDS_NEW not in task.bind_annotations:
+                    continue
+                mem, cores = vgpu.vgpu_usage_of(task.bind_annotations)
+                real = task.resreq.clone()
+                real.scalars[cfg.memory_name] = mem * 1000.0
+                real.scalars[cfg.cores_name] = cores * 1000.0
+                job.allocated.sub(task.resreq).add(real)
+                task.resreq = real
+
+    def _build_share(self, node: NodeInfo) -> None:
+        led = GpuShareLedger.from_node(node)
+        if led is None:
+            return
+        for task in node.tasks.values():
+            idx = ann.decode_gpu_index(_merged(task).get(ann.GPU_INDEX))
+            if idx:
+                led.add_pod(task.uid, _share_memory(task.pod), task.pod.phase, idx)
+        node.devices[gpushare.KIND] = led
+
+    def _build_vgpu(self, node: NodeInfo) -> None:
+        led, why = VgpuLedger.from_node(node, self.config, self.table)
+        if led is None:
+            if self.ssn is not None and why:
+                self.ssn.warn(f"deviceshare: node {node.name}: {why}")
+            return
+        for task in node.tasks.values():
+            self._replay_vgpu(led, task)
+        node.devices[vgpu.KIND] = led
+
+    @staticmethod
+    def _replay_vgpu(led: VgpuLedger, task: TaskInfo) -> None:
+        anns = _merged(task)
+        ids = anns.get(ann.VGPU_IDS_NEW)
+        if ids:
+            led.add_pod(task.uid, ann.pod_group_key(task.namespace, anns), ann.decode_pod_devices(ids))
+
+    # -- requests ------------------------------------------------------------------------------
+    def requests_of(self, task: TaskInfo) -> PodDeviceRequests:
+        r = self._requests.get(task.uid)
+        if r is None:
+            r = self._parse(task.pod)
+            self._requests[task.uid] = r
+        return r
+
+    def _parse(self, pod: PodInfo) -> PodDeviceRequests:
+        a = self.args
+        r = PodDeviceRequests()
+        if a.gpu_sharing or a.gpu_number:
+            r.share, r.share_error = gpushare_request(pod, a.gpu_sharing, a.gpu_number)
+        if a.vgpu:
+            r.vgpu, r.vgpu_error = vgpu_request(pod, self.config)
+        r.gpu_types = _whole_gpu_types(pod)
+        return r if r.uses_any else _NO_REQUEST
+
+    def _share_label(self, req: GpuShareRequest | None) -> str:
+        return "GpuShare" if req is None or req.memory > 0 or not self.args.gpu_number else "GpuNumber"
+
+    # -- predicate / score ---------------------------------------------------------------------
+    def pre_predicate(self, task: TaskInfo) -> Unfit | None:
+        """An impossible request fails once, with its reason, before any node is looked at."""
+        r = self.requests_of(task)
+        if r.share_error:
+            return Unfit(f"{self._share_label(None)} {r.share_error}", resolvable=False)
+        if r.vgpu_error:
+            return Unfit(f"{VGPU_ERROR}: {r.vgpu_error}", resolvable=False)
+        return None
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> Unfit | None:
+        r = self.requests_of(task)
+        if r is _NO_REQUEST:
+            return None
+        bad = self.pre_predicate(task)
+        if bad is not None:
+            return bad
+        if r.gpu_types is not None:
+            miss = self._gpu_type_misfit(r.gpu_types, node)
+            if miss:
+                return Unfit(miss, resolvable=False)
+        devs = node.devices
+        if r.share is not None:
+            led = devs.get(gpushare.KIND)
+            # no ledger: the node has no such device; the resource-fit predicate rejects it (spec 6.5)
+            if led is not None:
+                f = led.fit(r.share, self.args.policy)
+                if not f.ok:
+                    return Unfit(f"{self._share_label(r.share)} {f.reason}")
+        if r.vgpu is not None and r.vgpu.containers:
+            vled = devs.get(vgpu.KIND)
+            if vled is not None:
+                vf = vled.fit(r.vgpu, self.args.policy)
+                if not vf.ok:
+                    return Unfit(f"{VGPU_ERROR}: {vf.reason}")
+        return None
+
+    @staticmethod
+    def _gpu_type_misfit(types: tuple[tuple[str, ...], tuple[str, ...]], node: NodeInfo) -> str:
+        use, nouse = types
+        product = node.labels.get(ann.GPU_PRODUCT_LABEL)
+        if product is None:
+            return f"node has no label {ann.GPU_PRODUCT_LABEL} to check {ann.USE_GPUTYPE}" if use else ""
+        p = product.upper()
+        if use and not any(t in p for t in use):
+            return f"GPU type {product} is not in {ann.USE_GPUTYPE}"
+        if not use and any(t in p for t in nouse):
+            return f"GPU type {product} is in {ann.NOUSE_GPUTYPE}"
+        return ""
+
+    def device_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        """Sum of the used kinds' device scores on the node (before rounding and weight)."""
+        r = self.requests_of(task)
+        s = 0.0
+        if r.share is not None:
+            led = node.devices.get(gpushare.KIND)
+            if led is not None:
+                f = led.fit(r.share, self.args.policy)
+                s += f.score if f.ok else 0.0
+        if r.vgpu is not None and r.vgpu.containers:
+            vled = node.devices.get(vgpu.KIND)
+            if vled is not None:
+                vf = vled.fit(r.vgpu, self.args.policy)
+                s += vf.score if vf.ok else 0.0
+        return s
+
+    def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
+        w = self.args.weight
+        if w <= 0 or self.requests_of(task) is _NO_REQUEST:
+            return 0.0
+        s = self.device_score(task, node)
+        return float(int(s + 0.5) * w)  # round half up, then weight (spec 1.2)
+
+    # -- events --------------------------------------------------------------------------------
+    def _now(self) -> float:
+        return self.ssn.now if self.ssn is not None else 0.0
+
+    def _lock(self, task: TaskInfo, node: NodeInfo, key: str) -> None:
+        """Record a node-lock intent (spec 1.5) or refuse the allocation."""
+        if not self.args.node_lock:
+            return
+        ssn = self.ssn
+        now = self._now()
+        held = ssn is not None and any(n == node.name and k == key for n, k, _ in ssn.node_locks)
+        if held or ann.lock_decision(node.annotations.get(key), now) == "refuse":
+            raise AllocateError(f"node {node.name} has been locked within 5 minutes ({key})")
+        entry = (node.name, key, ann.lock_value(now))
+        if ssn is not None:
+            ssn.node_locks.append(entry)
+        self._locks.setdefault(task.uid, []).append(entry)
+
+    def _withdraw_locks(self, task: TaskInfo) -> None:
+        for entry in self._locks.pop(task.uid, []):
+            if self.ssn is not None and entry in self.ssn.node_locks:
+                self.ssn.node_locks.remove(entry)
+
+    def on_allocate(self, event: Event) -> None:
+        task = event.task
+        node = self.ssn.nodes.get(task.node_name) if self.ssn is not None else None
+        if node is None or not node.devices:
+            return
+        if event.restore:
+            self._restore(task, node)
+            return
+        r = self.requests_of(task)
+        if r is _NO_REQUEST:
+            return
+        bad = self.pre_predicate(task)
+        if bad is not None:
+            raise AllocateError(bad.reason)
+        try:
+            self._allocate_share(task, node, r.share)
+            self._allocate_vgpu(task, node, r.vgpu)
+        except AllocateError:
+            self._release(task, node)
+            raise
+
+    def _restore(self, task: TaskInfo, node: NodeInfo) -> None:
+        """An undone eviction: the task takes back the devices its annotations name."""
+        led = node.devices.get(gpushare.KIND)
+        if led is not None:
+            idx = ann.decode_gpu_index(_merged(task).get(ann.GPU_INDEX))
+            if idx:
+                led.add_pod(task.uid, _share_memory(task.pod), task.pod.phase, idx)
+        vled = node.devices.get(vgpu.KIND)
+        if vled is not None:
+            self._replay_vgpu(vled, task)
+
+    def _allocate_share(self, task: TaskInfo, node: NodeInfo, req: GpuShareRequest | None) -> None:
+        led = node.devices.get(gpushare.KIND)
+        if req is None or led is None:
+            return
+        if req.memory > 0:
+            self._lock(task, node, ann.LOCK_GPUSHARE)  # gpushare locks before choosing the card
+        f = led.fit(req, self.args.policy)
+        if not f.ok:
+            raise AllocateError(f"{self._share_label(req)} {f.reason}")
+        led.add_pod(task.uid, _share_memory(task.pod), task.pod.phase, f.cards)
+        # strictly increasing within a session: the device plugin serves the smallest time first
+        self._time_seq += 1
+        task.bind_annotations[ann.GPU_INDEX] = ann.encode_gpu_index(f.cards)
+        task.bind_annotations[ann.PREDICATE_TIME] = ann.encode_predicate_time(int(self._now() * 1e9) + self._time_seq)
+
+    def _allocate_vgpu(self, task: TaskInfo, node: NodeInfo, req: VgpuRequest | None) -> None:
+        led = node.devices.get(vgpu.KIND)
+        if req is None or led is None or not req.containers:
+            return
+        f = led.fit(req, self.args.policy)
+        if not f.ok:
+            raise AllocateError(f"{VGPU_ERROR}: {f.reason}")
+        self._lock(task, node, ann.LOCK_VGPU)  # vGPU locks after the live fit, before annotating
+        segments = led.segments(req, f.picks)
+        led.add_pod(task.uid, req.group_key, segments)
+        ids = ann.encode_pod_devices(segments)
+        now = str(int(self._now()))
+        task.bind_annotations.update(
+            {
+                ann.VGPU_NODE: node.name,
+                ann.VGPU_TIME: now,
+                ann.VGPU_IDS_NEW: ids,
+                ann.DEVICES_TO_ALLOCATE: ids,
+                ann.BIND_PHASE: ann.BIND_PHASE_ALLOCATING,
+                ann.BIND_TIME: now,
+            }
+        )
+
+    def on_deallocate(self, event: Event) -> None:
+        task = event.task
+        node = self.ssn.nodes.get(task.node_name) if self.ssn is not None else None
+        # by UID, whatever the pod asks: a replayed pod may hold devices without asking for them
+        if node is not None and node.devices:
+            self._release(task, node)
+
+    def _release(self, task: TaskInfo, node: NodeInfo) -> None:
+        """Free the task's charges and strip the annotations it would have been bound with."""
+        led = node.devices.get(gpushare.KIND)
+        if led is not None:
+            led.remove_pod(task.uid)
+        for k in ann.GPUSHARE_POD_KEYS:
+            task.bind_annotations.pop(k, None)
+        vled = node.devices.get(vgpu.KIND)
+        if vled is not None:
+            vled.remove_pod(task.uid)
+        if _merged(task).get(ann.BIND_PHASE) != ann.BIND_PHASE_SUCCESS:
+            for k in ann.VGPU_POD_KEYS:
+                task.bind_annotations.pop(k, None)
+        self._withdraw_locks(task)

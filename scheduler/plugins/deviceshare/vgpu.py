@@ -1,0 +1,386 @@
+"""HAMi vGPU ledgers (kind `hamivgpu`, spec 3-4): hami-core, MPS and MIG cards, filters, scoring.
+
+Card state of every vGPU node of a session lives in one `VgpuTable` of flat int64 arrays, so the
+hot path (`fit_nodes`, compiled or Python) can scan all cards of all candidate nodes in one call.
+A `VgpuLedger` is one node's view of that table plus what arrays cannot hold: card UUIDs and
+types, MIG partitions, and which pod holds what (so a pod is released by UID, and the ledger
+rebuilt from pod annotations equals the live one).
+
+Allocation and rebuild share one path: an allocation is encoded into the annotation entries, and
+those entries are charged exactly as a pod found on the node at snapshot time would be.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+
+from scheduler.model.objects import NodeInfo
+from scheduler.plugins.deviceshare import annotations as ann
+from scheduler.plugins.deviceshare.config import DeviceConfig
+from scheduler.plugins.deviceshare.fit import FIT, NEEDS_PYTHON, NOT_FITTED, TOO_MANY_CARDS
+from scheduler.plugins.deviceshare.hotpath import fit_impl
+from scheduler.plugins.deviceshare.mig import MigCard, fit_mig_node
+from scheduler.plugins.deviceshare.requests import VgpuRequest
+
+KIND = "hamivgpu"
+_NODE_RESOURCES = (ann.VGPU_NUMBER, ann.VGPU_CORES, ann.VGPU_MEMORY)
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    card: int  # local card index on the node
+    device_id: str  # card UUID, or the MIG slice id
+    mem: int  # memory demand written to the annotation (the request, not the slice size)
+    cores: int
+
+
+@dataclass(slots=True)
+class FitResult:
+    ok: bool
+    reason: str = ""
+    score: float = 0.0
+    picks: list[list[Pick]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Charge:
+    card: int
+    mem: int  # memory charged (slice memory on MIG cards)
+    cores: int
+    mig_slot: tuple[int, int] | None  # (profile index, instance) on MIG cards
+
+
+class VgpuTable:
+    """Flat per-card state of all vGPU nodes of a session (the layout `fit_nodes` reads)."""
+
+    def __init__(self) -> None:
+        self.starts = array("q", [0])
+        self.node_flags = array("q")
+        self.count = array("q")
+        self.devmem = array("q")
+        self.used_num = array("q")
+        self.used_mem = array("q")
+        self.used_cores = array("q")
+        # 1 for healthy NVIDIA cards not listed as unhealthy: the mask for pods without card filters
+        self.static_ok = array("q")
+        self.ledgers: list[VgpuLedger] = []
+        # pod-group key -> global card index -> pods of that group holding the card
+        self.group_cards: dict[str, dict[int, int]] = {}
+        self._mask = array("q")
+        self.out_code = array("q")
+        self.out_score = array("d")
+
+    @property
+    def n_cards(self) -> int:
+        return len(self.count)
+
+    def add_node(self, ledger: VgpuLedger, cards: list[ann.RegisteredCard], ok: list[bool], mig: bool) -> int:
+        idx = len(self.ledgers)
+        self.ledgers.append(ledger)
+        for c, good in zip(cards, ok, strict=True):
+            self.count.append(c.count)
+            self.devmem.append(c.devmem)
+            self.used_num.append(0)
+            self.used_mem.append(0)
+            self.used_cores.append(0)
+            self.static_ok.append(1 if good else 0)
+        self.starts.append(len(self.count))
+        self.node_flags.append(1 if mig else 0)
+        self.out_code.append(0)
+        self.out_score.append(0.0)
+        return idx
+
+    def mask_for(self, req: VgpuRequest, lo: int, hi: int) -> array:
+        """Per-card usability for `req` over nodes lo..hi-1 (other entries are stale)."""
+        if not req.has_card_filters:
+            return self.static_ok
+        m = self._mask
+        if len(m) != len(self.count):
+            m = self._mask = array("q", bytes(8 * len(self.count)))
+        a, b = self.starts[lo], self.starts[hi]
+        m[a:b] = self.static_ok[a:b]
+        held = self.group_cards.get(req.spread_group) if req.spread_group else None
+        for node in range(lo, hi):
+            led = self.ledgers[node]
+            for c in range(led.n):
+                g = led.base + c
+                if m[g] and not led.card_allows(c, req, held is not None and held.get(g, 0) > 0):
+                    m[g] = 0
+        return m
+
+    def fit_all(self, req: VgpuRequest, policy: int) -> tuple[array, array]:
+        """(codes, scores) of every node for `req`: the batch form of `VgpuLedger.fit`."""
+        n = len(self.ledgers)
+        mask = self.mask_for(req, 0, n)
+        flat = _flat(req)
+        cards = array("q", bytes(8 * max(1, n * req.total_cards)))
+        fit_impl.fit_nodes(
+            self.starts, self.node_flags, self.count, self.devmem, self.used_num, self.used_mem,
+            self.used_cores, mask, flat, policy, 0, n, self.out_code, self.out_score, cards,
+        )  # fmt: skip
+        for i in range(n):
+            led = self.ledgers[i]
+            if self.out_code[i] == NEEDS_PYTHON or (req.mode and req.mode != led.mode):
+                r = led.fit(req, policy)
+                self.out_code[i] = FIT if r.ok else NOT_FITTED
+                self.out_score[i] = r.score
+        return self.out_code, self.out_score
+
+
+def _flat(req: VgpuRequest) -> array:
+    out = array("q")
+    for c in req.containers:
+        out.extend((c.nums, c.mem, c.pct, c.cores))
+    return out
+
+
+class VgpuLedger:
+    """One node's vGPU cards: a view of its rows of the session's `VgpuTable`."""
+
+    __slots__ = (
+        "base",
+        "factor",
+        "idx",
+        "memo",
+        "mig",
+        "mode",
+        "n",
+        "node_name",
+        "pods",
+        "table",
+        "types",
+        "uuid_index",
+        "uuids",
+        "version",
+    )
+
+    def __init__(
+        self,
+        node_name: str,
+        cards: list[ann.RegisteredCard],
+        cfg: DeviceConfig,
+        table: VgpuTable | None = None,
+        unhealthy: tuple[set[int], set[str]] = (set(), set()),
+    ) -> None:
+        self.node_name = node_name
+        self.table = table if table is not None else VgpuTable()
+        self.n = len(cards)
+        self.uuids = [c.uuid for c in cards]
+        self.types = [c.type for c in cards]
+        self.uuid_index = {u: i for i, u in enumerate(self.uuids)}
+        self.factor = cfg.gpu_memory_factor
+        last = cards[-1].mode
+        self.mode = ann.MODE_MIG if last == ann.MODE_MIG else ann.MODE_MPS if last == ann.MODE_MPS else ann.MODE_HAMI_CORE
+        self.mig: list[MigCard | None] | None = None
+        if self.mode == ann.MODE_MIG:
+            geoms = [cfg.geometry_for(c.type) for c in cards]
+            if all(geoms):
+                self.mig = [MigCard(g) if g else None for g in geoms]
+            else:
+                self.mode = ann.MODE_HAMI_CORE  # a card without known geometry: upstream falls back
+        bad_idx, bad_uuid = unhealthy
+        # Upstream still schedules unhealthy cards (kubelet then rejects the pod); we never do (spec 8).
+        ok = [
+            c.health and "NVIDIA" in c.type and i not in bad_idx and c.uuid not in bad_uuid
+            for i, c in enumerate(cards)
+        ]
+        self.idx = self.table.add_node(self, cards, ok, self.mig is not None)
+        self.base = self.table.starts[self.idx]
+        self.pods: dict[str, tuple[str, list[_Charge]]] = {}
+        self.version = 0
+        self.memo: tuple[VgpuRequest, int, int, FitResult] | None = None
+
+    # -- construction ------------------------------------------------------------------------
+    @classmethod
+    def from_node(
+        cls, node: NodeInfo, cfg: DeviceConfig, table: VgpuTable | None = None
+    ) -> tuple[VgpuLedger | None, str]:
+        """The node's ledger (spec 3.1), or (None, why) when it has no usable vGPU registration."""
+        value = node.annotations.get(ann.VGPU_REGISTER)
+        if value is None:
+            return None, "no vGPU registration"
+        scalars = node.allocatable.scalars
+        for name in _NODE_RESOURCES:
+            if scalars.get(name, 0.0) <= 0:
+                return None, f"node allocatable has no {name}"
+        cards, why = ann.decode_vgpu_register(value)
+        if cards is None:
+            return None, why
+        unhealthy = ann.decode_unhealthy_ids(node.annotations.get(ann.GPU_UNHEALTHY_IDS))
+        return cls(node.name, cards, cfg, table, unhealthy), ""
+
+    # -- card filters (spec 3.4 rules 1, 3, 8) ----------------------------------------------------
+    def card_allows(self, c: int, req: VgpuRequest, group_conflict: bool) -> bool:
+        uuid = self.uuids[c]
+        if req.use_uuids and uuid not in req.use_uuids:
+            return False
+        if uuid in req.nouse_uuids:
+            return False
+        if group_conflict:
+            return False
+        t = self.types[c].upper()
+        if req.use_types:
+            return any(x in t for x in req.use_types)
+        return not any(x in t for x in req.nouse_types)
+
+    # -- charging ----------------------------------------------------------------------------------
+    def _card_of(self, device_id: str) -> int | None:
+        c = self.uuid_index.get(device_id)
+        if c is not None:
+            return c
+        mig = ann.decode_mig_id(device_id)
+        if mig is not None and mig[0] in self.uuid_index:
+            return self.uuid_index[mig[0]]
+        # spec 1.4: the card whose UUID is a substring of the entry's id
+        return next((i for i, u in enumerate(self.uuids) if u and u in device_id), None)
+
+    def add_pod(self, uid: str, group_key: str, segments: list[list[ann.DeviceEntry]]) -> bool:
+        """Charge a pod's decoded `vgpu-ids-new`; a pod already held is not counted twice."""
+        if uid in self.pods:
+            return False
+        t, charges = self.table, []
+        for seg in segments:
+            for e in seg:
+                c = self._card_of(e.uuid)
+                if c is None:
+                    continue  # a card that is gone: the pod does not count there
+                mem, slot = e.mem, None
+                mc = self.mig[c] if self.mig is not None else None
+                if mc is not None:
+                    loc = mc.locate(e.uuid)
+                    if loc is None or not mc.mark(*loc):
+                        continue  # MIG card without (or with a clashing) slice id: not counted
+                    gi, pi, inst = loc
+                    prof_mem = mc.groups[gi].profiles[pi].memory
+                    mem, slot = (prof_mem // self.factor if self.factor > 1 else prof_mem), (pi, inst)
+                g = self.base + c
+                t.used_num[g] += 1
+                t.used_mem[g] += mem
+                t.used_cores[g] += e.cores
+                if group_key and (mem or e.cores):
+                    held = t.group_cards.setdefault(group_key, {})
+                    held[g] = held.get(g, 0) + 1
+                charges.append(_Charge(c, mem, e.cores, slot))
+        self.pods[uid] = (group_key, charges)
+        self.version += 1
+        return True
+
+    def remove_pod(self, uid: str) -> bool:
+        held = self.pods.pop(uid, None)
+        if held is None:
+            return False
+        group_key, charges = held
+        t = self.table
+        for ch in charges:
+            g = self.base + ch.card
+            t.used_num[g] -= 1
+            t.used_mem[g] -= ch.mem
+            t.used_cores[g] -= ch.cores
+            if ch.mig_slot is not None and self.mig is not None:
+                mc = self.mig[ch.card]
+                if mc is not None:
+                    mc.unmark(*ch.mig_slot)
+            if group_key and (ch.mem or ch.cores):
+                cards = t.group_cards.get(group_key, {})
+                left = cards.get(g, 0) - 1
+                if left > 0:
+                    cards[g] = left
+                else:
+                    cards.pop(g, None)
+        self.version += 1
+        return True
+
+    # -- fit -------------------------------------------------------------------------------------
+    def fit(self, req: VgpuRequest, policy: int) -> FitResult:
+        """Spec 3.4-3.6 on a working copy: whether `req` fits, the node score and the cards."""
+        memo = self.memo
+        if memo is not None and memo[0] is req and memo[1] == policy and memo[2] == self.version:
+            return memo[3]
+        r = self._fit(req, policy)
+        self.memo = (req, policy, self.version, r)
+        return r
+
+    def _fit(self, req: VgpuRequest, policy: int) -> FitResult:
+        if req.mode and req.mode != self.mode:
+            return FitResult(False, f"pod required sharing mode {req.mode} is not the same as the node mode {self.mode}")
+        if req.use_uuids and not any(u in self.uuid_index for u in req.use_uuids):
+            return FitResult(False, f"no card on the node matches {ann.VGPU_USE_UUID}")
+        t, i = self.table, self.idx
+        mask = t.mask_for(req, i, i + 1)
+        if self.mig is not None:
+            usable = [bool(mask[self.base + c]) for c in range(self.n)]
+            code, score, picks = fit_mig_node(self, req, policy, usable, self.factor)
+        else:
+            total = req.total_cards
+            cards = array("q", bytes(8 * max(total, 1)))
+            fit_impl.fit_nodes(
+                t.starts, t.node_flags, t.count, t.devmem, t.used_num, t.used_mem, t.used_cores,
+                mask, _flat(req), policy, i, i + 1, t.out_code, t.out_score, cards,
+            )  # fmt: skip
+            code, score, picks = t.out_code[i], t.out_score[i], []
+            if code == FIT:
+                k = 0
+                for cr in req.containers:
+                    seg = []
+                    for _ in range(cr.nums):
+                        c = cards[k]
+                        k += 1
+                        seg.append(Pick(c, self.uuids[c], cr.demand(t.devmem[self.base + c]), cr.cores))
+                    picks.append(seg)
+        if code == TOO_MANY_CARDS:
+            return FitResult(False, "no enough gpu cards on node")
+        if code != FIT:
+            return FitResult(False, "not enough gpu fitted on this node")
+        return FitResult(True, "", score, picks)
+
+    def segments(self, req: VgpuRequest, picks: list[list[Pick]]) -> list[list[ann.DeviceEntry]]:
+        """One segment per regular container, empty for containers without vGPU (spec 8)."""
+        by_container = {cr.index: seg for cr, seg in zip(req.containers, picks, strict=True)}
+        return [
+            [ann.DeviceEntry(p.device_id, p.mem, p.cores) for p in by_container.get(i, [])]
+            for i in range(req.n_containers)
+        ]
+
+    # -- views -------------------------------------------------------------------------------------
+    def card_state(self) -> list[tuple[int, int, int]]:
+        """(used_num, used_mem, used_cores) per card, for tests and metrics."""
+        t, b = self.table, self.base
+        return [(t.used_num[b + c], t.used_mem[b + c], t.used_cores[b + c]) for c in range(self.n)]
+
+    def state(self) -> tuple:
+        """Everything that decides future fits, comparable between a live and a rebuilt ledger."""
+        mig = None
+        if self.mig is not None:
+            mig = tuple(
+                (m.group_index, tuple(sorted((k, tuple(sorted(v))) for k, v in m.used.items()))) if m else None
+                for m in self.mig
+            )
+        return (tuple(self.card_state()), mig, tuple(sorted(self.pods)))
+
+
+def vgpu_card_metrics(ledger: VgpuLedger) -> list[dict[str, object]]:
+    """Per-card gauges: allocated memory and cores, memory limit, sharing pods (Volcano's vgpu metrics)."""
+    t, b = ledger.table, ledger.base
+    return [
+        {
+            "node": ledger.node_name,
+            "index": c,
+            "uuid": ledger.uuids[c],
+            "memory_allocated": t.used_mem[b + c],
+            "memory_limit": t.devmem[b + c],
+            "cores_allocated": t.used_cores[b + c],
+            "shared_pods": t.used_num[b + c],
+        }
+        for c in range(ledger.n)
+    ]
+
+
+def vgpu_usage_of(annotations: dict[str, str]) -> tuple[int, int]:
+    """(memory MiB, cores) a pod really holds per `vgpu-ids-new`, for queue accounting (spec 1.2)."""
+    mem = cores = 0
+    for seg in ann.decode_pod_devices(annotations.get(ann.VGPU_IDS_NEW)):
+        for e in seg:
+            mem += e.mem
+            cores += e.cores
+    return mem, cores

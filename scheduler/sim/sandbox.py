@@ -1,0 +1,159 @@
+"""`vc-scheduler sandbox`: an embedded Kubernetes API server, simulated kubelets, controllers and
+device plugins, and (unless `--no-scheduler`) the real daemon scheduling against it over HTTP.
+
+Unknown flags are passed to the daemon (`--scheduler-conf`, `--schedule-period`, ...), which runs
+as a child process exactly as it would in a cluster. Prints one line saying where it serves and how
+to use kubectl, then runs until SIGINT/SIGTERM and stops everything cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+from scheduler.sim.controllers import JobController, PodGroupController, ensure_default_queues
+from scheduler.sim.kubelet import SimulatedKubelets
+from scheduler.sim.manifests import ManifestError, Skipped, load_files
+from scheduler.sim.nodegen import NodeSpecError, device_configmap, make_nodes, parse_node_spec
+from scheduler.sim.restclient import NAMESPACES, ApiError, RestClient, resource_for
+
+log = logging.getLogger("sandbox")
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "volcano-system")
+# Objects that must exist before the ones that refer to them.
+CREATE_ORDER = {"Namespace": 0, "CustomResourceDefinition": 0, "PriorityClass": 1, "ConfigMap": 1, "Queue": 2, "Node": 3}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="vc-scheduler sandbox",
+        description="Embedded Kubernetes-compatible API server with simulated kubelets and the scheduler daemon.",
+        epilog="Any other flag is passed to the scheduler daemon (e.g. --scheduler-conf FILE --schedule-period 500ms).",
+    )
+    p.add_argument("-f", "--filename", action="append", default=[], help="manifest to create at start (repeatable)")
+    p.add_argument("--nodes", action="append", default=[], metavar="SPEC",
+                   help="generated nodes: N or N:cpu=8,memory=32Gi,gpu=8xA100-80GB,mode=hami-core (repeatable)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0, help="API server port (0 = any free port)")
+    p.add_argument("--tls", action="store_true", help="serve HTTPS with a generated self-signed CA")
+    p.add_argument("--kubeconfig-out", help="where to write the kubeconfig (default: a temporary file)")
+    p.add_argument("--no-scheduler", action="store_true", help="do not start the scheduler daemon")
+    p.add_argument("--pod-start-delay", type=float, default=0.2, help="seconds before a bound pod turns Running")
+    p.add_argument("--log-level", default="WARNING")
+    return p
+
+
+async def create_objects(client: RestClient, objects: list[dict[str, Any]], skipped: list[Skipped]) -> int:
+    created = 0
+    for obj in sorted(objects, key=lambda o: CREATE_ORDER.get(str(o.get("kind")), 9)):
+        res = resource_for(obj)
+        md = obj.get("metadata") or {}
+        where = f"{obj.get('kind')} {md.get('namespace') + '/' if md.get('namespace') else ''}{md.get('name')}"
+        if res is None:
+            skipped.append(Skipped(where, f"kind {obj.get('apiVersion')}/{obj.get('kind')} is not served by the sandbox"))
+            continue
+        ns = (md.get("namespace") or "default") if res.namespaced else None
+        status = obj.get("status")
+        try:
+            await client.create(res, obj, ns)
+            if status and obj.get("kind") in ("Node", "Queue", "PodGroup"):
+                # the API ignores status on create; set it as the component owning it would
+                await client.patch(res, md["name"], {"status": status}, ns, sub="status")
+            created += 1
+        except ApiError as exc:
+            skipped.append(Skipped(where, str(exc)))
+    return created
+
+
+async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
+    from scheduler.sim.apiserver import ApiServer
+
+    specs = [parse_node_spec(s) for s in args.nodes]
+    skipped: list[Skipped] = []
+    objects = load_files(args.filename, skipped) if args.filename else []
+
+    server = ApiServer(host=args.host, port=args.port, tls=args.tls)
+    await server.start()
+    kubeconfig = args.kubeconfig_out or os.path.join(tempfile.mkdtemp(prefix="vc-sandbox-"), "kubeconfig")
+    server.write_kubeconfig(kubeconfig)
+    client = RestClient(server.url, **_client_auth(server))
+    components: list[asyncio.Task[Any]] = []
+    daemon: asyncio.subprocess.Process | None = None
+    try:
+        for ns in SYSTEM_NAMESPACES:
+            with contextlib.suppress(ApiError):
+                await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        await ensure_default_queues(client)
+        nodes = make_nodes(specs)
+        if any(s.gpus and s.mode != "gpushare" for s in specs):
+            objects.insert(0, device_configmap())
+        await create_objects(client, nodes + objects, skipped)
+        for s in skipped:
+            print(f"skipped {s.where}: {s.reason}", file=sys.stderr)
+        kubelets = SimulatedKubelets(client, start_delay=args.pod_start_delay)
+        for comp in (kubelets.run(), JobController(client).run(), PodGroupController(client).run()):
+            components.append(asyncio.ensure_future(comp))
+        if not args.no_scheduler:
+            cmd = [sys.executable, "-m", "scheduler", "--kubeconfig", kubeconfig, *daemon_args]
+            daemon = await asyncio.create_subprocess_exec(*cmd)
+        print(
+            f"sandbox API server at {server.url} ({len(nodes)} generated nodes"
+            f"{', scheduler running' if daemon else ', no scheduler'}); "
+            f"use: kubectl --kubeconfig {kubeconfig} get pods -A",
+            flush=True,
+        )
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        waiters = [asyncio.ensure_future(stop.wait())]
+        if daemon is not None:
+            waiters.append(asyncio.ensure_future(daemon.wait()))
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        for w in waiters:
+            w.cancel()
+        if daemon is not None and daemon.returncode is not None and not stop.is_set():
+            print(f"sandbox: the scheduler daemon exited with code {daemon.returncode}", file=sys.stderr)
+            return daemon.returncode or 1
+        return 0
+    finally:
+        if daemon is not None and daemon.returncode is None:
+            daemon.terminate()
+            try:
+                await asyncio.wait_for(daemon.wait(), 15)
+            except TimeoutError:
+                daemon.kill()
+        for c in components:
+            c.cancel()
+        await asyncio.gather(*components, return_exceptions=True)
+        await client.close()
+        await server.stop()
+
+
+def _client_auth(server: Any) -> dict[str, Any]:
+    ca = getattr(server, "ca_file", None)
+    token = getattr(server, "token", None)
+    return {"ca_file": ca, "token": token}
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = build_parser()
+    args, daemon_args = parser.parse_known_args(list(argv))
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING), format="%(levelname)s %(name)s: %(message)s")
+    try:
+        for s in args.nodes:
+            parse_node_spec(s)
+        return asyncio.run(run_sandbox(args, daemon_args))
+    except (NodeSpecError, ManifestError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0

@@ -12,6 +12,7 @@ from scheduler.actions.preempt import preempt
 from scheduler.actions.reclaim import reclaim
 from scheduler.plugins.binpack import BinpackPlugin
 from scheduler.plugins.conformance import ConformancePlugin
+from scheduler.plugins.deviceshare import DeviceSharePlugin
 from scheduler.plugins.drf import DrfPlugin
 from scheduler.plugins.gang import GangPlugin
 from scheduler.plugins.nodeorder import NodeOrderPlugin
@@ -44,5 +45,6 @@ PLUGINS: dict[str, type[Plugin]] = {
         PredicatesPlugin,
         NodeOrderPlugin,
         BinpackPlugin,
+        DeviceSharePlugin,
     )
 }

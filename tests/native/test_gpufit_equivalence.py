@@ -1,0 +1,123 @@
+"""The compiled vGPU fit gives exactly the answers of its Python twin (native/gpufit.pyx vs fit.py).
+
+CI sets VC_SCHEDULER_REQUIRE_NATIVE=1: then a missing compiled module is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler.plugins.deviceshare import fit as python_fit
+from scheduler.plugins.deviceshare import hotpath
+
+native = hotpath.native_module()
+needs_native = pytest.mark.skipif(native is None, reason="scheduler._native.gpufit is not built")
+
+
+def test_compiled_module_is_present_where_it_must_be() -> None:
+    if os.environ.get("VC_SCHEDULER_REQUIRE_NATIVE", "") not in ("", "0"):
+        assert native is not None, "VC_SCHEDULER_REQUIRE_NATIVE=1 but scheduler._native.gpufit did not import"
+        assert hotpath.fit_impl is native or os.environ.get("VC_SCHEDULER_PURE", "") not in ("", "0")
+    elif native is None:
+        pytest.skip("compiled module not built (set VC_SCHEDULER_REQUIRE_NATIVE=1 to make this fail)")
+
+
+def test_both_modules_expose_the_same_interface() -> None:
+    if native is None:
+        pytest.skip("compiled module not built")
+    for name in ("fit_nodes", "FIT", "TOO_MANY_CARDS", "NOT_FITTED", "NEEDS_PYTHON", "PCT_UNSET",
+                 "POLICY_NONE", "POLICY_BINPACK", "POLICY_SPREAD"):
+        assert hasattr(native, name) and hasattr(python_fit, name)
+        if name != "fit_nodes":
+            assert getattr(native, name) == getattr(python_fit, name)
+
+
+@st.composite
+def problems(draw: st.DrawFn) -> dict:
+    n_nodes = draw(st.integers(1, 6))
+    sizes = [draw(st.integers(1, 8)) for _ in range(n_nodes)]
+    starts = [0]
+    for s in sizes:
+        starts.append(starts[-1] + s)
+    n = starts[-1]
+    count = [draw(st.integers(0, 4)) for _ in range(n)]
+    devmem = [draw(st.sampled_from([0, 1000, 4096, 16384])) for _ in range(n)]
+    used_num = [draw(st.integers(0, 4)) for _ in range(n)]
+    used_mem = [draw(st.integers(0, dm)) for dm in devmem]
+    used_cores = [draw(st.sampled_from([0, 10, 50, 90, 100])) for _ in range(n)]
+    usable = [draw(st.sampled_from([0, 1, 1, 1])) for _ in range(n)]
+    flags = [draw(st.sampled_from([0, 0, 0, 1])) for _ in range(n_nodes)]
+    req: list[int] = []
+    for _ in range(draw(st.integers(1, 3))):
+        pct = draw(st.sampled_from([101, 101, 0, 25, 100]))
+        req += [draw(st.integers(1, 3)), draw(st.sampled_from([0, 100, 2000, 5000])), pct,
+                draw(st.sampled_from([0, 0, 25, 50, 100]))]
+    return {
+        "starts": starts, "node_flags": flags, "count": count, "devmem": devmem, "used_num": used_num,
+        "used_mem": used_mem, "used_cores": used_cores, "usable": usable, "req": req,
+        "policy": draw(st.integers(0, 2)), "lo": 0, "hi": n_nodes,
+    }
+
+
+def run(mod, p: dict, lo: int | None = None, hi: int | None = None) -> tuple:
+    ints = {k: array("q", v) for k, v in p.items() if isinstance(v, list)}
+    before = {k: list(v) for k, v in ints.items()}
+    lo = p["lo"] if lo is None else lo
+    hi = p["hi"] if hi is None else hi
+    n_nodes = len(p["node_flags"])
+    total = sum(p["req"][0::4])
+    code, score, cards = array("q", [-1] * n_nodes), array("d", [0.0] * n_nodes), array("q", [-1] * (n_nodes * total))
+    fitting = mod.fit_nodes(ints["starts"], ints["node_flags"], ints["count"], ints["devmem"], ints["used_num"],
+                            ints["used_mem"], ints["used_cores"], ints["usable"], ints["req"], p["policy"],
+                            lo, hi, code, score, cards)
+    # the state arrays are inputs only: a filter has no side effects (spec 3.5)
+    assert {k: list(v) for k, v in ints.items()} == before
+    chosen = [list(cards[(i - lo) * total:(i - lo + 1) * total]) if code[i] == 0 else None for i in range(lo, hi)]
+    return fitting, list(code), list(score), chosen
+
+
+@needs_native
+@settings(max_examples=400, deadline=None)
+@given(problems())
+def test_compiled_equals_fallback_on_random_inputs(p: dict) -> None:
+    assert run(native, p) == run(python_fit, p)
+
+
+@needs_native
+@settings(max_examples=100, deadline=None)
+@given(problems(), st.data())
+def test_compiled_equals_fallback_on_a_node_range(p: dict, data: st.DataObject) -> None:
+    n = len(p["node_flags"])
+    lo = data.draw(st.integers(0, n - 1))
+    hi = data.draw(st.integers(lo + 1, n))
+    assert run(native, p, lo, hi) == run(python_fit, p, lo, hi)
+
+
+@settings(max_examples=200, deadline=None)
+@given(problems())
+def test_chosen_cards_respect_every_card_limit(p: dict) -> None:
+    """Replaying the chosen cards on the state never exceeds a card's slots, memory or cores."""
+    _, codes, _, chosen = run(hotpath.fit_impl, p)
+    req = p["req"]
+    for i, picks in enumerate(chosen):
+        if picks is None:
+            continue
+        base = p["starts"][i]
+        un, um, uc = list(p["used_num"]), list(p["used_mem"]), list(p["used_cores"])
+        k = 0
+        for c in range(len(req) // 4):
+            nums, mem, pct, cores = req[4 * c:4 * c + 4]
+            for _ in range(nums):
+                g = base + picks[k]
+                k += 1
+                assert p["usable"][g] and p["node_flags"][i] == 0
+                un[g] += 1
+                um[g] += p["devmem"][g] * pct // 100 if pct != 101 else mem
+                uc[g] += cores
+                assert un[g] <= p["count"][g] and um[g] <= p["devmem"][g] and uc[g] <= 100
+            assert len(set(picks[k - nums:k])) == nums  # one container never takes a card twice

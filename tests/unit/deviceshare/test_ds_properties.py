@@ -1,0 +1,132 @@
+"""Properties over random clusters: allocations never overfill a card, and a ledger rebuilt from
+the pods' annotations equals the live one, whatever allocations, releases and deletions happened."""
+
+from __future__ import annotations
+
+from dshelpers import A100, A100_GEOMETRY, T4, pod, share_node, vgpu_limits, vgpu_node
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler.plugins.deviceshare import annotations as ann
+from scheduler.plugins.deviceshare.config import parse_device_config
+from scheduler.plugins.deviceshare.gpushare import GpuShareLedger
+from scheduler.plugins.deviceshare.requests import gpushare_request, vgpu_request
+from scheduler.plugins.deviceshare.vgpu import VgpuLedger, VgpuTable
+
+CFG = parse_device_config(A100_GEOMETRY)
+
+node_specs = st.lists(
+    st.tuples(st.integers(1, 4), st.integers(1, 4), st.sampled_from([8000, 16384]), st.booleans()),
+    min_size=1, max_size=3,
+)
+container = st.tuples(st.integers(1, 2), st.sampled_from([None, 500, 3000, 9000, 20000]),
+                      st.sampled_from([None, 0, 30, 100]), st.sampled_from([None, 50, 100]))
+op = st.one_of(
+    st.tuples(st.just("alloc"), st.lists(container, min_size=1, max_size=2), st.integers(0, 2), st.integers(0, 2),
+              st.sampled_from(["", "g1", "g2"])),
+    st.tuples(st.just("release"), st.integers(0, 50)),
+    st.tuples(st.just("delete"), st.integers(0, 50)),
+    st.tuples(st.just("restore"), st.integers(0, 50)),
+)
+
+
+def build(specs) -> list:
+    nodes = []
+    for i, (n_cards, count, devmem, mig) in enumerate(specs):
+        regs = [ann.RegisteredCard(f"GPU-{i}-{c}", count, 81920 if mig else devmem, A100 if mig else T4, True,
+                                   "mig" if mig else "hami-core") for c in range(n_cards)]
+        nodes.append(vgpu_node(f"n{i}", regs))
+    return nodes
+
+
+def check_limits(led: VgpuLedger) -> None:
+    t, b = led.table, led.base
+    for c in range(led.n):
+        g = b + c
+        assert 0 <= t.used_num[g] <= t.count[g]
+        assert 0 <= t.used_mem[g] <= t.devmem[g]
+        assert 0 <= t.used_cores[g] <= 100
+
+
+@settings(max_examples=150, deadline=None)
+@given(node_specs, st.lists(op, max_size=25))
+def test_vgpu_ledgers_never_overfill_and_rebuild_equals_live(specs, ops) -> None:
+    nodes = build(specs)
+    table = VgpuTable()
+    leds = [VgpuLedger.from_node(n, CFG, table)[0] for n in nodes]
+    live: dict[str, tuple[int, str, str]] = {}  # uid -> (node, group key, vgpu-ids-new)
+    released: dict[str, tuple[int, str, str]] = {}
+    seq = 0
+    for o in ops:
+        if o[0] == "alloc":
+            _, conts, node_i, policy, group = o
+            node_i %= len(leds)
+            limits = [vgpu_limits(n, m, c, p) for n, m, p, c in conts]
+            annotations = {ann.GROUP_NAME: group, ann.VGPU_PODGROUP_POLICY: "spread"} if group else {}
+            seq += 1
+            p = pod(f"p{seq}", *limits, annotations=annotations)
+            r, err = vgpu_request(p, CFG)
+            assert r is not None, err
+            f = leds[node_i].fit(r, policy)
+            if f.ok:
+                segs = leds[node_i].segments(r, f.picks)
+                assert leds[node_i].add_pod(p.uid, r.group_key, segs)
+                live[p.uid] = (node_i, r.group_key, ann.encode_pod_devices(segs))
+        elif live and o[0] in ("release", "delete"):
+            uid = sorted(live)[o[1] % len(live)]
+            node_i, group, ids = live.pop(uid)
+            assert leds[node_i].remove_pod(uid)
+            if o[0] == "release":
+                released[uid] = (node_i, group, ids)
+        elif released and o[0] == "restore":
+            # an undone eviction takes back the devices of its annotations, if still free
+            uid = sorted(released)[o[1] % len(released)]
+            node_i, group, ids = released.pop(uid)
+            before = leds[node_i].state()
+            leds[node_i].add_pod(uid, group, ann.decode_pod_devices(ids))
+            live[uid] = (node_i, group, ids)
+            try:
+                for led in leds:
+                    check_limits(led)
+            except AssertionError:
+                leds[node_i].remove_pod(uid)
+                live.pop(uid)
+                assert leds[node_i].state() == before
+        for led in leds:
+            check_limits(led)
+    table2 = VgpuTable()
+    rebuilt = [VgpuLedger.from_node(n, CFG, table2)[0] for n in nodes]
+    for uid, (node_i, group, ids) in live.items():
+        rebuilt[node_i].add_pod(uid, group, ann.decode_pod_devices(ids))
+    assert [r.state() for r in rebuilt] == [led.state() for led in leds]
+    assert table2.group_cards == {k: v for k, v in table.group_cards.items() if v}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 4), st.lists(st.tuples(st.booleans(), st.integers(1, 6000), st.integers(1, 3),
+                                             st.integers(0, 2), st.integers(0, 30)), max_size=20))
+def test_gpushare_ledgers_never_overfill_and_rebuild_equals_live(number, ops) -> None:
+    node = share_node("n", memory=str(8000 * number), number=str(number))
+    led = GpuShareLedger.from_node(node)
+    assert led is not None
+    live: dict[str, tuple[int, list[int]]] = {}
+    for i, (by_memory, mem, k, policy, victim) in enumerate(ops):
+        if victim >= 25 and live:
+            uid = sorted(live)[victim % len(live)]
+            assert led.remove_pod(uid)
+            live.pop(uid)
+            continue
+        limits = {ann.GPU_MEMORY: str(mem)} if by_memory else {ann.GPU_NUMBER: str(k)}
+        r, _ = gpushare_request(pod(f"p{i}", limits), by_memory, not by_memory)
+        assert r is not None
+        f = led.fit(r, policy)
+        if f.ok:
+            led.add_pod(f"p{i}", r.memory, "Running", f.cards)
+            live[f"p{i}"] = (r.memory, f.cards)
+        for card in led.cards.values():
+            assert card.used <= card.memory
+    rebuilt = GpuShareLedger.from_node(node)
+    assert rebuilt is not None
+    for uid, (mem, idx) in live.items():
+        rebuilt.add_pod(uid, mem, "Running", ann.decode_gpu_index(ann.encode_gpu_index(idx)) or [])
+    assert rebuilt.state() == led.state()

@@ -102,7 +102,7 @@ def test_compiled_equals_fallback_on_a_node_range(p: dict, data: st.DataObject) 
 @given(problems())
 def test_chosen_cards_respect_every_card_limit(p: dict) -> None:
     """Replaying the chosen cards on the state never exceeds a card's slots, memory or cores."""
-    _, codes, _, chosen = run(hotpath.fit_impl, p)
+    *_, chosen = run(hotpath.fit_impl, p)
     req = p["req"]
     for i, picks in enumerate(chosen):
         if picks is None:

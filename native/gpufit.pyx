@@ -153,3 +153,13 @@ def fit_nodes(
     finally:
         free(buf)
     return fitting
+
+
+def best_node(const long long[::1] out_code, const double[::1] out_score, Py_ssize_t lo, Py_ssize_t hi):
+    cdef Py_ssize_t i, best = -1
+    cdef double top = 0.0
+    for i in range(lo, hi):
+        if out_code[i] == C_FIT and (best < 0 or out_score[i] > top):
+            best = i
+            top = out_score[i]
+    return best

@@ -137,3 +137,12 @@ def fit_nodes(
             out_score[i] = score
             fitting += 1
     return fitting
+
+
+def best_node(out_code: Any, out_score: Any, lo: int, hi: int) -> int:
+    """Index of the fitting node with the highest score in lo..hi-1 (ties: lowest index), or -1."""
+    best, top = -1, 0.0
+    for i in range(lo, hi):
+        if out_code[i] == FIT and (best < 0 or out_score[i] > top):
+            best, top = i, out_score[i]
+    return best

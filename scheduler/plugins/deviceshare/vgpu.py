@@ -70,6 +70,9 @@ class VgpuTable:
         self._mask = array("q")
         self.out_code = array("q")
         self.out_score = array("d")
+        self.python_nodes = 0  # MIG nodes: fitted in Python after the hot path
+        # the fit implementation (compiled or Python twin); the bench swaps it to compare
+        self.impl = fit_impl
 
     @property
     def n_cards(self) -> int:
@@ -87,6 +90,7 @@ class VgpuTable:
             self.static_ok.append(1 if good else 0)
         self.starts.append(len(self.count))
         self.node_flags.append(1 if mig else 0)
+        self.python_nodes += 1 if mig else 0
         self.out_code.append(0)
         self.out_score.append(0.0)
         return idx
@@ -115,17 +119,24 @@ class VgpuTable:
         mask = self.mask_for(req, 0, n)
         flat = _flat(req)
         cards = array("q", bytes(8 * max(1, n * req.total_cards)))
-        fit_impl.fit_nodes(
+        self.impl.fit_nodes(
             self.starts, self.node_flags, self.count, self.devmem, self.used_num, self.used_mem,
             self.used_cores, mask, flat, policy, 0, n, self.out_code, self.out_score, cards,
         )  # fmt: skip
-        for i in range(n):
-            led = self.ledgers[i]
-            if self.out_code[i] == NEEDS_PYTHON or (req.mode and req.mode != led.mode):
-                r = led.fit(req, policy)
-                self.out_code[i] = FIT if r.ok else NOT_FITTED
-                self.out_score[i] = r.score
+        if self.python_nodes or req.mode:
+            for i in range(n):
+                led = self.ledgers[i]
+                if self.out_code[i] == NEEDS_PYTHON or (req.mode and req.mode != led.mode):
+                    r = led.fit(req, policy)
+                    self.out_code[i] = FIT if r.ok else NOT_FITTED
+                    self.out_score[i] = r.score
         return self.out_code, self.out_score
+
+    def best_node(self, req: VgpuRequest, policy: int) -> VgpuLedger | None:
+        """The fitting node with the highest device score (ties: first), from one scan of all cards."""
+        codes, scores = self.fit_all(req, policy)
+        i = self.impl.best_node(codes, scores, 0, len(self.ledgers))
+        return self.ledgers[i] if i >= 0 else None
 
 
 def _flat(req: VgpuRequest) -> array:
@@ -314,7 +325,7 @@ class VgpuLedger:
         else:
             total = req.total_cards
             cards = array("q", bytes(8 * max(total, 1)))
-            fit_impl.fit_nodes(
+            t.impl.fit_nodes(
                 t.starts, t.node_flags, t.count, t.devmem, t.used_num, t.used_mem, t.used_cores,
                 mask, _flat(req), policy, i, i + 1, t.out_code, t.out_score, cards,
             )  # fmt: skip

@@ -121,3 +121,15 @@ def test_chosen_cards_respect_every_card_limit(p: dict) -> None:
                 uc[g] += cores
                 assert un[g] <= p["count"][g] and um[g] <= p["devmem"][g] and uc[g] <= 100
             assert len(set(picks[k - nums:k])) == nums  # one container never takes a card twice
+
+
+@needs_native
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from([0.0, 12.5, 50.0, 100.0])), min_size=1, max_size=12),
+       st.data())
+def test_best_node_agrees(rows: list, data: st.DataObject) -> None:
+    codes = array("q", [c for c, _ in rows])
+    scores = array("d", [s for _, s in rows])
+    lo = data.draw(st.integers(0, len(rows) - 1))
+    hi = data.draw(st.integers(lo, len(rows)))
+    assert native.best_node(codes, scores, lo, hi) == python_fit.best_node(codes, scores, lo, hi)

@@ -180,3 +180,56 @@ def test_session_open_is_cheap_on_5000_nodes_mostly_without_gpus() -> None:
     assert sum(1 for n in nodes.values() if n.devices) == 50
     assert isinstance(nodes["n0"].devices["hamivgpu"], VgpuLedger)
     assert elapsed < 0.25, f"session open took {elapsed * 1000:.0f} ms"
+
+
+def _open(args: dict[str, Any], nodes: dict[str, NodeInfo], configmaps: dict | None = None) -> tuple[Session, Any]:
+    snap = Snapshot(nodes=nodes, configmaps=configmaps or {})
+    ssn = Session(snap, parse(conf(args)))
+    plugin = DeviceSharePlugin(ssn.conf.tiers[1].plugins[1].arguments)
+    plugin.on_session_open(ssn)
+    return ssn, plugin
+
+
+def test_our_choice_whole_gpu_pods_honour_use_gputype_upstream_does_not_evaluate_it() -> None:
+    """Seed 002 documents nvidia.com/use-gputype for pods asking whole nvidia.com/gpu cards, but
+    upstream never evaluates it; we match the GPU Feature Discovery product label."""
+    from dshelpers import pod, task
+
+    a100 = NodeInfo("a100", Resource(), labels={ann.GPU_PRODUCT_LABEL: "NVIDIA-A100-SXM4-80GB"})
+    t4 = NodeInfo("t4", Resource(), labels={ann.GPU_PRODUCT_LABEL: "Tesla-T4"})
+    bare = NodeInfo("bare", Resource())
+    _, plugin = _open({}, {n.name: n for n in (a100, t4, bare)})
+    want = task(pod("p", {"nvidia.com/gpu": "1"}, annotations={ann.USE_GPUTYPE: "a100,h100"}))
+    assert plugin.predicate(want, a100) is None
+    assert "is not in nvidia.com/use-gputype" in plugin.predicate(want, t4).reason
+    assert f"no label {ann.GPU_PRODUCT_LABEL}" in plugin.predicate(want, bare).reason
+    avoid = task(pod("q", {"nvidia.com/gpu": "1"}, annotations={ann.NOUSE_GPUTYPE: "t4"}))
+    assert plugin.predicate(avoid, t4) is not None and plugin.predicate(avoid, a100) is None
+    assert plugin.predicate(avoid, bare) is None
+    no_gpu = task(pod("r", {"cpu": "1"}, annotations={ann.USE_GPUTYPE: "a100"}))
+    assert plugin.predicate(no_gpu, t4) is None
+
+
+def test_our_choice_geometry_configmap_change_applies_next_session_upstream_reads_it_once() -> None:
+    """Upstream loads device-config.yaml once per process; we read it every session (memoised by
+    content), so a changed ConfigMap takes effect at the next session."""
+    from dshelpers import A100, A100_GEOMETRY, cards
+
+    def mig_node() -> NodeInfo:
+        return vgpu_node("m", cards(1, devmem=81920, type_=A100, mode="mig"))
+
+    args = {"deviceshare.VGPUEnable": "true"}
+    n1 = mig_node()
+    _open(args, {"m": n1})
+    assert n1.devices["hamivgpu"].mode == "hami-core"  # no geometry known yet
+    n2 = mig_node()
+    cms = {"kube-system/volcano-vgpu-device-config": {"device-config.yaml": A100_GEOMETRY}}
+    _open(args, {"m": n2}, cms)
+    assert n2.devices["hamivgpu"].mode == "mig"
+
+
+def test_broken_device_config_warns_and_uses_defaults() -> None:
+    cms = {"kube-system/volcano-vgpu-device-config": {"device-config.yaml": "nvidia: [oops]"}}
+    ssn, plugin = _open({"deviceshare.VGPUEnable": "true"}, {}, cms)
+    assert any("built-in defaults used" in w for w in ssn.warnings)
+    assert plugin.config.count_name == ann.VGPU_NUMBER

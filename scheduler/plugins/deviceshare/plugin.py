@@ -19,7 +19,7 @@ from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Event, EventHandler, Session
 from scheduler.framework.status import AllocateError, Unfit
-from scheduler.model.objects import ALLOCATED_STATUSES, NodeInfo, PodInfo, TaskInfo
+from scheduler.model.objects import ALLOCATED_STATUSES, NodeInfo, PodInfo, TaskInfo, TaskStatus
 from scheduler.model.resources import QuantityError, parse_quantity
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare import gpushare, vgpu
@@ -278,7 +278,8 @@ class DeviceSharePlugin(Plugin):
 
     def _lock(self, task: TaskInfo, node: NodeInfo, key: str) -> None:
         """Record a node-lock intent (spec 1.5) or refuse the allocation."""
-        if not self.args.node_lock:
+        if not self.args.node_lock or task.status == TaskStatus.PIPELINED:
+            # a pipelined task is not bound this session: no device plugin will release a lock for it
             return
         ssn = self.ssn
         now = self._now()

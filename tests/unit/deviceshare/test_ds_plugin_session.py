@@ -115,10 +115,12 @@ def test_preemption_frees_the_victims_card_for_the_preemptor() -> None:
         b.pod("keeper", group="pg1", node_name="v", phase="Running", annotations={"volcano.sh/preemptable": "false"}),
         b.pod("high", group="pg2", limits=limits),
     ]
-    out = run(b.tiers("preempt", ["conformance", "gang", "priority", "deviceshare"],
-                      args={"deviceshare": {"deviceshare.VGPUEnable": True}}), objects)
+    args = {"deviceshare.VGPUEnable": True, "deviceshare.NodeLockEnable": True}
+    out = run(b.tiers("preempt", ["conformance", "gang", "priority", "deviceshare"], args={"deviceshare": args}), objects)
     assert out.evictions == ["c1/low"]
     assert out.pipelined.get("c1/high") == "v"
+    # a pipelined task is not bound now: it must not leave a node lock nobody would release
+    assert out.cycles[0].node_locks == []
 
 
 def test_impossible_vgpu_request_stays_pending_with_its_reason() -> None:

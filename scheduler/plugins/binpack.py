@@ -1,14 +1,75 @@
-"""binpack: prefer nodes that are already full (spec 7.8)."""
+"""binpack: prefer the nodes that the task fills most (spec 7.8).
+
+Arguments, as Volcano names them: `binpack.weight` (1), `binpack.cpu` (1), `binpack.memory` (1),
+`binpack.resources` (comma-separated extra resource names) and `binpack.resources.<name>` (1 each).
+A negative cpu, memory or resource weight is taken as 1. With `binpack.weight` 0 the plugin
+registers nothing.
+
+Score of a task on a node, over the resources the task requests (>= 0.1 in the resource's unit)
+that have a configured weight w:
+    used = node.used[r] + request[r]; if used > allocatable[r] the whole score is 0;
+    part_r = used x w / allocatable[r] (0 when the node has none of r or w is 0);
+    score = 100 x binpack.weight x sum(part_r) / sum(w)
+e.g. 1 CPU asked on a 4-CPU / 8Gi node using 1 CPU and 2Gi, 1Gi asked: cpu (1+1)/4 = 0.5,
+memory (2+1)/8 = 0.375, score = 100 x (0.5 + 0.375) / 2 = 43.75.
+"""
 
 from __future__ import annotations
 
+from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
+from scheduler.model.objects import NodeInfo, TaskInfo
+from scheduler.model.resources import CPU, EPSILON, MEMORY
+
+WEIGHT = "binpack.weight"
+CPU_WEIGHT = "binpack.cpu"
+MEMORY_WEIGHT = "binpack.memory"
+RESOURCES = "binpack.resources"
+
+
+def _non_negative(w: int) -> int:
+    return 1 if w < 0 else w
 
 
 class BinpackPlugin(Plugin):
     name = "binpack"
 
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.weight = arguments.get_int(WEIGHT, 1)
+        self.resource_weights: dict[str, int] = {}
+        for res in arguments.get_str(RESOURCES, "").split(","):
+            res = res.strip()
+            if res:
+                self.resource_weights[res] = _non_negative(arguments.get_int(f"{RESOURCES}.{res}", 1))
+        # cpu and memory are always weighted; their own keys win over a listing in binpack.resources
+        self.resource_weights[CPU] = _non_negative(arguments.get_int(CPU_WEIGHT, 1))
+        self.resource_weights[MEMORY] = _non_negative(arguments.get_int(MEMORY_WEIGHT, 1))
+
+    def score(self, task: TaskInfo, node: NodeInfo) -> float:
+        req = task.resreq
+        alloc = node.allocatable
+        used = node.used
+        total = 0.0
+        weight_sum = 0
+        for name, request in req.items():
+            if request < EPSILON:
+                continue
+            w = self.resource_weights.get(name)
+            if w is None:
+                continue
+            capacity = alloc.get(name)
+            if capacity != 0 and w != 0:
+                final = request + used.get(name)
+                if final > capacity:
+                    return 0.0
+                total += final * w / capacity
+            weight_sum += w
+        if weight_sum > 0:
+            total /= weight_sum
+        return total * 100 * self.weight
+
     def on_session_open(self, ssn: Session) -> None:
-        # Minimal placeholder registration: no score yet means binpack contributes nothing.
-        return None
+        if self.weight != 0:
+            ssn.add_node_order_fn(self.name, self.score)

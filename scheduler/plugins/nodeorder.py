@@ -1,14 +1,142 @@
-"""nodeorder: kube-scheduler's score plugins with Volcano's weights (spec 7.7)."""
+"""nodeorder: kube-scheduler's score plugins with Volcano's argument names and weights (spec 7.7).
+
+| argument                   | default | kube-scheduler scorer (see scheduler.plugins.k8s)        |
+|----------------------------|---------|----------------------------------------------------------|
+| `leastrequested.weight`    | 1       | NodeResourcesFit LeastAllocated (cpu 50, memory 50)      |
+| `mostrequested.weight`     | 0       | NodeResourcesFit MostAllocated (cpu 1, memory 1)         |
+| `balancedresource.weight`  | 1       | NodeResourcesBalancedAllocation (cpu, memory, gpu)       |
+| `nodeaffinity.weight`      | 2       | NodeAffinity, preferred terms, normalised to max 100     |
+| `podaffinity.weight`       | 2       | InterPodAffinity, preferred terms, min-max normalised    |
+| `tainttoleration.weight`   | 3       | TaintToleration, PreferNoSchedule, normalised reversed   |
+| `imagelocality.weight`     | 1       | ImageLocality: the model keeps no images, contributes 0  |
+| `podtopologyspread.weight` | 2       | PodTopologySpread, ScheduleAnyway constraints            |
+
+Every scorer gives each candidate node an integer on 0..100, normalised over the candidates the
+way kube-scheduler does; the node's score is the sum of weight x score over the scorers whose
+weight is not 0 (a weight of 0 switches the scorer off, as in Volcano). All scorers run as one
+batch node-order function, since normalisation needs the whole candidate list; the per-node
+resource scores need no normalisation and are computed in the same pass.
+"""
 
 from __future__ import annotations
 
+from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
+from scheduler.model.objects import NodeInfo, TaskInfo
+from scheduler.plugins.k8s.interpod import (
+    normalize_min_max,
+    pod_terms,
+    preferred_raw_score,
+    preferred_topology_scores,
+)
+from scheduler.plugins.k8s.nodeaffinity import preferred_score, preferred_terms
+from scheduler.plugins.k8s.noderesources import (
+    balanced_allocation,
+    least_allocated,
+    most_allocated,
+    requests_none_of,
+)
+from scheduler.plugins.k8s.podindex import SessionPods, session_pods
+from scheduler.plugins.k8s.spread import spread_scores
+from scheduler.plugins.k8s.taints import count_intolerable_prefer_no_schedule, prefer_no_schedule_tolerations
+
+LEAST_REQUESTED = "leastrequested.weight"
+MOST_REQUESTED = "mostrequested.weight"
+BALANCED_RESOURCE = "balancedresource.weight"
+NODE_AFFINITY = "nodeaffinity.weight"
+POD_AFFINITY = "podaffinity.weight"
+TAINT_TOLERATION = "tainttoleration.weight"
+IMAGE_LOCALITY = "imagelocality.weight"
+POD_TOPOLOGY_SPREAD = "podtopologyspread.weight"
+
+DEFAULT_WEIGHTS = {
+    LEAST_REQUESTED: 1,
+    MOST_REQUESTED: 0,
+    BALANCED_RESOURCE: 1,
+    NODE_AFFINITY: 2,
+    POD_AFFINITY: 2,
+    TAINT_TOLERATION: 3,
+    IMAGE_LOCALITY: 1,
+    POD_TOPOLOGY_SPREAD: 2,
+}
+
+
+def default_normalize(raw: dict[str, int], reverse: bool = False) -> dict[str, int]:
+    """kube-scheduler's DefaultNormalizeScore: 100 x s / max (integer); reversed: 100 - that."""
+    hi = max(raw.values(), default=0)
+    if hi == 0:
+        return dict.fromkeys(raw, 100 if reverse else 0)
+    return {n: (100 - 100 * s // hi) if reverse else 100 * s // hi for n, s in raw.items()}
 
 
 class NodeOrderPlugin(Plugin):
     name = "nodeorder"
 
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.weights = {key: arguments.get_int(key, default) for key, default in DEFAULT_WEIGHTS.items()}
+
     def on_session_open(self, ssn: Session) -> None:
-        # Minimal placeholder registration: no scorers yet means every node scores 0.
-        return None
+        w = self.weights
+        # ImageLocality is left out: without images on nodes its score is 0 everywhere.
+        active = {k: v for k, v in w.items() if v != 0 and k != IMAGE_LOCALITY}
+        if not active:
+            return
+        sp = session_pods(ssn)
+
+        def batch(task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+            return self.scores(sp, task, nodes)
+
+        ssn.add_batch_node_order_fn(self.name, batch)
+
+    def scores(self, sp: SessionPods, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+        w = self.weights
+        pod = task.pod
+        req = task.resreq
+        total = dict.fromkeys((n.name for n in nodes), 0.0)
+        if not nodes:
+            return total
+        wl, wm, wb = w[LEAST_REQUESTED], w[MOST_REQUESTED], w[BALANCED_RESOURCE]
+        if wb and requests_none_of(req):
+            wb = 0
+        if wl or wm or wb:
+            for n in nodes:
+                s = 0
+                if wl:
+                    s += wl * least_allocated(n, req)
+                if wm:
+                    s += wm * most_allocated(n, req)
+                if wb:
+                    s += wb * balanced_allocation(n, req)
+                total[n.name] += s
+        if w[NODE_AFFINITY]:
+            terms = preferred_terms(pod.affinity)
+            if terms:
+                raw = {n.name: preferred_score(terms, n.name, n.labels) for n in nodes}
+                self._add(total, default_normalize(raw), w[NODE_AFFINITY])
+        if w[TAINT_TOLERATION]:
+            tolerations = prefer_no_schedule_tolerations(pod.tolerations)
+            raw = {n.name: count_intolerable_prefer_no_schedule(n.taints, tolerations) if n.taints else 0 for n in nodes}
+            self._add(total, default_normalize(raw, reverse=True), w[TAINT_TOLERATION])
+        if w[POD_AFFINITY]:
+            self._add(total, self._pod_affinity(sp, task, nodes), w[POD_AFFINITY])
+        if w[POD_TOPOLOGY_SPREAD] and pod.topology_spread:
+            self._add(total, spread_scores(sp, pod, nodes), w[POD_TOPOLOGY_SPREAD])
+        return total
+
+    @staticmethod
+    def _add(total: dict[str, float], scores: dict[str, int], weight: int) -> None:
+        for name, s in scores.items():
+            total[name] += s * weight
+
+    @staticmethod
+    def _pod_affinity(sp: SessionPods, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, int]:
+        terms = pod_terms(sp, task.pod)
+        # Nothing to score unless the pod has preferred terms or some pod has any affinity.
+        if not (terms.preferred_affinity or terms.preferred_anti) and not sp.affinity_pods():
+            return {}
+        topo = preferred_topology_scores(sp, task.pod)
+        if not topo:
+            return {}
+        return normalize_min_max({n.name: preferred_raw_score(topo, n.labels) for n in nodes})

@@ -1,22 +1,177 @@
-"""predicates: kube-scheduler's filter plugins as Volcano's predicates plugin runs them (spec 7.6)."""
+"""predicates: kube-scheduler's filter plugins as Volcano's predicates plugin runs them (spec 7.6).
+
+Checks, in order, each with kube-scheduler's message and resolvability (resolvable = evicting
+pods could cure it, so preempt and reclaim keep the node):
+
+1. pod count: the node's pods (minus those evicted in the session) reach allocatable `pods`:
+   "Too many pods", resolvable;
+2. NodeUnschedulable, always on: a cordoned node, unless the pod tolerates the
+   `node.kubernetes.io/unschedulable:NoSchedule` taint: "node(s) were unschedulable", unresolvable;
+3. NodeName: spec.nodeName names another node: "node(s) didn't match the requested node name",
+   unresolvable;
+4. NodeAffinity (`predicate.NodeAffinityEnable`): nodeSelector + required node affinity:
+   "node(s) didn't match Pod's node affinity/selector", unresolvable;
+5. NodePorts (`predicate.NodePortsEnable`): "node(s) didn't have free ports for the requested pod
+   ports", resolvable;
+6. TaintToleration (`predicate.TaintTolerationEnable`): the first untolerated NoSchedule/NoExecute
+   taint: "node(s) had untolerated taint {key: value}", unresolvable;
+7. InterPodAffinity (`predicate.PodAffinityEnable`): see `k8s.interpod` for its three messages;
+8. PodTopologySpread (`predicate.PodTopologySpreadEnable`): see `k8s.spread`.
+
+Volcano gathers every failing status of a node and stops at the first unresolvable one; a node's
+answer here is therefore its first unresolvable failure if it has one (so that preempt never
+keeps a node that a selector or taint rules out just because the pod count failed first), else
+its first resolvable failure.
+
+Accepted for compatibility and validated as booleans, without effect because the model has no
+volumes, CSI drivers or resource claims, and caches nothing across nodes:
+`predicate.NodeVolumeLimitsEnable`, `predicate.VolumeZoneEnable`, `predicate.VolumeBindingEnable`,
+`predicate.DynamicResourceAllocationEnable`, `predicate.CacheEnable`, and the pre-deviceshare keys
+`predicate.GPUSharingEnable`, `predicate.GPUNumberEnable`, `predicate.ProportionalEnable` (GPU
+sharing is the deviceshare plugin's job). Resource fit is allocate's own check (spec 6.2).
+
+Cost: everything that depends only on the task (compiled selectors, tolerations, and the
+inter-pod affinity and spread counts, which reflect the session's placements so far) is computed
+once per task in the pre-predicate and then kept current by the session's allocate/deallocate
+events, so the per-node check is a few attribute reads for a pod without affinity, spread or
+ports.
+"""
 
 from __future__ import annotations
 
+from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
 from scheduler.framework.status import Unfit
-from scheduler.model.objects import NodeInfo, TaskInfo
+from scheduler.model.objects import NodeInfo, PodInfo, TaskInfo
+from scheduler.plugins.k8s.interpod import InterPodState, pod_terms
+from scheduler.plugins.k8s.nodeaffinity import RequiredNodeAffinity, required_node_affinity
+from scheduler.plugins.k8s.podindex import SessionPods, session_pods
+from scheduler.plugins.k8s.ports import PORTS_REASON, ports_fit
+from scheduler.plugins.k8s.spread import DO_NOT_SCHEDULE, SpreadState, constraints_of
+from scheduler.plugins.k8s.taints import (
+    find_untolerated_taint,
+    tolerates_unschedulable,
+    untolerated_taint_reason,
+)
+
+TOO_MANY_PODS = Unfit("Too many pods", resolvable=True)
+UNSCHEDULABLE = Unfit("node(s) were unschedulable", resolvable=False)
+NODE_NAME = Unfit("node(s) didn't match the requested node name", resolvable=False)
+NODE_AFFINITY = Unfit("node(s) didn't match Pod's node affinity/selector", resolvable=False)
+NODE_PORTS = Unfit(PORTS_REASON, resolvable=True)
+
+NO_OP_SWITCHES = {
+    "predicate.NodeVolumeLimitsEnable": True,
+    "predicate.VolumeZoneEnable": True,
+    "predicate.VolumeBindingEnable": True,
+    "predicate.DynamicResourceAllocationEnable": False,
+    "predicate.CacheEnable": False,
+    "predicate.GPUSharingEnable": False,
+    "predicate.GPUNumberEnable": False,
+    "predicate.ProportionalEnable": False,
+}
+
+
+class _TaskState:
+    """What the filters need of one task, computed once."""
+
+    __slots__ = ("affinity", "interpod", "node_name", "ports", "spread", "taints", "tolerates_unschedulable", "uid")
+
+    def __init__(self, plugin: PredicatesPlugin, sp: SessionPods, task: TaskInfo) -> None:
+        pod: PodInfo = task.pod
+        self.uid = task.uid
+        self.node_name = pod.node_name
+        self.tolerates_unschedulable = tolerates_unschedulable(pod.tolerations)
+        self.taints = plugin.taints
+        self.affinity: RequiredNodeAffinity | None = None
+        if plugin.node_affinity:
+            req = required_node_affinity(pod.node_selector, pod.affinity)
+            self.affinity = None if req.empty else req
+        self.ports = list(pod.host_ports) if plugin.node_ports else []
+        self.interpod: InterPodState | None = None
+        if plugin.pod_affinity:
+            terms = pod_terms(sp, pod)
+            if InterPodState.needed(sp, terms):
+                self.interpod = InterPodState(sp, pod, terms)
+        self.spread: SpreadState | None = None
+        if plugin.topology_spread and pod.topology_spread:
+            cs = constraints_of(pod, DO_NOT_SCHEDULE)
+            if cs:
+                self.spread = SpreadState(sp, pod, cs)
+
+    def update(self, pod: PodInfo, node_name: str, delta: int) -> None:
+        if self.interpod is not None:
+            self.interpod.update(pod, node_name, delta)
+        if self.spread is not None:
+            self.spread.update(pod, node_name, delta)
 
 
 class PredicatesPlugin(Plugin):
     name = "predicates"
 
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.node_affinity = arguments.get_bool("predicate.NodeAffinityEnable", True)
+        self.node_ports = arguments.get_bool("predicate.NodePortsEnable", True)
+        self.taints = arguments.get_bool("predicate.TaintTolerationEnable", True)
+        self.pod_affinity = arguments.get_bool("predicate.PodAffinityEnable", True)
+        self.topology_spread = arguments.get_bool("predicate.PodTopologySpreadEnable", True)
+        for key, default in NO_OP_SWITCHES.items():
+            arguments.get_bool(key, default)  # validated, then ignored (see the module docstring)
+
     def on_session_open(self, ssn: Session) -> None:
-        def predicate(task: TaskInfo, node: NodeInfo) -> Unfit | None:
-            if node.max_task_num and node.pod_count() >= node.max_task_num:
-                return Unfit("Too many pods", resolvable=True)
-            if node.unschedulable:
-                return Unfit("node(s) were unschedulable", resolvable=False)
+        sp = session_pods(ssn)
+        # The state of the task being scheduled; a new task replaces it.
+        current: list[_TaskState | None] = [None]
+
+        def follow(pod: PodInfo, node_name: str, delta: int) -> None:
+            st = current[0]
+            if st is not None:
+                st.update(pod, node_name, delta)
+
+        sp.listeners.append(follow)
+
+        def prepare(task: TaskInfo) -> _TaskState:
+            st = _TaskState(self, sp, task)
+            current[0] = st
+            return st
+
+        def pre_predicate(task: TaskInfo) -> Unfit | None:
+            prepare(task)
             return None
 
+        def predicate(task: TaskInfo, node: NodeInfo) -> Unfit | None:
+            st = current[0]
+            if st is None or st.uid != task.uid:
+                st = prepare(task)
+            return check(st, task, node)
+
+        def check(st: _TaskState, task: TaskInfo, node: NodeInfo) -> Unfit | None:
+            resolvable: Unfit | None = None
+            if node.max_task_num and sp.pod_count(node.name, len(node.tasks)) >= node.max_task_num:
+                resolvable = TOO_MANY_PODS
+            if node.unschedulable and not st.tolerates_unschedulable:
+                return UNSCHEDULABLE
+            if st.node_name and st.node_name != node.name:
+                return NODE_NAME
+            if st.affinity is not None and not st.affinity.matches(node.name, node.labels):
+                return NODE_AFFINITY
+            if st.ports and resolvable is None and not ports_fit(st.ports, node.used_ports, sp.evicted_ports.get(node.name)):
+                resolvable = NODE_PORTS
+            if st.taints and node.taints:
+                taint = find_untolerated_taint(node.taints, task.pod.tolerations)
+                if taint is not None:
+                    return Unfit(untolerated_taint_reason(taint), resolvable=False)
+            for extra in (st.interpod, st.spread):
+                if extra is not None:
+                    r = extra.check(node.labels)
+                    if r is not None:
+                        if not r.resolvable:
+                            return r
+                        if resolvable is None:
+                            resolvable = r
+            return resolvable
+
+        ssn.add_pre_predicate_fn(self.name, pre_predicate)
         ssn.add_predicate_fn(self.name, predicate)

@@ -1,0 +1,84 @@
+"""kube-scheduler's resource scores (NodeResourcesFit LeastAllocated / MostAllocated and
+NodeResourcesBalancedAllocation) on 0..100, with its integer arithmetic.
+
+"Requested" on a node is what the session has on it (`node.used`: allocated, bound, running and
+releasing tasks) plus the task's own request; kube-scheduler additionally counts a zero CPU or
+memory request as 100m / 200Mi for LeastAllocated and MostAllocated, which a node total cannot
+express, so that substitution is not made here.
+
+* LeastAllocated (cpu weight 50, memory 50): per resource (allocatable - requested) x 100 /
+  allocatable, 0 when over-requested; weighted mean, integer division; resources the node does
+  not have are skipped.
+* MostAllocated (cpu 1, memory 1): requested x 100 / allocatable, requested capped at
+  allocatable; weighted mean.
+* BalancedAllocation (cpu, memory, nvidia.com/gpu): fractions requested / allocatable capped at 1,
+  over the resources the node has (an extended resource only when the pod asks for it); score =
+  (1 - standard deviation of the fractions) x 100, truncated; with two resources the deviation is
+  |f1 - f2| / 2. A pod requesting none of them is not scored (kube-scheduler's PreScore skip).
+"""
+
+from __future__ import annotations
+
+import math
+
+from scheduler.model.node import NodeInfo
+from scheduler.model.resources import CPU, MEMORY, Resource
+
+LEAST_ALLOCATED_RESOURCES = ((CPU, 50), (MEMORY, 50))
+MOST_ALLOCATED_RESOURCES = ((CPU, 1), (MEMORY, 1))
+BALANCED_RESOURCES = (CPU, MEMORY, "nvidia.com/gpu")
+
+
+def _alloc_and_requested(node: NodeInfo, req: Resource, name: str) -> tuple[int, int]:
+    if name == CPU:
+        return int(node.allocatable.milli_cpu), int(node.used.milli_cpu + req.milli_cpu)
+    if name == MEMORY:
+        return int(node.allocatable.memory), int(node.used.memory + req.memory)
+    pod_req = req.scalars.get(name, 0.0)
+    if pod_req == 0:
+        # an extended resource the pod does not ask for does not take part
+        return 0, 0
+    return int(node.allocatable.scalars.get(name, 0.0)), int(node.used.scalars.get(name, 0.0) + pod_req)
+
+
+def least_allocated(node: NodeInfo, req: Resource) -> int:
+    score = weights = 0
+    for name, w in LEAST_ALLOCATED_RESOURCES:
+        alloc, requested = _alloc_and_requested(node, req, name)
+        if alloc == 0:
+            continue
+        s = 0 if requested > alloc else (alloc - requested) * 100 // alloc
+        score += s * w
+        weights += w
+    return score // weights if weights else 0
+
+
+def most_allocated(node: NodeInfo, req: Resource) -> int:
+    score = weights = 0
+    for name, w in MOST_ALLOCATED_RESOURCES:
+        alloc, requested = _alloc_and_requested(node, req, name)
+        if alloc == 0:
+            continue
+        score += min(requested, alloc) * 100 // alloc * w
+        weights += w
+    return score // weights if weights else 0
+
+
+def requests_none_of(req: Resource, names: tuple[str, ...] = BALANCED_RESOURCES) -> bool:
+    return all(req.get(n) == 0 for n in names)
+
+
+def balanced_allocation(node: NodeInfo, req: Resource) -> int:
+    fractions: list[float] = []
+    for name in BALANCED_RESOURCES:
+        alloc, requested = _alloc_and_requested(node, req, name)
+        if alloc == 0:
+            continue
+        fractions.append(min(requested / alloc, 1.0))
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+    return int((1 - std) * 100)

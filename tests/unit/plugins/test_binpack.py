@@ -1,0 +1,65 @@
+"""binpack: Volcano's formula and arguments, with worked numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.framework.arguments import ArgumentError, Arguments
+from scheduler.plugins.binpack import BinpackPlugin
+from tests.unit.plugins.plugin_world import World, tier
+
+
+def _score(w: World, args: str = "") -> float:
+    ssn = w.session(tier("binpack", args))
+    task = next(t for t in ssn.jobs["ns"].tasks.values() if t.name == "new")
+    return ssn.node_order_score(task, ssn.nodes["n"])
+
+
+def _world(task_cpu: float = 1, task_mem: float = 1, gpu: float = 0) -> World:
+    w = World()
+    w.node("n", cpu=4, mem_gi=8, scalars={"nvidia.com/gpu": 4000})
+    w.pod("old", on="n", cpu=1, mem_gi=2, scalars={"nvidia.com/gpu": 1000})
+    w.pod("new", cpu=task_cpu, mem_gi=task_mem, scalars={"nvidia.com/gpu": gpu * 1000} if gpu else None)
+    return w
+
+
+def test_default_weights_average_cpu_and_memory_fill() -> None:
+    # cpu (1+1)/4 = 0.5, memory (2+1)/8 = 0.375 -> 100 x 0.875 / 2 = 43.75
+    assert _score(_world()) == pytest.approx(43.75)
+
+
+def test_cpu_weight_and_plugin_weight_scale_the_score() -> None:
+    # cpu 0.5 x 3 + memory 0.375 x 1 = 1.875, / 4 = 0.46875, x 100 x 2 = 93.75
+    assert _score(_world(), "binpack.weight: 2\nbinpack.cpu: 3") == pytest.approx(93.75)
+
+
+def test_extra_resources_count_only_when_listed() -> None:
+    w = _world(gpu=1)
+    assert _score(w) == pytest.approx(43.75)
+    # gpu (1+1)/4 = 0.5 x 2 = 1.0; cpu 0.5, memory 0.375 -> 1.875 / 4 = 0.46875 -> 46.875
+    args = "binpack.resources: nvidia.com/gpu\nbinpack.resources.nvidia.com/gpu: 2"
+    assert _score(w, args) == pytest.approx(46.875)
+
+
+def test_a_resource_that_would_overflow_zeroes_the_whole_score() -> None:
+    assert _score(_world(task_cpu=4)) == 0.0
+
+
+def test_negative_resource_weights_are_taken_as_one() -> None:
+    assert _score(_world(), "binpack.cpu: -5\nbinpack.memory: -1") == pytest.approx(43.75)
+
+
+def test_a_zero_resource_weight_keeps_the_resource_out_of_the_sum() -> None:
+    # memory weight 0 contributes 0 and adds 0 to the weight sum: cpu 0.5 / 1 -> 50
+    assert _score(_world(), "binpack.memory: 0") == pytest.approx(50.0)
+
+
+def test_weight_zero_registers_no_node_order() -> None:
+    w = _world()
+    ssn = w.session(tier("binpack", "binpack.weight: 0"))
+    assert not ssn.has("node_order")
+
+
+def test_a_non_integer_weight_is_rejected() -> None:
+    with pytest.raises(ArgumentError):
+        BinpackPlugin.validate(Arguments({"binpack.cpu": "heavy"}, "binpack"))

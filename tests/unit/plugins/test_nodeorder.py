@@ -1,0 +1,151 @@
+"""nodeorder: each kube-scheduler scorer's 0..100 score and Volcano's weighting, with worked numbers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from scheduler.framework.arguments import ArgumentError, Arguments
+from scheduler.plugins.nodeorder import NodeOrderPlugin, default_normalize
+from tests.unit.plugins.plugin_world import World, tier
+
+ONLY = {
+    "least": "leastrequested.weight",
+    "most": "mostrequested.weight",
+    "balanced": "balancedresource.weight",
+    "nodeaffinity": "nodeaffinity.weight",
+    "podaffinity": "podaffinity.weight",
+    "taint": "tainttoleration.weight",
+    "spread": "podtopologyspread.weight",
+}
+
+
+def _only(scorer: str, weight: int = 1) -> str:
+    lines = [f"{key}: {weight if name == scorer else 0}" for name, key in ONLY.items()]
+    return tier("nodeorder", "\n".join(lines))
+
+
+def _scores(w: World, conf: str, task: str = "new") -> dict[str, float]:
+    ssn = w.session(conf)
+    t = next(t for j in ssn.jobs.values() for t in j.tasks.values() if t.name == task)
+    return ssn.batch_node_order_scores(t, ssn.node_list)
+
+
+def _two_nodes() -> World:
+    w = World()
+    w.node("busy", cpu=4, mem_gi=8)
+    w.node("idle", cpu=4, mem_gi=8)
+    w.pod("old", on="busy", cpu=2, mem_gi=1)
+    w.pod("new", cpu=1, mem_gi=1)
+    return w
+
+
+def test_least_requested_prefers_the_emptier_node() -> None:
+    # busy: cpu (4-3)/4 -> 25, memory (8-2)/8 -> 75 => 50; idle: cpu 75, memory 87 => 81
+    assert _scores(_two_nodes(), _only("least")) == {"busy": 50.0, "idle": 81.0}
+
+
+def test_most_requested_prefers_the_fuller_node() -> None:
+    # busy: cpu 75, memory 25 => 50; idle: cpu 25, memory 12 => 18
+    assert _scores(_two_nodes(), _only("most")) == {"busy": 50.0, "idle": 18.0}
+
+
+def test_balanced_resource_prefers_equal_cpu_and_memory_fractions() -> None:
+    # busy: 0.75 vs 0.25 -> std 0.25 -> 75; idle: 0.25 vs 0.125 -> std 0.0625 -> 93
+    assert _scores(_two_nodes(), _only("balanced")) == {"busy": 75.0, "idle": 93.0}
+
+
+def test_default_weights_sum_the_scorers() -> None:
+    # least 50 + balanced 75 + taint 100 x 3 = 425 on busy; 81 + 93 + 300 = 474 on idle
+    assert _scores(_two_nodes(), tier("nodeorder")) == {"busy": 425.0, "idle": 474.0}
+
+
+def test_weights_multiply_and_zero_switches_a_scorer_off() -> None:
+    assert _scores(_two_nodes(), _only("least", 3)) == {"busy": 150.0, "idle": 243.0}
+    w = _two_nodes()
+    ssn = w.session(tier("nodeorder", "\n".join(f"{k}: 0" for k in ONLY.values())))
+    assert not ssn.has("batch_node_order")
+
+
+def test_preferred_node_affinity_is_normalised_to_the_best_node() -> None:
+    w = World()
+    w.node("both", labels={"zone": "a", "ssd": "1"})
+    w.node("zone", labels={"zone": "a"})
+    w.node("none")
+    aff = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 20, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}},
+        {"weight": 60, "preference": {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}}]}}
+    w.pod("new", affinity=aff)
+    # raw 80, 20, 0 -> 100 x raw / 80 = 100, 25, 0; weight 2
+    assert _scores(w, _only("nodeaffinity", 2)) == {"both": 200.0, "zone": 50.0, "none": 0.0}
+
+
+def test_taint_toleration_score_is_reversed_prefer_no_schedule_count() -> None:
+    soft = [{"key": "a", "effect": "PreferNoSchedule"}, {"key": "b", "effect": "PreferNoSchedule"}]
+    w = World()
+    w.node("two", taints=soft)
+    w.node("one", taints=soft[:1])
+    w.node("clean")
+    w.pod("new")
+    # counts 2, 1, 0 -> 100 - 100 x c / 2 = 0, 50, 100
+    assert _scores(w, _only("taint")) == {"two": 0.0, "one": 50.0, "clean": 100.0}
+
+
+def test_pod_affinity_score_is_min_max_normalised_over_topology_domains() -> None:
+    w = World()
+    w.node("a1", labels={"zone": "a"})
+    w.node("a2", labels={"zone": "a"})
+    w.node("b1", labels={"zone": "b"})
+    w.node("c1", labels={"zone": "c"})
+    w.pod("cache", on="a1", labels={"app": "cache"})
+    w.pod("db", on="b1", labels={"app": "db"})
+    aff = {
+        "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 10, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": "zone"}}]},
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 5, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}}]},
+    }
+    w.pod("new", affinity=aff)
+    # raw: zone a +10, zone b -5, zone c 0 -> min -5, max 10: 100 x (s + 5) / 15
+    assert _scores(w, _only("podaffinity")) == {"a1": 100.0, "a2": 100.0, "b1": 0.0, "c1": 33.0}
+
+
+def test_existing_pods_preferred_terms_attract_the_incoming_pod() -> None:
+    w = World()
+    w.node("n1")
+    w.node("n2")
+    likes = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 7, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}},
+                                          "topologyKey": "kubernetes.io/hostname"}}]}}
+    w.pod("friend", on="n1", affinity=likes)
+    w.pod("new", labels={"app": "web"})
+    assert _scores(w, _only("podaffinity")) == {"n1": 100.0, "n2": 0.0}
+
+
+def test_topology_spread_scores_emptier_domains_higher() -> None:
+    w = World()
+    w.node("a1", labels={"zone": "a"})
+    w.node("b1", labels={"zone": "b"})
+    w.node("nozone")
+    for i in range(3):
+        w.pod(f"a{i}", on="a1", labels={"app": "web"})
+    w.pod("b0", on="b1", labels={"app": "web"})
+    spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway",
+               "labelSelector": {"matchLabels": {"app": "web"}}}]
+    w.pod("new", labels={"app": "web"}, topology_spread=spread)
+    # two zones: weight ln(4); raw a = round(3 ln 4) = 4, b = round(ln 4) = 1
+    # normalised 100 x (max + min - s) / max: a = 100 x 1 / 4 = 25, b = 100 x 4 / 4 = 100; nozone ignored
+    assert round(3 * math.log(4)) == 4
+    assert _scores(w, _only("spread")) == {"a1": 25.0, "b1": 100.0, "nozone": 0.0}
+
+
+def test_default_normalize_divides_by_the_maximum_and_can_reverse() -> None:
+    assert default_normalize({"a": 3, "b": 1, "c": 0}) == {"a": 100, "b": 33, "c": 0}
+    assert default_normalize({"a": 3, "b": 1, "c": 0}, reverse=True) == {"a": 0, "b": 67, "c": 100}
+    assert default_normalize({"a": 0}, reverse=True) == {"a": 100}
+
+
+def test_a_non_integer_weight_is_rejected() -> None:
+    with pytest.raises(ArgumentError):
+        NodeOrderPlugin.validate(Arguments({"nodeaffinity.weight": "high"}, "nodeorder"))

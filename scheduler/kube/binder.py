@@ -1,0 +1,300 @@
+"""Carry out a session's binds and evictions against the API server (spec section 8).
+
+Binds are asynchronous to the scheduling cycle, as in Volcano: `submit` claims each pod in the
+cache at once (so the next session sees the capacity used and never decides the pod again), then
+Bindings are POSTed concurrently behind the client's token bucket. The API server itself refuses
+a second Binding for a pod (409), which is the last guard against binding twice: a 409 means the
+pod is someone's — possibly ours, when an earlier answer was lost — and we resync it from the
+API instead of retrying. Throttling and server errors are retried with backoff; a final failure
+rolls the pod back to Pending and tells the user why on the pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import structlog
+
+from scheduler.framework.cycle import BindDecision
+from scheduler.kube.cache import SchedulerCache
+from scheduler.kube.client import MERGE_PATCH, ApiError, KubeClient, resource_path
+from scheduler.kube.status import EventRecorder, StatusWriter, pod_ref, podgroup_ref
+from scheduler.metrics import SchedulerMetrics
+from scheduler.model.objects import TaskInfo
+
+log = structlog.get_logger("vc-scheduler.binder")
+_rng = random.Random()
+
+
+class Binder:
+    def __init__(
+        self,
+        client: KubeClient | None,
+        cache: SchedulerCache,
+        status: StatusWriter,
+        recorder: EventRecorder,
+        metrics: SchedulerMetrics,
+        dry_run: bool = False,
+        concurrency: int = 64,
+        attempts: int = 4,
+    ) -> None:
+        self.client = client
+        self.cache = cache
+        self.status = status
+        self.recorder = recorder
+        self.metrics = metrics
+        self.dry_run = dry_run
+        self.attempts = attempts
+        self._sem = asyncio.Semaphore(concurrency)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._dry_seen: set[str] = set()
+        self.bound = 0
+        self.failed = 0
+        self.conflicts = 0
+
+    # ------------------------------------------------------------------ submit --
+    def submit(self, binds: Iterable[BindDecision], node_locks: Iterable[tuple[str, str, str]] = ()) -> int:
+        """Claim and start binding; returns how many binds were started (claimed)."""
+        binds = list(binds)
+        if self.dry_run:
+            return self._dry(binds)
+        claimed: list[BindDecision] = []
+        for d in binds:
+            if self.cache.assume(d.task.key, d.task.uid, d.node, d.annotations):
+                claimed.append(d)
+                if d.task.pod.creation:
+                    self.metrics.task_latency.labels("Assumed").observe(max(time.time() - d.task.pod.creation, 0) * 1000)
+            else:
+                log.debug("bind skipped: pod already claimed or bound", pod=d.task.key)
+        locks = list(node_locks)
+        if claimed:
+            self._spawn(self._batch(claimed, locks))
+        return len(claimed)
+
+    def _dry(self, binds: list[BindDecision]) -> int:
+        new = [d for d in binds if d.task.uid not in self._dry_seen]
+        for d in new:
+            self._dry_seen.add(d.task.uid)
+        if new:
+            self.metrics.dry_run_binds.inc(len(new))
+            log.info(
+                "dry run: would bind",
+                count=len(new),
+                sample={d.task.key: d.node for d in new[:10]},
+            )
+        return len(new)
+
+    def _spawn(self, coro: Any) -> None:
+        t = asyncio.ensure_future(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+
+    async def _batch(self, binds: list[BindDecision], locks: list[tuple[str, str, str]]) -> None:
+        t0 = time.perf_counter()
+        if locks:
+            # device plugins look for the locked node's pending pod: the lock precedes the bind
+            await asyncio.gather(*(self._lock_node(*lk) for lk in locks))
+        results = await asyncio.gather(*(self._bind_guarded(d) for d in binds), return_exceptions=True)
+        outcome: dict[str, int] = {}
+        for r in results:
+            k = r if isinstance(r, str) else "error"
+            outcome[k] = outcome.get(k, 0) + 1
+        log.info("bind batch done", pods=len(binds), ms=round((time.perf_counter() - t0) * 1000, 1), **outcome)
+
+    async def _lock_node(self, node: str, key: str, value: str) -> None:
+        assert self.client is not None
+        path = resource_path("/api/v1", "nodes", "", node)
+        try:
+            await self.client.request("PATCH", path, body={"metadata": {"annotations": {key: value}}}, content_type=MERGE_PATCH)
+        except ApiError as exc:
+            log.warning("node lock failed", node=node, lock=key, error=str(exc))
+
+    async def _bind_guarded(self, d: BindDecision) -> str:
+        async with self._sem:
+            try:
+                return await self._bind(d)
+            except Exception as exc:  # the pod must never stay claimed by a bug
+                self.cache.bind_failed(d.task.key)
+                log.error("bind crashed", pod=d.task.key, error=f"{type(exc).__name__}: {exc}")
+                return "error"
+
+    # ------------------------------------------------------------------ one bind --
+    async def _bind(self, d: BindDecision) -> str:
+        assert self.client is not None
+        task = d.task
+        md: dict[str, Any] = {"name": task.name, "namespace": task.namespace}
+        if task.uid and "/" not in task.uid:
+            md["uid"] = task.uid  # the API refuses the Binding if the pod was replaced meanwhile
+        if d.annotations:
+            md["annotations"] = dict(d.annotations)
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": md, "target": {"apiVersion": "v1", "kind": "Node", "name": d.node}}
+        last: ApiError | None = None
+        for attempt in range(self.attempts):
+            t0 = time.perf_counter()
+            try:
+                await self.client.bind(task.namespace, task.name, body)
+            except ApiError as exc:
+                last = exc
+                self.metrics.bind_errors.labels(str(exc.status)).inc()
+                if exc.status in (409, 404):
+                    return await self._conflict(d, exc)
+                if exc.retryable and attempt < self.attempts - 1:
+                    delay = 0.1 * (2**attempt) * (1 + _rng.random())
+                    if exc.retry_after:
+                        delay = max(delay, min(exc.retry_after, 5.0))
+                    await asyncio.sleep(delay)
+                    continue
+                break
+            self.metrics.stage_duration.labels("Bind").observe((time.perf_counter() - t0) * 1000)
+            self._succeeded(d)
+            return "bound"
+        assert last is not None
+        return await self._failed(d, last)
+
+    def _succeeded(self, d: BindDecision) -> None:
+        task = d.task
+        self.cache.bind_sent(task.key)
+        self.status.forget_pod(task.key)
+        self.bound += 1
+        self.metrics.pods_bound.inc()
+        if task.pod.creation:
+            self.metrics.task_latency.labels("Bound").observe(max(time.time() - task.pod.creation, 0) * 1000)
+        self.recorder.record(pod_ref(task), "Normal", "Scheduled", f"Successfully assigned {task.key} to {d.node}")
+
+    async def _conflict(self, d: BindDecision, exc: ApiError) -> str:
+        """Someone (maybe our own earlier, unanswered attempt) bound it, or it is gone: ask the API."""
+        assert self.client is not None
+        task = d.task
+        pod: dict[str, Any] | None
+        try:
+            pod = await self.client.request("GET", resource_path("/api/v1", "pods", task.namespace, task.name))
+        except ApiError as gexc:
+            pod = None if gexc.status == 404 else {}
+        if pod == {}:
+            # cannot tell: keep it claimed as bound; the watch decides (never retry the Binding)
+            self.cache.bind_sent(task.key)
+            self.conflicts += 1
+            return "conflict"
+        node = ((pod or {}).get("spec") or {}).get("nodeName")
+        uid = ((pod or {}).get("metadata") or {}).get("uid")
+        if pod is not None and node == d.node and (not uid or uid == task.uid):
+            # our Binding landed on an earlier attempt whose answer was lost
+            self.cache.resync_pod(task.key, pod)
+            self._succeeded(d)
+            return "bound"
+        self.conflicts += 1
+        log.info("bind conflict, pod resynced", pod=task.key, error=str(exc), node_now=node or "")
+        self.cache.resync_pod(task.key, pod)
+        return "conflict"
+
+    async def _failed(self, d: BindDecision, exc: ApiError) -> str:
+        task = d.task
+        self.failed += 1
+        self.cache.bind_failed(task.key)
+        msg = f"failed to bind to node {d.node}: {exc}"
+        log.warning("bind failed", pod=task.key, node=d.node, error=str(exc))
+        # pod condition + Warning FailedScheduling event, as Volcano's bind error path does
+        self.status.pod_condition(task, "SchedulerError", msg, force=True)
+        return "failed"
+
+    async def drain(self, timeout: float) -> bool:
+        """Wait for in-flight binds (bounded). True when all finished."""
+        if not self._tasks:
+            return True
+        _done, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
+        return not pending
+
+    def in_flight(self) -> int:
+        return len(self._tasks)
+
+
+class Evictor:
+    """Spec 8 eviction: event, Ready=False + DisruptionTarget conditions, then DELETE."""
+
+    def __init__(
+        self,
+        client: KubeClient | None,
+        cache: SchedulerCache,
+        recorder: EventRecorder,
+        scheduler_name: str,
+        dry_run: bool = False,
+    ) -> None:
+        self.client = client
+        self.cache = cache
+        self.recorder = recorder
+        self.scheduler_name = scheduler_name
+        self.dry_run = dry_run
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.evicted = 0
+
+    def submit(self, evictions: Iterable[tuple[TaskInfo, str]]) -> int:
+        started = 0
+        for task, reason in evictions:
+            if self.dry_run:
+                log.info("dry run: would evict", pod=task.key, reason=reason)
+                continue
+            if self.cache.evicting.get(task.key) == task.uid:
+                continue
+            self.cache.evicting[task.key] = task.uid
+            t = asyncio.ensure_future(self._evict(task, reason))
+            self._tasks.add(t)
+            t.add_done_callback(self._tasks.discard)
+            started += 1
+        return started
+
+    async def _evict(self, task: TaskInfo, reason: str) -> None:
+        assert self.client is not None
+        message = f"Pod is evicted, because of {reason}"
+        self.recorder.record(pod_ref(task), "Warning", "Evict", message)
+        path = resource_path("/api/v1", "pods", task.namespace, task.name)
+        try:
+            for _attempt in range(3):
+                pod = await self.client.request("GET", path)
+                if ((pod.get("metadata") or {}).get("uid")) not in (task.uid, None) and "/" not in task.uid:
+                    return  # a different pod now carries the name
+                conds = [c for c in ((pod.get("status") or {}).get("conditions") or []) if isinstance(c, dict)]
+                ready = {"type": "Ready", "status": "False", "reason": "Evict", "message": message}
+                old = next((c for c in conds if c.get("type") == "Ready"), None)
+                if old is not None and all(old.get(k) == v for k, v in ready.items()):
+                    return  # already evicted by an earlier attempt (Volcano stops here too)
+                now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                disruption = {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": "PreemptionByScheduler",
+                    "message": f"{self.scheduler_name}: preempting to accommodate a higher priority pod",
+                    "lastTransitionTime": now,
+                }
+                new = [c for c in conds if c.get("type") not in ("Ready", "DisruptionTarget")]
+                new += [{**ready, "lastTransitionTime": now}, disruption]
+                patch = {
+                    "metadata": {"resourceVersion": (pod.get("metadata") or {}).get("resourceVersion")},
+                    "status": {"conditions": new},
+                }
+                try:
+                    await self.client.request("PATCH", path + "/status", body=patch, content_type=MERGE_PATCH)
+                    break
+                except ApiError as exc:
+                    if exc.status != 409:
+                        raise
+            opts: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+            if "/" not in task.uid:
+                opts["preconditions"] = {"uid": task.uid}
+            await self.client.request("DELETE", path, body=opts)
+            self.evicted += 1
+            if task.job:
+                self.recorder.record(podgroup_ref(task.job), "Normal", "Evict", reason)
+        except ApiError as exc:
+            self.cache.evicting.pop(task.key, None)
+            if exc.status != 404:
+                log.warning("eviction failed", pod=task.key, reason=reason, error=str(exc))
+
+    async def drain(self, timeout: float) -> bool:
+        if not self._tasks:
+            return True
+        _done, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
+        return not pending

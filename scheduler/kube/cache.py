@@ -1,0 +1,252 @@
+"""The daemon's view of the cluster: a `ClusterState` fed by informers, plus what is in flight.
+
+The informers deliver raw objects; this module turns each into the core's slim records and drops
+the raw dict at once. A malformed object is logged once with its name and skipped (the previous
+good version, if any, stays). Binds the session decided are *assumed* here before the Binding is
+even sent, so the next cycle counts the capacity as used and never decides the same pod again:
+an assumed pod stays assumed until the watch shows it with a node (or gone), until the bind
+fails (rolled back), or until the API says someone else bound it (resynced from the API).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from scheduler.model.cluster import ClusterOptions, ClusterState
+from scheduler.model.convert import ConvertError, object_name
+from scheduler.model.objects import TaskStatus
+from scheduler.model.resources import QuantityError
+from scheduler.model.snapshot import Snapshot
+
+log = structlog.get_logger("vc-scheduler.cache")
+
+BAD_INPUT = (ConvertError, QuantityError, TypeError, ValueError, AttributeError, KeyError)
+
+
+@dataclass(slots=True)
+class Assumed:
+    uid: str
+    node: str
+    annotations: dict[str, str]
+    since: float
+    sent: bool = False  # the API accepted the Binding; waiting for the watch to show it
+
+
+class _Handler:
+    """Adapts a pair of functions to the informer's Handler protocol."""
+
+    __slots__ = ("delete", "upsert")
+
+    def __init__(self, upsert: Callable[[dict[str, Any]], None], delete: Callable[[str, dict[str, Any] | None], None]):
+        self.upsert = upsert
+        self.delete = delete
+
+
+def _split(key: str) -> tuple[str, str]:
+    ns, _, name = key.rpartition("/")
+    return ns, name
+
+
+class SchedulerCache:
+    def __init__(
+        self,
+        options: ClusterOptions | None = None,
+        node_selector: dict[str, set[str]] | None = None,
+        device_configmaps: tuple[str, ...] = ("kube-system/volcano-vgpu-device-config",),
+    ) -> None:
+        self.state = ClusterState(options)
+        self.node_selector = node_selector or {}
+        self.device_configmaps = set(device_configmaps)
+        self.assumed: dict[str, Assumed] = {}
+        self.evicting: dict[str, str] = {}  # pod key -> uid of the pod we asked to delete
+        self.podgroup_rv: dict[str, str] = {}  # "ns/name" -> resourceVersion
+        self.queue_status: dict[str, dict[str, Any]] = {}
+        self.skipped: dict[str, str] = {}  # object -> reason, to log each bad version once
+        self.pods = _Handler(self.upsert_pod, self.delete_pod)
+        self.nodes = _Handler(self.upsert_node, self.delete_node)
+        self.podgroups = _Handler(self.upsert_podgroup, self.delete_podgroup)
+        self.queues = _Handler(self.upsert_queue, self.delete_queue)
+        self.priority_classes = _Handler(self.upsert_priority_class, self.delete_priority_class)
+        self.namespaces = _Handler(self.upsert_namespace, self.delete_namespace)
+        self.configmaps = _Handler(self.upsert_configmap, self.delete_configmap)
+
+    # ---------------------------------------------------------------- bad input --
+    def _bad(self, kind: str, obj: Any, exc: Exception) -> None:
+        where = object_name({**obj, "kind": kind}) if isinstance(obj, dict) else kind
+        reason = str(exc)
+        if reason.startswith(where + ": "):
+            reason = reason[len(where) + 2 :]
+        if self.skipped.get(where) != reason:
+            self.skipped[where] = reason
+            log.warning("skipping malformed object", object=where, reason=reason)
+
+    def _good(self, kind: str, obj: dict[str, Any]) -> None:
+        if self.skipped:
+            self.skipped.pop(object_name({**obj, "kind": kind}), None)
+
+    # ---------------------------------------------------------------- pods --
+    def upsert_pod(self, obj: dict[str, Any]) -> None:
+        try:
+            task = self.state.apply_pod(obj)
+        except BAD_INPUT as exc:
+            self._bad("Pod", obj, exc)
+            return
+        self._good("Pod", obj)
+        key = task.key
+        a = self.assumed.get(key)
+        if a is not None:
+            if a.uid != task.uid or task.node_name:
+                # confirmed (on whichever node the API says), or a new pod under the same name
+                del self.assumed[key]
+            else:
+                # an event from before our Binding: keep counting the pod where we sent it
+                self.state.assume_bound(key, a.node, a.annotations)
+        ev = self.evicting.get(key)
+        if ev is not None and (ev != task.uid or task.pod.deleting):
+            del self.evicting[key]
+
+    def delete_pod(self, key: str, obj: dict[str, Any] | None) -> None:
+        ns, name = _split(key)
+        self.state.remove_pod(ns, name)
+        self.assumed.pop(key, None)
+        self.evicting.pop(key, None)
+
+    # ---------------------------------------------------------------- nodes --
+    def _selected(self, obj: dict[str, Any]) -> bool:
+        if not self.node_selector:
+            return True
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        # Volcano caches a node when any one of the --node-selector pairs matches
+        return any(labels.get(k) in vals for k, vals in self.node_selector.items())
+
+    def upsert_node(self, obj: dict[str, Any]) -> None:
+        try:
+            if not self._selected(obj):
+                name = str((obj.get("metadata") or {}).get("name") or "")
+                if name in self.state.nodes or name in self.state.unready_nodes:
+                    self.state.remove_node(name)
+                return
+            self.state.apply_node(obj)
+        except BAD_INPUT as exc:
+            self._bad("Node", obj, exc)
+            return
+        self._good("Node", obj)
+
+    def delete_node(self, key: str, obj: dict[str, Any] | None) -> None:
+        self.state.remove_node(key)
+
+    # ---------------------------------------------------------------- groups and queues --
+    def upsert_podgroup(self, obj: dict[str, Any]) -> None:
+        try:
+            job = self.state.apply_podgroup(obj)
+        except BAD_INPUT as exc:
+            self._bad("PodGroup", obj, exc)
+            return
+        self._good("PodGroup", obj)
+        self.podgroup_rv[job.uid] = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+    def delete_podgroup(self, key: str, obj: dict[str, Any] | None) -> None:
+        ns, name = _split(key)
+        self.state.remove_podgroup(ns, name)
+        self.podgroup_rv.pop(key, None)
+
+    def upsert_queue(self, obj: dict[str, Any]) -> None:
+        try:
+            q = self.state.apply_queue(obj)
+        except BAD_INPUT as exc:
+            self._bad("Queue", obj, exc)
+            return
+        self._good("Queue", obj)
+        st = obj.get("status")
+        self.queue_status[q.name] = dict(st) if isinstance(st, dict) else {}
+
+    def delete_queue(self, key: str, obj: dict[str, Any] | None) -> None:
+        self.state.remove_queue(key)
+        self.queue_status.pop(key, None)
+
+    # ---------------------------------------------------------------- others --
+    def upsert_priority_class(self, obj: dict[str, Any]) -> None:
+        try:
+            self.state.apply_priority_class(obj)
+        except BAD_INPUT as exc:
+            self._bad("PriorityClass", obj, exc)
+
+    def delete_priority_class(self, key: str, obj: dict[str, Any] | None) -> None:
+        self.state.remove_priority_class(key)
+
+    def upsert_namespace(self, obj: dict[str, Any]) -> None:
+        try:
+            self.state.apply_namespace(obj)
+        except BAD_INPUT as exc:
+            self._bad("Namespace", obj, exc)
+
+    def delete_namespace(self, key: str, obj: dict[str, Any] | None) -> None:
+        self.state.remove_namespace(key)
+
+    def upsert_configmap(self, obj: dict[str, Any]) -> None:
+        md = obj.get("metadata") or {}
+        if f"{md.get('namespace')}/{md.get('name')}" not in self.device_configmaps:
+            return
+        try:
+            self.state.apply_configmap(obj)
+        except BAD_INPUT as exc:
+            self._bad("ConfigMap", obj, exc)
+
+    def delete_configmap(self, key: str, obj: dict[str, Any] | None) -> None:
+        if key in self.device_configmaps:
+            ns, name = _split(key)
+            self.state.remove_configmap(ns, name)
+
+    # ---------------------------------------------------------------- sessions --
+    @property
+    def generation(self) -> int:
+        return self.state.generation
+
+    def snapshot(self) -> Snapshot:
+        return self.state.snapshot()
+
+    def has_pending_work(self) -> bool:
+        """Any of our pods still waiting for a node (a session may place them now)."""
+        return any(j.task_status_index.get(TaskStatus.PENDING) for j in self.state.jobs.values())
+
+    def is_real_podgroup(self, uid: str) -> bool:
+        return uid in self.state.jobs and uid not in self.state.implicit_jobs
+
+    # ---------------------------------------------------------------- binds --
+    def assume(self, key: str, uid: str, node: str, annotations: dict[str, str]) -> bool:
+        """Claim a pod for a bind. False when it is already claimed, bound, or not the same pod."""
+        if key in self.assumed:
+            return False
+        task = self.state.get_task(key)
+        if task is None or task.uid != uid or task.node_name or task.status != TaskStatus.PENDING:
+            return False
+        self.assumed[key] = Assumed(uid, node, dict(annotations), time.monotonic())
+        self.state.assume_bound(key, node, annotations)
+        return True
+
+    def bind_sent(self, key: str) -> None:
+        a = self.assumed.get(key)
+        if a is not None:
+            a.sent = True
+
+    def bind_failed(self, key: str) -> None:
+        """The Binding was refused: the pod is Pending again for the next session."""
+        if self.assumed.pop(key, None) is not None:
+            self.state.forget_bind(key)
+
+    def resync_pod(self, key: str, obj: dict[str, Any] | None) -> None:
+        """Replace what we assumed by what the API says (after a 409 or a lost answer)."""
+        self.assumed.pop(key, None)
+        if obj is None:
+            ns, name = _split(key)
+            self.state.remove_pod(ns, name)
+            return
+        self.upsert_pod(obj)
+
+    def in_flight(self) -> int:
+        return sum(1 for a in self.assumed.values() if not a.sent)

@@ -1,0 +1,283 @@
+"""The daemon's one connection to the API server: configuration loading, a QPS/burst token bucket,
+and raw JSON requests.
+
+kubernetes_asyncio supplies what is hard to get right — kubeconfig contexts, exec/OIDC token
+refresh, in-cluster service-account tokens, TLS — and we stop there: responses are read as plain
+JSON (`_preload_content=False`) instead of being deserialised into generated model classes,
+because the cache only keeps slim records and model objects for 150,000 pods would cost gigabytes
+and seconds. Every request, watches included, first takes a token from the bucket, as client-go's
+rate limiter does for `--kube-api-qps` / `--kube-api-burst`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio import client as k8s
+from kubernetes_asyncio import config as k8s_config
+
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+# Statuses worth retrying: throttled, server trouble, or the request never got an answer.
+RETRYABLE = frozenset({0, 429, 500, 502, 503, 504})
+
+
+class ApiError(Exception):
+    """A failed API call. `status` 0 means no HTTP answer (connection refused, reset, timeout)."""
+
+    def __init__(self, status: int, reason: str, message: str, retry_after: float | None = None) -> None:
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.retry_after = retry_after
+        super().__init__(f"{status} {reason}: {message}" if status else message)
+
+    @property
+    def retryable(self) -> bool:
+        return self.status in RETRYABLE
+
+
+class TokenBucket:
+    """client-go's flowcontrol token bucket: `qps` tokens a second, at most `burst` saved up.
+
+    `reserve()` hands out a token now or a delay to wait; tokens may go negative so that waiting
+    callers are served in arrival order without a lock. `qps <= 0` means unlimited.
+    """
+
+    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.qps = float(qps)
+        self.burst = max(int(burst), 1)
+        self._clock = clock
+        self._tokens = float(self.burst)
+        self._last = clock()
+
+    def _refill(self) -> None:
+        now = self._clock()
+        if self.qps > 0:
+            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+        self._last = now
+
+    def reserve(self) -> float:
+        """Take one token; return how many seconds the caller must wait before using it."""
+        if self.qps <= 0:
+            return 0.0
+        self._refill()
+        self._tokens -= 1.0
+        if self._tokens >= 0:
+            return 0.0
+        return -self._tokens / self.qps
+
+    async def acquire(self) -> None:
+        delay = self.reserve()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+@dataclass(slots=True)
+class ClientOptions:
+    kubeconfig: str = ""
+    master: str = ""
+    qps: float = 2000.0
+    burst: int = 2000
+    user_agent: str = "vc-scheduler"
+    request_timeout: float = 30.0
+
+
+async def load_configuration(kubeconfig: str = "", master: str = "") -> k8s.Configuration:
+    """Kubeconfig from the flag, else in-cluster, else $KUBECONFIG / ~/.kube/config (client-go's order).
+
+    `--master` overrides the server address, as in Volcano's BuildConfigFromFlags.
+    """
+    cfg = k8s.Configuration()
+    in_cluster = bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(
+        "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    )
+    if kubeconfig:
+        await k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=cfg, persist_config=False)
+    elif master and not in_cluster:
+        cfg.host = master
+    elif in_cluster:
+        k8s_config.load_incluster_config(client_configuration=cfg)
+    else:
+        await k8s_config.load_kube_config(client_configuration=cfg, persist_config=False)
+    if master:
+        cfg.host = master.rstrip("/")
+    return cfg
+
+
+def _status_error(status: int, body: bytes, headers: Any) -> ApiError:
+    reason, message = "", body.decode("utf-8", "replace")[:500]
+    try:
+        parsed = json.loads(body)
+        if isinstance(parsed, dict):
+            reason = str(parsed.get("reason") or "")
+            message = str(parsed.get("message") or message)
+    except ValueError:
+        pass
+    retry_after: float | None = None
+    raw = headers.get("Retry-After") if headers is not None else None
+    if raw:
+        try:
+            retry_after = float(raw)
+        except ValueError:
+            retry_after = None
+    return ApiError(status, reason or _REASONS.get(status, "Error"), message, retry_after)
+
+
+_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    409: "Conflict",
+    410: "Expired",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+}
+
+
+class KubeClient:
+    """Raw JSON access to the API server through kubernetes_asyncio's authenticated session."""
+
+    def __init__(self, api: k8s.ApiClient, options: ClientOptions) -> None:
+        self.api = api
+        self.core = k8s.CoreV1Api(api)
+        self.options = options
+        self.bucket = TokenBucket(options.qps, options.burst)
+        self.requests = 0  # every request sent, for logs and tests
+
+    @classmethod
+    async def create(cls, options: ClientOptions) -> KubeClient:
+        cfg = await load_configuration(options.kubeconfig, options.master)
+        api = k8s.ApiClient(configuration=cfg)
+        api.user_agent = options.user_agent
+        return cls(api, options)
+
+    @property
+    def host(self) -> str:
+        return str(self.api.configuration.host)
+
+    async def close(self) -> None:
+        await self.api.close()
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, Any] | None,
+        body: Any,
+        content_type: str | None,
+        timeout: Any,
+    ) -> aiohttp.ClientResponse:
+        await self.bucket.acquire()
+        self.requests += 1
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        try:
+            resp: aiohttp.ClientResponse = await self.api.call_api(
+                path,
+                method,
+                query_params=[(k, v) for k, v in (query or {}).items() if v is not None],
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise ApiError(0, "ConnectionError", f"{method} {path}: {type(exc).__name__}: {exc}") from None
+        return resp
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """One call; the decoded JSON answer, or ApiError carrying the server's Status."""
+        resp = await self._send(method, path, query, body, content_type, timeout or self.options.request_timeout)
+        try:
+            data = await resp.read()
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise ApiError(0, "ConnectionError", f"{method} {path}: {type(exc).__name__}: {exc}") from None
+        finally:
+            resp.release()
+        if not 200 <= resp.status < 300:
+            raise _status_error(resp.status, data, resp.headers)
+        if not data:
+            return None
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise ApiError(resp.status, "BadResponse", f"{method} {path}: answer is not JSON") from None
+
+    async def watch(self, path: str, query: dict[str, Any], timeout: float) -> AsyncIterator[dict[str, Any]]:
+        """Stream watch events as dicts. Ends when the server closes the stream."""
+        # the server ends the stream after timeoutSeconds; the read timeout only catches a dead peer
+        client_timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout + 30)
+        resp = await self._send("GET", path, {**query, "watch": "true"}, None, None, client_timeout)
+        try:
+            if not 200 <= resp.status < 300:
+                raise _status_error(resp.status, await resp.read(), resp.headers)
+            while True:
+                try:
+                    line = await resp.content.readline()
+                except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
+                    raise ApiError(0, "ConnectionError", f"watch {path}: {type(exc).__name__}: {exc}") from None
+                if not line:
+                    return
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    raise ApiError(0, "BadResponse", f"watch {path}: undecodable event") from None
+                if isinstance(event, dict):
+                    yield event
+        finally:
+            resp.release()
+
+    async def bind(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+        """POST pods/{name}/binding. The API answers a Status, not a Binding, hence raw content."""
+        await self.bucket.acquire()
+        self.requests += 1
+        try:
+            resp = await self.core.create_namespaced_pod_binding(
+                name, namespace, body, _preload_content=False, _request_timeout=self.options.request_timeout
+            )
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise ApiError(0, "ConnectionError", f"bind {namespace}/{name}: {type(exc).__name__}: {exc}") from None
+        try:
+            data = await resp.read()
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise ApiError(0, "ConnectionError", f"bind {namespace}/{name}: {type(exc).__name__}: {exc}") from None
+        finally:
+            resp.release()
+        if not 200 <= resp.status < 300:
+            raise _status_error(resp.status, data, resp.headers)
+
+
+def resource_path(prefix: str, plural: str, namespace: str = "", name: str = "", sub: str = "") -> str:
+    """`/api/v1[/namespaces/ns]/plural[/name[/sub]]` (prefix is `/api/v1` or `/apis/<group>/<version>`)."""
+    p = prefix
+    if namespace:
+        p += f"/namespaces/{namespace}"
+    p += f"/{plural}"
+    if name:
+        p += f"/{name}"
+        if sub:
+            p += f"/{sub}"
+    return p

@@ -1,0 +1,457 @@
+"""Everything the scheduler writes besides Bindings: PodGroup and Queue status, pod conditions,
+events (spec section 8).
+
+Writes happen only when something changed, and a write we just made is not repeated while the
+watch has not shown it yet: each write remembers the resourceVersion the object had when it was
+decided, and an identical decision is skipped while the cache still shows that version (versions
+are compared for equality only, never ordered). Writes go through sharded worker queues: one
+object's writes stay in order, a newer status for an object not yet written replaces the older
+one, and a slow API never blocks a scheduling session.
+
+Events are deduplicated like client-go's EventCorrelator: the same object, type, reason and
+message within a 10-minute window bump `count` on the existing Event instead of creating a new
+one, and the bump is sent at most every 30 s per event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import uuid
+import zlib
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from scheduler.kube.cache import SchedulerCache
+from scheduler.kube.client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, ApiError, KubeClient, resource_path
+from scheduler.model.objects import PodGroupPhase, PodGroupStatus, TaskInfo
+from scheduler.model.resources import format_quantity
+
+log = structlog.get_logger("vc-scheduler.status")
+
+PG_PREFIX = "/apis/scheduling.volcano.sh/v1beta1"
+EVENT_WINDOW_S = 600.0
+EVENT_FLUSH_S = 30.0
+
+
+def now_rfc3339() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ---------------------------------------------------------------------------------- work queue --
+class ShardedWorkQueue:
+    """N serial workers; a key always goes to the same worker, so one object's writes stay ordered."""
+
+    def __init__(self, name: str, shards: int = 8, maxsize: int = 20000) -> None:
+        self.name = name
+        self.queues: list[asyncio.Queue[tuple[str, int, Callable[[], Awaitable[None]]]]] = [
+            asyncio.Queue(maxsize) for _ in range(shards)
+        ]
+        self.latest: dict[str, int] = {}
+        self.dropped = 0
+        self.done = 0
+        self._workers: list[asyncio.Task[None]] = []
+
+    def start(self) -> None:
+        if not self._workers:
+            self._workers = [asyncio.ensure_future(self._work(q)) for q in self.queues]
+
+    def submit(self, key: str, fn: Callable[[], Awaitable[None]], replace: bool = True) -> None:
+        version = self.latest.get(key, 0) + 1 if replace else 0
+        if replace:
+            self.latest[key] = version
+        q = self.queues[zlib.crc32(key.encode()) % len(self.queues)]
+        try:
+            q.put_nowait((key, version, fn))
+        except asyncio.QueueFull:
+            self.dropped += 1
+            log.warning("write queue full, dropping a write", queue=self.name, object=key)
+
+    async def _work(self, q: asyncio.Queue[tuple[str, int, Callable[[], Awaitable[None]]]]) -> None:
+        while True:
+            key, version, fn = await q.get()
+            try:
+                if version == 0 or self.latest.get(key) == version:
+                    if version:
+                        del self.latest[key]
+                    await fn()
+                    self.done += 1
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("write failed", queue=self.name, object=key, error=str(exc))
+            finally:
+                q.task_done()
+
+    def pending(self) -> int:
+        return sum(q.qsize() for q in self.queues)
+
+    async def join(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(asyncio.gather(*(q.join() for q in self.queues)), timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    async def stop(self) -> None:
+        for w in self._workers:
+            w.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        self._workers = []
+
+
+async def with_retry(fn: Callable[[], Awaitable[Any]], attempts: int = 3, base: float = 0.2) -> Any:
+    """Retry throttled / failed-server / unanswered calls; anything else is final."""
+    for i in range(attempts):
+        try:
+            return await fn()
+        except ApiError as exc:
+            if not exc.retryable or i == attempts - 1:
+                raise
+            await asyncio.sleep(min(exc.retry_after or base * (2**i), 5.0))
+    return None
+
+
+# ---------------------------------------------------------------------------------- events --
+@dataclass(slots=True)
+class ObjectRef:
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+    api_version: str = "v1"
+
+    def to_dict(self) -> dict[str, str]:
+        d = {"kind": self.kind, "name": self.name, "apiVersion": self.api_version}
+        if self.namespace:
+            d["namespace"] = self.namespace
+        if self.uid:
+            d["uid"] = self.uid
+        return d
+
+
+@dataclass(slots=True)
+class _Seen:
+    event_name: str
+    count: int
+    first: str
+    last_seen: float
+    last_sent: float
+    sent_count: int
+
+
+class EventCorrelator:
+    """Decides whether an event is new, a count bump to send now, or a bump to hold back."""
+
+    def __init__(self, window: float = EVENT_WINDOW_S, flush: float = EVENT_FLUSH_S, max_keys: int = 4096) -> None:
+        self.window = window
+        self.flush = flush
+        self.max_keys = max_keys
+        self.seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
+
+    def observe(self, key: tuple[str, ...], now: float, name_hint: str) -> tuple[str, _Seen]:
+        """('create' | 'patch' | 'hold', record)."""
+        s = self.seen.get(key)
+        if s is None or now - s.last_seen > self.window:
+            s = _Seen(f"{name_hint}.{uuid.uuid4().hex[:16]}", 1, now_rfc3339(), now, now, 1)
+            self.seen[key] = s
+            self.seen.move_to_end(key)
+            while len(self.seen) > self.max_keys:
+                self.seen.popitem(last=False)
+            return "create", s
+        s.count += 1
+        s.last_seen = now
+        self.seen.move_to_end(key)
+        if now - s.last_sent >= self.flush:
+            s.last_sent = now
+            s.sent_count = s.count
+            return "patch", s
+        return "hold", s
+
+
+class EventRecorder:
+    """Core v1 Events (what `kubectl describe` shows), deduplicated, best effort."""
+
+    def __init__(
+        self,
+        client: KubeClient | None,
+        component: str = "volcano",
+        instance: str = "",
+        dry_run: bool = False,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.client = client
+        self.component = component
+        self.instance = instance
+        self.dry_run = dry_run
+        self.correlator = EventCorrelator()
+        self.queue = ShardedWorkQueue("events", shards=4)
+        self._clock = clock or (lambda: asyncio.get_running_loop().time())
+        self.created = 0
+        self.patched = 0
+
+    def record(self, ref: ObjectRef, etype: str, reason: str, message: str) -> None:
+        if self.dry_run or self.client is None:
+            return
+        key = (ref.kind, ref.namespace, ref.name, ref.uid, etype, reason, message)
+        action, seen = self.correlator.observe(key, self._clock(), ref.name)
+        if action == "hold":
+            return
+        ns = ref.namespace or "default"
+        ts = now_rfc3339()
+        client = self.client
+        if action == "create":
+            body = {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": seen.event_name, "namespace": ns},
+                "involvedObject": ref.to_dict(),
+                "reason": reason,
+                "message": message[:1024],
+                "type": etype,
+                "source": {"component": self.component},
+                "reportingComponent": self.component,
+                "reportingInstance": self.instance,
+                "firstTimestamp": seen.first,
+                "lastTimestamp": ts,
+                "count": 1,
+            }
+
+            async def create() -> None:
+                await client.request("POST", resource_path("/api/v1", "events", ns), body=body)
+                self.created += 1
+
+            self.queue.submit("|".join(key), create, replace=False)
+        else:
+            patch = {"count": seen.sent_count, "lastTimestamp": ts}
+            path = resource_path("/api/v1", "events", ns, seen.event_name)
+
+            async def bump() -> None:
+                await client.request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+                self.patched += 1
+
+            self.queue.submit("|".join(key), bump, replace=False)
+
+
+def pod_ref(task: TaskInfo) -> ObjectRef:
+    return ObjectRef("Pod", task.namespace, task.name, task.uid if "/" not in task.uid else "")
+
+
+def podgroup_ref(uid: str, object_uid: str = "") -> ObjectRef:
+    ns, _, name = uid.partition("/")
+    return ObjectRef("PodGroup", ns, name, object_uid, "scheduling.volcano.sh/v1beta1")
+
+
+# ---------------------------------------------------------------------------------- statuses --
+def podgroup_status_body(st: PodGroupStatus) -> dict[str, Any]:
+    ts = now_rfc3339()
+    return {
+        "phase": st.phase,
+        "running": st.running,
+        "succeeded": st.succeeded,
+        "failed": st.failed,
+        "conditions": [
+            {
+                "type": c.type,
+                "status": c.status,
+                "reason": c.reason,
+                "message": c.message,
+                "transitionID": c.transition_id,
+                "lastTransitionTime": c.last_transition_time or ts,
+            }
+            for c in st.conditions
+        ],
+    }
+
+
+def _comparable(st: PodGroupStatus) -> str:
+    return json.dumps(
+        [st.phase, st.running, st.succeeded, st.failed, [(c.type, c.status, c.reason, c.message) for c in st.conditions]]
+    )
+
+
+QUEUE_PHASES = (
+    ("pending", PodGroupPhase.PENDING),
+    ("inqueue", PodGroupPhase.INQUEUE),
+    ("running", PodGroupPhase.RUNNING),
+    ("unknown", PodGroupPhase.UNKNOWN),
+    ("completed", PodGroupPhase.COMPLETED),
+)
+
+
+class StatusWriter:
+    """Turns a SessionResult into status writes and events; skips what is already true."""
+
+    def __init__(self, client: KubeClient | None, cache: SchedulerCache, recorder: EventRecorder, dry_run: bool = False) -> None:
+        self.client = client
+        self.cache = cache
+        self.recorder = recorder
+        self.dry_run = dry_run
+        self.queue = ShardedWorkQueue("status", shards=8)
+        # object -> (decision, resourceVersion when decided, resourceVersion our write produced)
+        self._pg_written: dict[str, tuple[str, str, str]] = {}
+        self._pod_written: dict[str, tuple[tuple[str, str, str], str, str]] = {}
+        self._queue_written: dict[str, str] = {}
+        self.podgroup_writes = 0
+        self.pod_writes = 0
+        self.queue_writes = 0
+
+    def start(self) -> None:
+        self.queue.start()
+        self.recorder.queue.start()
+
+    async def drain(self, timeout: float) -> None:
+        await self.queue.join(timeout)
+        await self.recorder.queue.join(max(timeout / 2, 0.5))
+
+    async def stop(self) -> None:
+        await self.queue.stop()
+        await self.recorder.queue.stop()
+
+    # ----------------------------------------------------------------- PodGroups --
+    def podgroup_status(self, uid: str, st: PodGroupStatus) -> bool:
+        """Queue a status write for one PodGroup unless it is what we last wrote and still see."""
+        if self.dry_run or self.client is None or not self.cache.is_real_podgroup(uid):
+            return False
+        decision = _comparable(st)
+        cur_rv = self.cache.podgroup_rv.get(uid, "")
+        prev = self._pg_written.get(uid)
+        if prev is not None and prev[0] == decision and cur_rv in (prev[1], prev[2]):
+            return False
+        self._pg_written[uid] = (decision, cur_rv, "")
+        ns, _, name = uid.partition("/")
+        body = {"status": podgroup_status_body(st)}
+        client = self.client
+        path = resource_path(PG_PREFIX, "podgroups", ns, name, "status")
+
+        async def write() -> None:
+            try:
+                out = await with_retry(lambda: client.request("PATCH", path, body=body, content_type=MERGE_PATCH))
+            except ApiError as exc:
+                self._pg_written.pop(uid, None)
+                if exc.status != 404:  # a PodGroup deleted meanwhile needs no status
+                    log.warning("PodGroup status write failed", podgroup=uid, error=str(exc))
+                return
+            self.podgroup_writes += 1
+            rv = str(((out or {}).get("metadata") or {}).get("resourceVersion") or "")
+            if self._pg_written.get(uid, ("",))[0] == decision:
+                self._pg_written[uid] = (decision, cur_rv, rv)
+
+        self.queue.submit(f"pg/{uid}", write)
+        return True
+
+    # ----------------------------------------------------------------- pods --
+    def pod_condition(self, task: TaskInfo, reason: str, message: str, nominated: str = "", force: bool = False) -> bool:
+        """PodScheduled=False with reason/message (+ nominatedNodeName), and a FailedScheduling event."""
+        if self.dry_run or self.client is None:
+            return False
+        live = self.cache.state.get_task(task.key)
+        if live is None or live.uid != task.uid:
+            return False
+        desired = ("False", reason, message)
+        pod = live.pod
+        same_nominated = not nominated or nominated == pod.nominated_node
+        if not force and pod.scheduled_condition == desired and same_nominated:
+            return False
+        prev = self._pod_written.get(task.key)
+        if not force and prev is not None and prev[0] == desired and pod.resource_version in (prev[1], prev[2]):
+            return False
+        self._pod_written[task.key] = (desired, pod.resource_version, "")
+        status: dict[str, Any] = {
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": reason,
+                    "message": message,
+                    "lastTransitionTime": now_rfc3339(),
+                }
+            ]
+        }
+        if nominated:
+            status["nominatedNodeName"] = nominated
+        body = {"status": status}
+        client = self.client
+        key = task.key
+        rv_then = pod.resource_version
+        path = resource_path("/api/v1", "pods", task.namespace, task.name, "status")
+
+        async def write() -> None:
+            try:
+                # strategic merge: conditions merge by type, as kube-scheduler patches them
+                out = await with_retry(
+                    lambda: client.request("PATCH", path, body=body, content_type=STRATEGIC_MERGE_PATCH)
+                )
+            except ApiError as exc:
+                self._pod_written.pop(key, None)
+                if exc.status != 404:
+                    log.warning("pod condition write failed", pod=key, error=str(exc))
+                return
+            self.pod_writes += 1
+            rv = str(((out or {}).get("metadata") or {}).get("resourceVersion") or "")
+            if self._pod_written.get(key, ((),))[0] == desired:
+                self._pod_written[key] = (desired, rv_then, rv)
+
+        self.queue.submit(f"pod/{key}", write)
+        self.recorder.record(pod_ref(task), "Warning", "FailedScheduling", message)
+        return True
+
+    def forget_pod(self, key: str) -> None:
+        self._pod_written.pop(key, None)
+
+    # ----------------------------------------------------------------- queues --
+    def queue_statuses(self, phases: dict[str, str], allocated: dict[str, Any]) -> int:
+        """PodGroup counts by phase (and allocated resources) per queue, written when changed."""
+        if self.dry_run or self.client is None:
+            return 0
+        counts: dict[str, dict[str, int]] = {q: {k: 0 for k, _ in QUEUE_PHASES} for q in self.cache.state.queues}
+        state = self.cache.state
+        for uid, job in state.jobs.items():
+            if uid in state.implicit_jobs or job.queue not in counts:
+                continue
+            phase = phases.get(uid, job.pod_group_status.phase)
+            for field_name, p in QUEUE_PHASES:
+                if p == phase:
+                    counts[job.queue][field_name] += 1
+        written = 0
+        for q, c in counts.items():
+            body: dict[str, Any] = dict(c)
+            alloc = allocated.get(q)
+            if alloc is not None:
+                body["allocated"] = {name: format_quantity(name, v) for name, v in alloc.items() if v}
+            cur = self.cache.queue_status.get(q, {})
+            cur_view = {k: cur.get(k, 0) or 0 for k in body if k != "allocated"}
+            if "allocated" in body:
+                cur_view["allocated"] = cur.get("allocated") or {}
+            decision = json.dumps(body, sort_keys=True)
+            if json.dumps(cur_view, sort_keys=True) == decision:
+                self._queue_written.pop(q, None)  # confirmed by the watch
+                continue
+            if self._queue_written.get(q) == decision:
+                continue  # written, the watch has not shown it yet
+            self._queue_written[q] = decision
+            self._submit_queue(q, body, decision)
+            written += 1
+        return written
+
+    def _submit_queue(self, q: str, body: dict[str, Any], decision: str) -> None:
+        client = self.client
+        assert client is not None
+        path = resource_path(PG_PREFIX, "queues", "", q, "status")
+
+        async def write() -> None:
+            try:
+                await with_retry(lambda: client.request("PATCH", path, body={"status": body}, content_type=MERGE_PATCH))
+                self.queue_writes += 1
+            except ApiError as exc:
+                if self._queue_written.get(q) == decision:
+                    del self._queue_written[q]
+                if exc.status != 404:
+                    log.warning("queue status write failed", queue=q, error=str(exc))
+
+        self.queue.submit(f"queue/{q}", write)

@@ -1,0 +1,266 @@
+"""Prometheus metrics with Volcano's names, types, labels and buckets (spec section 9).
+
+All collectors live in one dedicated `CollectorRegistry` per `SchedulerMetrics`, so tests and two
+daemons in one process never collide in prometheus_client's global registry. Two Volcano counters
+do not end in `_total` (`volcano_total_preemption_attempts`, `volcano_job_retry_counts`);
+prometheus_client would append `_total` to them, so they are rendered by hand to keep the exact
+names dashboards query. Series of deleted jobs and queues are removed after every session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import prometheus_client
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+# Go's client does not export `_created` samples; without this every counter and histogram
+# would carry an extra series Volcano users have never seen.
+prometheus_client.disable_created_metrics()
+
+NS = "volcano"
+
+
+def exponential_buckets_range(low: float, high: float, count: int) -> list[float]:
+    """Prometheus ExponentialBucketsRange: `count` buckets from low to high by a constant factor."""
+    factor = math.pow(high / low, 1.0 / (count - 1))
+    return [low * math.pow(factor, i) for i in range(count)]
+
+
+class LegacyCounter:
+    """A counter exposed under a name that does not end in `_total`, exactly as Go writes it."""
+
+    def __init__(self, name: str, documentation: str, labels: tuple[str, ...] = ()) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labels = labels
+        self.values: dict[tuple[str, ...], float] = {}
+
+    def inc(self, *label_values: str, amount: float = 1.0) -> None:
+        self.values[label_values] = self.values.get(label_values, 0.0) + amount
+
+    def remove(self, *label_values: str) -> None:
+        self.values.pop(label_values, None)
+
+    def render(self) -> str:
+        lines = [f"# HELP {self.name} {self.documentation}", f"# TYPE {self.name} counter"]
+        if not self.labels and not self.values:
+            self.values[()] = 0.0  # an unlabelled Go counter is exported at 0 from the start
+        for lv, v in sorted(self.values.items()):
+            lab = ",".join(f'{k}="{_escape(x)}"' for k, x in zip(self.labels, lv, strict=True))
+            lines.append(f"{self.name}{{{lab}}} {_num(v)}" if lab else f"{self.name} {_num(v)}")
+        return "\n".join(lines) + "\n"
+
+
+def _escape(v: str) -> str:
+    return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _num(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else repr(v)
+
+
+_RESOURCE_KINDS = ("allocated", "request", "deserved", "capacity", "real_capacity", "inqueue")
+
+
+class SchedulerMetrics:
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry(auto_describe=True)
+
+        def hist(name: str, doc: str, lo: float, hi: float, n: int, labels: Iterable[str] = ()) -> Histogram:
+            return Histogram(name, doc, list(labels), registry=r, buckets=exponential_buckets_range(lo, hi, n))
+
+        self.e2e_latency = hist(
+            f"{NS}_e2e_scheduling_latency_milliseconds",
+            "Duration of a single scheduling session execution in milliseconds.",
+            1, 5000, 20,
+        )
+        self.open_session = hist(
+            f"{NS}_open_session_duration_milliseconds",
+            "Duration of opening a scheduling session in milliseconds, including cache snapshot and session initialization.",
+            1, 5000, 20,
+        )
+        self.e2e_job_latency = hist(
+            f"{NS}_e2e_job_scheduling_latency_milliseconds",
+            "End-to-end job scheduling latency in milliseconds (creation to last task assumed)",
+            100, 120000, 30,
+        )
+        job_labels = ["job_name", "queue", "job_namespace"]
+        self.e2e_job_duration = Gauge(f"{NS}_e2e_job_scheduling_duration", "Per-job duration from job creation to last task assumed in scheduler cache, in milliseconds", job_labels, registry=r)
+        self.e2e_job_start = Gauge(f"{NS}_e2e_job_scheduling_start_time", "E2E job scheduling start time", job_labels, registry=r)
+        self.e2e_job_last = Gauge(f"{NS}_e2e_job_scheduling_last_time", "E2E job scheduling last time", job_labels, registry=r)
+        self.plugin_latency = hist(
+            f"{NS}_plugin_scheduling_latency_milliseconds", "Plugin scheduling latency in milliseconds",
+            0.1, 100, 15, ("plugin", "OnSession"),
+        )
+        self.action_latency = hist(
+            f"{NS}_action_scheduling_latency_milliseconds", "Action scheduling latency in milliseconds",
+            1, 2000, 20, ("action",),
+        )
+        self.task_latency = hist(
+            f"{NS}_task_scheduling_latency_milliseconds",
+            "Task scheduling latency from creation to various stages in milliseconds",
+            50, 60000, 30, ("stage",),
+        )
+        self.stage_duration = hist(
+            f"{NS}_scheduling_stage_duration_milliseconds",
+            "Duration of per-task scheduling stages (Predicate, Scoring, PreBind, Bind) in milliseconds",
+            0.1, 500, 20, ("stage",),
+        )
+        # Registered like Volcano's, which has no caller incrementing it.
+        self.schedule_attempts = Counter(f"{NS}_schedule_attempts_total", "Number of attempts to schedule pods, by the result.", ["result"], registry=r)
+        self.preemption_victims = Gauge(f"{NS}_pod_preemption_victims", "Number of selected preemption victims", registry=r)
+        self.preemption_attempts = LegacyCounter(f"{NS}_total_preemption_attempts", "Total preemption attempts in the cluster till now")
+        self.eviction_transactions = Counter(f"{NS}_eviction_transactions_total", "Total number of committed eviction transactions, by action", ["action"], registry=r)
+        self.unschedule_task_count = Gauge(f"{NS}_unschedule_task_count", "Number of tasks could not be scheduled", ["job_id"], registry=r)
+        self.unschedule_job_count = Gauge(f"{NS}_unschedule_job_count", "Number of jobs could not be scheduled", registry=r)
+        self.job_share = Gauge(f"{NS}_job_share", "Share for one job", ["job_ns", "job_id"], registry=r)
+        self.job_retry_counts = LegacyCounter(f"{NS}_job_retry_counts", "Number of retry counts for one job", ("job_id",))
+        self.queue: dict[str, tuple[Gauge, Gauge, Gauge]] = {}
+        for kind in _RESOURCE_KINDS:
+            what = kind.replace("_", " ").capitalize()
+            self.queue[kind] = (
+                Gauge(f"{NS}_queue_{kind}_milli_cpu", f"{what} CPU count for one queue", ["queue_name"], registry=r),
+                Gauge(f"{NS}_queue_{kind}_memory_bytes", f"{what} memory for one queue", ["queue_name"], registry=r),
+                Gauge(f"{NS}_queue_{kind}_scalar_resources", f"{what} scalar resources for one queue", ["queue_name", "resource"], registry=r),
+            )
+        self.queue_share = Gauge(f"{NS}_queue_share", "Share for one queue", ["queue_name"], registry=r)
+        self.queue_weight = Gauge(f"{NS}_queue_weight", "Weight for one queue", ["queue_name"], registry=r)
+        self.queue_overused = Gauge(f"{NS}_queue_overused", "If one queue is overused", ["queue_name"], registry=r)
+        # ours, beyond Volcano's set
+        self.pods_bound = Counter(f"{NS}_pods_bound_total", "Pods bound to a node by this scheduler (Binding accepted by the API server)", registry=r)
+        self.bind_errors = Counter(f"{NS}_bind_errors_total", "Binding requests that failed, by HTTP status (0 = no answer)", ["code"], registry=r)
+        self.dry_run_binds = Counter(f"{NS}_dry_run_binds_total", "Binds decided but not written because of --dry-run", registry=r)
+        self.config_reloads = Counter(f"{NS}_config_reloads_total", "Scheduler configurations accepted at runtime, by source", ["source"], registry=r)
+        self.config_reload_failures = Counter(f"{NS}_config_reload_failures_total", "Scheduler configurations refused at runtime (the last good one stays), by source", ["source"], registry=r)
+        self.is_leader = Gauge(f"{NS}_leader", "1 when this replica holds the leader lease (or leader election is off)", registry=r)
+        self.sessions_skipped = Counter(f"{NS}_sessions_skipped_total", "Schedule periods with no session because nothing changed and nothing is pending", registry=r)
+        self._job_labels: dict[str, tuple[str, str, str]] = {}
+        self._unsched_jobs: set[str] = set()
+        self._queue_scalars: dict[str, dict[str, set[str]]] = {}
+        self._queues: set[str] = set()
+
+    # ------------------------------------------------------------------ exposition --
+    def render(self) -> bytes:
+        return generate_latest(self.registry) + (
+            self.preemption_attempts.render() + self.job_retry_counts.render()
+        ).encode()
+
+    # ------------------------------------------------------------------ sessions --
+    def observe_session(self, res: Any, proportion_attrs: dict[str, Any] | None = None) -> None:
+        """One session's timings, unschedulable counts and (with proportion) queue gauges."""
+        self.e2e_latency.observe(res.total_ms)
+        self.open_session.observe(res.open_ms)
+        for action, ms in res.action_ms.items():
+            self.action_latency.labels(action).observe(ms)
+        for plugin, ms in res.plugin_open_ms.items():
+            self.plugin_latency.labels(plugin, "OnSessionOpen").observe(ms)
+        for plugin, ms in res.plugin_close_ms.items():
+            self.plugin_latency.labels(plugin, "OnSessionClose").observe(ms)
+        self._observe_unschedulable(res)
+        self._observe_evictions(res)
+        if proportion_attrs:
+            for name, attr in proportion_attrs.items():
+                self.set_queue(name, attr)
+
+    def _observe_unschedulable(self, res: Any) -> None:
+        per_job: dict[str, int] = {}
+        for c in res.pod_conditions:
+            if c.reason == "Unschedulable" or c.reason == "Schedulable":
+                per_job[c.task.job] = per_job.get(c.task.job, 0) + 1
+        unsched_jobs = {
+            uid
+            for uid, st in res.podgroup_status.items()
+            if any(c.type == "Unschedulable" and c.status == "True" and c.transition_id == res.uid for c in st.conditions)
+        }
+        for uid in unsched_jobs:
+            self.unschedule_task_count.labels(uid).set(per_job.get(uid, 0))
+        for uid in self._unsched_jobs - unsched_jobs:
+            # a job that became schedulable: Volcano leaves the last value; 0 is what is true now
+            self.unschedule_task_count.labels(uid).set(0)
+        self._unsched_jobs |= unsched_jobs
+        self.unschedule_job_count.set(len(unsched_jobs))
+
+    def _observe_evictions(self, res: Any) -> None:
+        reasons = {reason for _t, reason in res.evictions}
+        for reason in reasons:
+            if reason in ("preempt", "reclaim", "gangpreempt", "gangreclaim"):
+                self.eviction_transactions.labels(reason).inc()
+        n_preempt = sum(1 for _t, reason in res.evictions if reason == "preempt")
+        if n_preempt:
+            self.preemption_attempts.inc()
+            self.preemption_victims.set(n_preempt)
+
+    def observe_job_placed(self, name: str, queue: str, namespace: str, creation: float, start: float, done: bool) -> None:
+        now = time.time()
+        uid = f"{namespace}/{name}"
+        self._job_labels[uid] = (name, queue, namespace)
+        ms = max(now - creation, 0.0) * 1000 if creation else 0.0
+        self.e2e_job_duration.labels(name, queue, namespace).set(ms)
+        if start:
+            self.e2e_job_start.labels(name, queue, namespace).set(int(start))
+        self.e2e_job_last.labels(name, queue, namespace).set(int(now))
+        if done:
+            self.e2e_job_latency.observe(ms)
+
+    def set_queue(self, name: str, attr: Any) -> None:
+        self._queues.add(name)
+        for kind in _RESOURCE_KINDS:
+            res = getattr(attr, kind, None)
+            if kind == "capacity" and res is None:
+                continue
+            if res is None:
+                continue
+            cpu_g, mem_g, scalar_g = self.queue[kind]
+            cpu_g.labels(name).set(_finite(res.milli_cpu))
+            mem_g.labels(name).set(_finite(res.memory))
+            known = self._queue_scalars.setdefault(name, {}).setdefault(kind, set())
+            current = {str(k): _finite(v) for k, v in res.scalars.items()}
+            for k, v in current.items():
+                scalar_g.labels(name, k).set(v)
+            for k in known - set(current):
+                scalar_g.labels(name, k).set(0)
+            known |= set(current)
+        self.queue_share.labels(name).set(_finite(attr.share))
+        self.queue_weight.labels(name).set(attr.weight)
+        overused = attr.deserved is not None and attr.deserved.less_equal(attr.allocated) and not attr.allocated.is_empty()
+        self.queue_overused.labels(name).set(1 if overused else 0)
+
+    # ------------------------------------------------------------------ removal --
+    def prune(self, jobs: set[str], queues: set[str]) -> None:
+        """Drop the series of jobs and queues that no longer exist (Volcano's Delete*Metrics)."""
+        for uid in [u for u in self._job_labels if u not in jobs]:
+            name, queue, ns = self._job_labels.pop(uid)
+            for g in (self.e2e_job_duration, self.e2e_job_start, self.e2e_job_last):
+                _remove(g, name, queue, ns)
+            _remove(self.job_share, ns, uid)
+            self.job_retry_counts.remove(uid)
+        for uid in [u for u in self._unsched_jobs if u not in jobs]:
+            self._unsched_jobs.discard(uid)
+            _remove(self.unschedule_task_count, uid)
+        for name in [q for q in self._queues if q not in queues]:
+            self._queues.discard(name)
+            for kind in _RESOURCE_KINDS:
+                cpu_g, mem_g, scalar_g = self.queue[kind]
+                _remove(cpu_g, name)
+                _remove(mem_g, name)
+                for res in self._queue_scalars.get(name, {}).get(kind, set()):
+                    _remove(scalar_g, name, res)
+            self._queue_scalars.pop(name, None)
+            for g in (self.queue_share, self.queue_weight, self.queue_overused):
+                _remove(g, name)
+
+
+def _finite(v: float) -> float:
+    # an unlimited capability is infinite inside the core; Prometheus accepts +Inf, but a huge
+    # finite value is what Volcano exports (MaxFloat64), so dashboards compare the same way
+    return v if math.isfinite(v) else 1.7976931348623157e308
+
+
+def _remove(metric: Any, *labels: str) -> None:
+    with contextlib.suppress(KeyError):
+        metric.remove(*labels)

@@ -1,0 +1,260 @@
+"""HTTP handlers for resource requests: one function per verb over the store.
+
+The app module parses the URL into a `ResourceRequest`; here it becomes a store call and a JSON
+answer. Bodies are JSON only (kubectl and every client library send JSON; a protobuf `Accept`
+gets JSON, which clients accept as their fallback).
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from scheduler.sim.apiserver import codec, tables
+from scheduler.sim.apiserver.errors import (
+    ApiError,
+    bad_request,
+    expired,
+    method_not_allowed,
+    success,
+    unsupported_media_type,
+)
+from scheduler.sim.apiserver.resources import ResourceInfo
+from scheduler.sim.apiserver.selectors import Selector
+from scheduler.sim.apiserver.store import Store
+from scheduler.sim.apiserver.watch import WatchOptions, WatchStream
+
+PATCH_TYPES = {
+    "application/merge-patch+json": "merge",
+    "application/strategic-merge-patch+json": "strategic",
+    "application/json-patch+json": "json",
+}
+JSON = "application/json"
+
+
+@dataclass
+class ResourceRequest:
+    res: ResourceInfo
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+    watch: bool
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None,
+                  content_type: str = JSON) -> web.Response:
+    return web.Response(body=codec.dumps(body), status=status, headers={**(headers or {}), "Content-Type": content_type})
+
+
+def error_response(err: ApiError) -> web.Response:
+    return json_response(err.status(), err.code, err.headers)
+
+
+def decode_body(raw: bytes) -> Any:
+    if not raw:
+        raise bad_request("the request body is empty")
+    try:
+        return codec.loads(raw)
+    except (codec.DecodeError, ValueError, UnicodeDecodeError) as exc:
+        raise bad_request(f"the object provided is unrecognized (must be of type JSON): {exc}") from None
+
+
+def _check_kind(rr: ResourceRequest, body: Any, expected_kind: str | None = None) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise bad_request("the request body must be a JSON object")
+    kind = body.get("kind")
+    want = expected_kind or rr.res.kind
+    if kind and kind != want and not (expected_kind is None and kind == "DeleteOptions"):
+        raise bad_request(f"the API version in the data ({body.get('apiVersion')}) and kind ({kind}) do not match the expected {want}")
+    return body
+
+
+def _is_dry_run(request: web.Request) -> bool:
+    return request.query.get("dryRun", "") == "All"
+
+
+def _continue_token(rv: int, ns: str, name: str) -> str:
+    raw = codec.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": f"{ns}/{name}\x00"})
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _parse_continue(token: str) -> tuple[int, tuple[str, str]]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        doc = codec.loads(raw)
+        ns, name = doc["start"].rstrip("\x00").split("/", 1)
+        return int(doc["rv"]), (ns, name)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise bad_request("continue key is not valid: invalid continue token") from None
+
+
+def selector_of(request: web.Request, rr: ResourceRequest) -> Selector:
+    q = request.query
+    return Selector.parse(q.get("labelSelector"), q.get("fieldSelector"), rr.res.key,
+                          rr.namespace if rr.res.namespaced else None)
+
+
+def list_objects(store: Store, request: web.Request, rr: ResourceRequest) -> dict[str, Any]:
+    sel = selector_of(request, rr)
+    q = request.query
+    limit = int(q.get("limit") or 0) if (q.get("limit") or "0").isdigit() else 0
+    list_rv = store.rv
+    start_after: tuple[str, str] | None = None
+    if q.get("continue"):
+        list_rv, start_after = _parse_continue(q["continue"])
+        if list_rv < store.history(rr.res).floor_rv:
+            raise expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+    items: list[dict[str, Any]] = []
+    cont = ""
+    remaining = 0
+    if limit or start_after is not None:
+        keys = store.sorted_keys(rr.res)
+        i = bisect.bisect_right(keys, start_after) if start_after is not None else 0
+        n = len(keys)
+        while i < n:
+            ns, name = keys[i]
+            i += 1
+            obj = store.get(rr.res, ns or None, name)
+            if obj is None or not sel.matches(obj):
+                continue
+            items.append(obj)
+            if limit and len(items) >= limit:
+                if i < n:
+                    cont = _continue_token(list_rv, ns, name)
+                    remaining = sum(1 for k in keys[i:] if (o := store.get(rr.res, k[0] or None, k[1])) is not None and sel.matches(o))
+                    if remaining == 0:
+                        cont = ""
+                break
+    else:
+        items = store.list(rr.res) if sel.empty else sorted(store.iter_objects(rr.res, sel), key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
+    md: dict[str, Any] = {"resourceVersion": str(list_rv)}
+    if cont:
+        md["continue"] = cont
+        md["remainingItemCount"] = remaining
+    return {"kind": rr.res.list_kind, "apiVersion": rr.res.api_version, "metadata": md, "items": items}
+
+
+async def handle_get(store: Store, request: web.Request, rr: ResourceRequest) -> web.StreamResponse:
+    if rr.watch or request.query.get("watch") in ("true", "1"):
+        return await handle_watch(store, request, rr)
+    table = tables.wants_table(request.headers.get("Accept", ""))
+    if rr.name is None:
+        doc = list_objects(store, request, rr)
+        if table:
+            return json_response(tables.to_table(rr.res, doc["items"], doc["metadata"], request.query.get("includeObject")))
+        return json_response(doc)
+    if rr.subresource not in (None, "status"):
+        raise method_not_allowed()
+    obj = store.must_get(rr.res, rr.namespace, rr.name)
+    if table:
+        return json_response(tables.to_table(rr.res, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]},
+                                             request.query.get("includeObject")))
+    return json_response(obj)
+
+
+async def handle_watch(store: Store, request: web.Request, rr: ResourceRequest) -> web.StreamResponse:
+    q = request.query
+    sel = selector_of(request, rr)
+    if rr.name is not None:
+        sel = Selector(sel.labels, (*sel.fields, *Selector.parse(None, f"metadata.name={rr.name}", rr.res.key).fields), sel.namespace)
+    try:
+        timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else None
+    except ValueError:
+        raise bad_request(f"invalid timeoutSeconds: {q['timeoutSeconds']!r}") from None
+    server = request.app["server"]
+    opts = WatchOptions(
+        resource_version=q.get("resourceVersion"),
+        timeout=timeout if timeout is not None else server.watch_timeout,
+        bookmarks=q.get("allowWatchBookmarks") in ("true", "1"),
+        bookmark_interval=server.bookmark_interval,
+        send_initial_events=(q.get("sendInitialEvents") == "true") if "sendInitialEvents" in q else None,
+        close_after=server.faults.watch_lifetime,
+    )
+    stream = WatchStream(store, rr.res, sel, opts)  # raises 400 before the response starts
+    table = tables.wants_table(request.headers.get("Accept", ""))
+    resp = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache, private"})
+    resp.enable_chunked_encoding()
+    await resp.prepare(request)
+    server.active_watches += 1
+    try:
+        async for chunk in stream.events():
+            if table:
+                chunk = tables.table_watch_chunk(rr.res, chunk)
+            await resp.write(chunk)
+    except (ConnectionResetError, ConnectionError):
+        return resp
+    finally:
+        server.active_watches -= 1
+    await resp.write_eof()
+    return resp
+
+
+async def handle_post(store: Store, request: web.Request, rr: ResourceRequest, body: Any) -> web.Response:
+    if rr.subresource == "binding" and rr.res.key == "pods":
+        binding = _check_kind(rr, body, "Binding")
+        name = rr.name or (binding.get("metadata") or {}).get("name")
+        store.bind(rr.namespace or "default", str(name), binding)
+        return json_response(success(code=201), 201)
+    if rr.subresource == "eviction" and rr.res.key == "pods":
+        eviction = _check_kind(rr, body, "Eviction")
+        store.evict(rr.namespace or "default", str(rr.name), eviction)
+        return json_response(success(code=201), 201)
+    if rr.name is not None:
+        raise method_not_allowed()
+    obj = store.create(_check_kind(rr, body), rr.namespace, rr.res, dry_run=_is_dry_run(request))
+    return json_response(obj, 201)
+
+
+async def handle_put(store: Store, request: web.Request, rr: ResourceRequest, body: Any) -> web.Response:
+    if rr.name is None or rr.subresource not in (None, "status"):
+        raise method_not_allowed()
+    before = store.get(rr.res, rr.namespace, rr.name)
+    obj = store.update(_check_kind(rr, body), rr.namespace, rr.res, rr.subresource, rr.name, dry_run=_is_dry_run(request))
+    return json_response(obj, 200 if before is not None else 201)
+
+
+async def handle_patch(store: Store, request: web.Request, rr: ResourceRequest, raw: bytes) -> web.Response:
+    if rr.name is None or rr.subresource not in (None, "status"):
+        raise method_not_allowed()
+    ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
+    ptype = PATCH_TYPES.get(ctype)
+    if ptype is None:
+        raise unsupported_media_type(ctype)
+    if ptype == "strategic" and rr.res.group not in ("", "apps", "policy", "rbac.authorization.k8s.io",
+                                                     "scheduling.k8s.io", "coordination.k8s.io", "events.k8s.io"):
+        # as the real server: custom resources have no Go struct to derive merge keys from
+        raise ApiError(415, "UnsupportedMediaType", "strategic merge patch is not supported for custom resources; use merge-patch+json or json-patch+json")
+    patch = decode_body(raw)
+    obj = store.patch(rr.res, rr.namespace, rr.name, patch, ptype, rr.subresource, dry_run=_is_dry_run(request))
+    return json_response(obj)
+
+
+async def handle_delete(store: Store, request: web.Request, rr: ResourceRequest, raw: bytes) -> web.Response:
+    opts: dict[str, Any] = decode_body(raw) if raw.strip() else {}
+    if not isinstance(opts, dict):
+        raise bad_request("DeleteOptions must be a JSON object")
+    q = request.query
+    grace = opts.get("gracePeriodSeconds")
+    if q.get("gracePeriodSeconds") not in (None, ""):
+        try:
+            grace = int(q["gracePeriodSeconds"])
+        except ValueError:
+            raise bad_request(f"invalid gracePeriodSeconds {q['gracePeriodSeconds']!r}") from None
+    dry = _is_dry_run(request) or "All" in (opts.get("dryRun") or [])
+    if rr.name is None:
+        # deletecollection: every matching object, answered as the list of what was deleted
+        sel = selector_of(request, rr)
+        deleted = [store.delete(rr.res, o["metadata"].get("namespace"), o["metadata"]["name"], grace, None, dry)
+                   for o in sorted(store.iter_objects(rr.res, sel), key=lambda o: o["metadata"]["name"])]
+        return json_response({"kind": rr.res.list_kind, "apiVersion": rr.res.api_version,
+                              "metadata": {"resourceVersion": str(store.rv)}, "items": deleted})
+    if rr.subresource is not None:
+        raise method_not_allowed()
+    obj = store.delete(rr.res, rr.namespace, rr.name, grace, opts.get("preconditions"), dry)
+    if store.get(rr.res, rr.namespace, rr.name) is not None:
+        return json_response(obj, 202 if obj["metadata"].get("deletionTimestamp") else 200)
+    return json_response(obj, 200)

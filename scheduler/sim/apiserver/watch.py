@@ -1,0 +1,140 @@
+"""Watch streams: newline-delimited JSON events read from the store's history ring.
+
+A stream keeps a cursor into its resource's ring and, when it has caught up, waits on the
+store's per-resource "changed" future; one write wakes every waiting stream once, and each
+stream then sends everything new in one chunk. Selector watches translate transitions as the
+real server does: an object that starts matching is ADDED, one that stops matching is DELETED.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+from scheduler.sim.apiserver import codec
+from scheduler.sim.apiserver.errors import ApiError, bad_request, expired
+from scheduler.sim.apiserver.history import Event
+from scheduler.sim.apiserver.resources import ResourceInfo
+from scheduler.sim.apiserver.selectors import Selector
+from scheduler.sim.apiserver.store import Store
+
+DEFAULT_TIMEOUT = 1800.0
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+
+@dataclass
+class WatchOptions:
+    resource_version: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    bookmarks: bool = False
+    bookmark_interval: float = 5.0
+    send_initial_events: bool | None = None
+    # seconds after which the server drops the stream (fault injection), None = never
+    close_after: Callable[[], float | None] = lambda: None
+
+
+def _error_line(err: ApiError) -> bytes:
+    return b'{"type":"ERROR","object":' + codec.dumps(err.status()) + b"}\n"
+
+
+def _too_old(rv: int, floor: int) -> ApiError:
+    return expired(f"too old resource version: {rv} ({floor})")
+
+
+class WatchStream:
+    def __init__(self, store: Store, res: ResourceInfo, selector: Selector, opts: WatchOptions) -> None:
+        self.store = store
+        self.res = res
+        self.selector = selector
+        self.opts = opts
+        rv_text = opts.resource_version
+        self.start_rv: int | None = None
+        if rv_text not in (None, "", "0"):
+            try:
+                self.start_rv = int(str(rv_text))
+            except ValueError:
+                raise bad_request(f"invalid resource version: {rv_text!r}") from None
+        self.initial = self.start_rv is None or bool(opts.send_initial_events)
+
+    def _bookmark(self, annotations: dict[str, str] | None = None) -> bytes:
+        md: dict[str, object] = {"resourceVersion": str(self.store.rv)}
+        if annotations:
+            md["annotations"] = annotations
+        obj = {"kind": self.res.kind, "apiVersion": self.res.api_version, "metadata": md}
+        return b'{"type":"BOOKMARK","object":' + codec.dumps(obj) + b"}\n"
+
+    def _line(self, ev: Event) -> bytes | None:
+        sel = self.selector
+        if sel.empty:
+            return ev.line()
+        now = sel.matches(ev.obj)
+        if ev.type == "ADDED":
+            return ev.line() if now else None
+        if ev.type == "DELETED":
+            return ev.line() if now else None
+        before = ev.old is not None and sel.matches(ev.old)
+        if now and before:
+            return ev.line()
+        if now:
+            return ev.line("ADDED")
+        if before:
+            return ev.line("DELETED")
+        return None
+
+    async def events(self) -> AsyncIterator[bytes]:
+        history = self.store.history(self.res)
+        started = time.monotonic()
+        deadline = started + self.opts.timeout
+        close_after = self.opts.close_after()
+        if close_after is not None:
+            deadline = min(deadline, started + close_after)
+        if self.initial:
+            # everything that exists now, as ADDED, then the changes after it
+            cursor = history.seq
+            batch = [b'{"type":"ADDED","object":' + codec.dumps(o) + b"}\n"
+                     for o in self.store.iter_objects(self.res, self.selector)]
+            if self.opts.send_initial_events and self.opts.bookmarks:
+                batch.append(self._bookmark({INITIAL_EVENTS_END: "true"}))
+            for i in range(0, len(batch), 500):
+                yield b"".join(batch[i:i + 500])
+        else:
+            assert self.start_rv is not None
+            found = history.seq_after(self.start_rv)
+            if found is None:
+                yield _error_line(_too_old(self.start_rv, history.floor_rv))
+                return
+            cursor = found
+        last_sent = time.monotonic()
+        while True:
+            if cursor < history.first_seq:
+                # this stream fell behind the ring (or history was expired): the client must relist
+                yield _error_line(_too_old(self.start_rv or 0, history.floor_rv))
+                return
+            lines: list[bytes] = []
+            while cursor < history.seq:
+                ev = history.at(cursor)
+                cursor += 1
+                if ev is not None and (line := self._line(ev)) is not None:
+                    lines.append(line)
+                    self.start_rv = ev.rv
+            if lines:
+                yield b"".join(lines)
+                last_sent = time.monotonic()
+                continue
+            now = time.monotonic()
+            if now >= deadline:
+                return
+            wait = deadline - now
+            if self.opts.bookmarks:
+                until_bookmark = last_sent + self.opts.bookmark_interval - now
+                if until_bookmark <= 0:
+                    yield self._bookmark()
+                    last_sent = now
+                    continue
+                wait = min(wait, until_bookmark)
+            fut = self.store.changed(self.res.key)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(fut), wait)

@@ -328,6 +328,7 @@ class Daemon:
         self.sessions = 0
         self.session_errors = 0
         self.last_result: SessionResult | None = None
+        self._last_warnings: set[str] = set()
 
     # ------------------------------------------------------------------ wiring --
     def _wire_writers(self) -> None:
@@ -529,7 +530,11 @@ class Daemon:
                 allocated.setdefault(job.queue, Res()).add(job.allocated)
         q_writes = self.status.queue_statuses({u: st.phase for u, st in res.podgroup_status.items()}, allocated)
         self._observe(res, attrs)
-        busy = bound or evicted or pg_writes or cond_writes or q_writes or res.warnings
+        busy = bound or evicted or pg_writes or cond_writes or q_writes
+        new_warnings = sorted(set(res.warnings) - self._last_warnings)
+        self._last_warnings = set(res.warnings)
+        for w in new_warnings:  # a warning repeated by every session is logged once
+            log.warning("session warning", warning=w)
         # one line per session that did something; idle sessions (pods that still do not fit)
         # only at -v=4, or a 1 s period would write 86,400 identical lines a day
         (log.info if busy else log.debug)(
@@ -546,7 +551,6 @@ class Daemon:
             condition_writes=cond_writes,
             queue_writes=q_writes,
             in_flight=self.binder.in_flight(),
-            warnings=res.warnings[:5] or None,
         )
 
     def _observe(self, res: SessionResult, attrs: dict[str, Any] | None) -> None:

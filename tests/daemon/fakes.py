@@ -1,0 +1,53 @@
+"""A scripted stand-in for KubeClient: records every call and answers from a table of responders."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from scheduler.kube.client import ApiError
+
+
+class FakeClient:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, Any]] = []
+        # (method, path prefix) -> callable(body, query) returning the answer or raising ApiError
+        self.responders: list[tuple[str, str, Callable[[Any, Any], Any]]] = []
+        self.bind_answers: list[ApiError | None] = []
+        self.binds: list[dict[str, Any]] = []
+        self.watch_scripts: list[list[dict[str, Any]] | ApiError] = []
+
+    def on(self, method: str, prefix: str, fn: Callable[[Any, Any], Any]) -> None:
+        self.responders.insert(0, (method, prefix, fn))
+
+    async def request(self, method: str, path: str, query: Any = None, body: Any = None,
+                      content_type: str | None = None, timeout: float | None = None) -> Any:
+        self.calls.append((method, path, body))
+        await asyncio.sleep(0)
+        for m, prefix, fn in self.responders:
+            if m == method and path.startswith(prefix):
+                return fn(body, query)
+        return {}
+
+    async def bind(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+        self.binds.append(body)
+        await asyncio.sleep(0)
+        answer = self.bind_answers.pop(0) if self.bind_answers else None
+        if answer is not None:
+            raise answer
+
+    async def watch(self, path: str, query: dict[str, Any], timeout: float) -> AsyncIterator[dict[str, Any]]:
+        self.calls.append(("WATCH", path, dict(query)))
+        script = self.watch_scripts.pop(0) if self.watch_scripts else None
+        if script is None:
+            await asyncio.sleep(3600)
+            return
+        if isinstance(script, ApiError):
+            raise script
+        for ev in script:
+            await asyncio.sleep(0)
+            yield ev
+
+    def count(self, method: str, fragment: str) -> int:
+        return sum(1 for m, p, _ in self.calls if m == method and fragment in p)

@@ -1,0 +1,232 @@
+"""A decided pod is bound exactly once: claimed in the cache before the Binding is sent, kept
+claimed against stale watch events, released on failure, and resynced (never re-bound) on 409."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any
+
+import pytest
+
+from scheduler.framework.cycle import BindDecision
+from scheduler.kube.binder import Binder
+from scheduler.kube.cache import SchedulerCache
+from scheduler.kube.client import ApiError
+from scheduler.kube.status import EventRecorder, StatusWriter
+from scheduler.metrics import SchedulerMetrics
+from scheduler.model.objects import TaskStatus
+from tests.builders import node, pod, podgroup, queue
+from tests.daemon.fakes import FakeClient
+
+
+def with_uid(obj: dict[str, Any], uid: str, rv: str = "1") -> dict[str, Any]:
+    obj["metadata"]["uid"] = uid
+    obj["metadata"]["resourceVersion"] = rv
+    return obj
+
+
+def cluster() -> SchedulerCache:
+    c = SchedulerCache()
+    c.upsert_queue(queue("default"))
+    c.upsert_node(node("n1"))
+    c.upsert_podgroup(podgroup("g", 1))
+    c.upsert_pod(with_uid(pod("p1", group="g"), "uid-p1"))
+    return c
+
+
+def decision(c: SchedulerCache, key: str = "c1/p1", node_name: str = "n1", ann: dict[str, str] | None = None) -> BindDecision:
+    task = c.state.get_task(key)
+    assert task is not None
+    return BindDecision(task.clone(), node_name, ann or {})
+
+
+def binder(c: SchedulerCache, client: FakeClient, dry_run: bool = False) -> tuple[Binder, StatusWriter]:
+    rec = EventRecorder(client, dry_run=dry_run)  # type: ignore[arg-type]
+    st = StatusWriter(client, c, rec, dry_run=dry_run)  # type: ignore[arg-type]
+    st.start()
+    return Binder(client, c, st, rec, SchedulerMetrics(), dry_run=dry_run), st  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------------------ cache --
+def test_an_assumed_pod_counts_as_bound_and_cannot_be_claimed_twice() -> None:
+    c = cluster()
+    assert c.assume("c1/p1", "uid-p1", "n1", {"a": "b"}) is True
+    task = c.state.get_task("c1/p1")
+    assert task is not None and task.status == TaskStatus.BOUND and task.node_name == "n1"
+    assert "uid-p1" in c.state.nodes["n1"].tasks
+    assert c.assume("c1/p1", "uid-p1", "n1", {}) is False
+
+
+def test_a_stale_watch_event_does_not_undo_the_claim() -> None:
+    c = cluster()
+    c.assume("c1/p1", "uid-p1", "n1", {})
+    c.upsert_pod(with_uid(pod("p1", group="g"), "uid-p1", rv="2"))  # e.g. a label change, still no node
+    task = c.state.get_task("c1/p1")
+    assert task is not None and task.status == TaskStatus.BOUND and task.node_name == "n1"
+    assert not c.has_pending_work()
+
+
+def test_the_watch_confirming_the_node_ends_the_claim() -> None:
+    c = cluster()
+    c.assume("c1/p1", "uid-p1", "n1", {})
+    c.upsert_pod(with_uid(pod("p1", group="g", node_name="n1"), "uid-p1", rv="3"))
+    assert "c1/p1" not in c.assumed
+
+
+def test_a_failed_bind_makes_the_pod_pending_again() -> None:
+    c = cluster()
+    c.assume("c1/p1", "uid-p1", "n1", {})
+    c.bind_failed("c1/p1")
+    task = c.state.get_task("c1/p1")
+    assert task is not None and task.status == TaskStatus.PENDING and not task.node_name
+    assert "uid-p1" not in c.state.nodes["n1"].tasks
+    assert c.has_pending_work()
+
+
+def test_a_recreated_pod_with_the_same_name_is_not_claimed_by_the_old_decision() -> None:
+    c = cluster()
+    c.delete_pod("c1/p1", None)
+    c.upsert_pod(with_uid(pod("p1", group="g"), "uid-new"))
+    assert c.assume("c1/p1", "uid-p1", "n1", {}) is False
+
+
+def test_malformed_objects_are_skipped_by_name_and_the_good_version_stays(capsys: pytest.CaptureFixture[str]) -> None:
+    c = cluster()
+    bad = with_uid(pod("p1", group="g", cpu="lots"), "uid-p1", rv="9")
+    c.upsert_pod(bad)
+    c.upsert_pod(copy.deepcopy(bad))  # the same bad version is reported once
+    assert c.state.get_task("c1/p1") is not None
+    assert list(c.skipped) == ["Pod c1/p1"]
+    c.upsert_node({"kind": "Node", "metadata": {"name": "n2"}, "status": {"allocatable": {"cpu": []}}})
+    assert "Node n2" in c.skipped
+    c.upsert_pod(with_uid(pod("p1", group="g"), "uid-p1", rv="10"))
+    assert "Pod c1/p1" not in c.skipped
+
+
+def test_node_selector_keeps_only_matching_nodes() -> None:
+    c = SchedulerCache(node_selector={"role": {"train"}})
+    c.upsert_node(node("a", labels={"role": "train"}))
+    c.upsert_node(node("b", labels={"role": "serve"}))
+    assert set(c.state.nodes) == {"a"}
+    c.upsert_node(node("a", labels={"role": "serve"}))
+    assert set(c.state.nodes) == set()
+
+
+# ------------------------------------------------------------------------------------------ binder --
+async def test_successful_bind_posts_one_binding_with_annotations_and_an_event() -> None:
+    c, client = cluster(), FakeClient()
+    b, st = binder(c, client)
+    assert b.submit([decision(c, ann={"volcano.sh/gpu-ids": "0"})]) == 1
+    await b.drain(2)
+    await st.drain(1)
+    await st.stop()
+    assert len(client.binds) == 1
+    body = client.binds[0]
+    assert body["target"] == {"apiVersion": "v1", "kind": "Node", "name": "n1"}
+    assert body["metadata"]["annotations"] == {"volcano.sh/gpu-ids": "0"}
+    assert body["metadata"]["uid"] == "uid-p1"
+    events = [c for c in client.calls if c[0] == "POST" and c[1].endswith("/events")]
+    assert [(e[2]["reason"], e[2]["message"]) for e in events] == [("Scheduled", "Successfully assigned c1/p1 to n1")]
+    assert b.bound == 1 and c.assumed["c1/p1"].sent
+
+
+async def test_the_same_decision_twice_binds_once() -> None:
+    c, client = cluster(), FakeClient()
+    b, st = binder(c, client)
+    d = decision(c)
+    assert b.submit([d]) == 1
+    assert b.submit([d]) == 0  # e.g. the next session before the watch confirmed
+    await b.drain(2)
+    await st.stop()
+    assert len(client.binds) == 1
+
+
+async def test_server_errors_are_retried_then_succeed() -> None:
+    c, client = cluster(), FakeClient()
+    client.bind_answers = [ApiError(500, "InternalError", "boom"), ApiError(429, "TooManyRequests", "slow", 0.01)]
+    b, st = binder(c, client)
+    b.submit([decision(c)])
+    await b.drain(5)
+    await st.stop()
+    assert len(client.binds) == 3 and b.bound == 1 and b.failed == 0
+
+
+async def test_conflict_resyncs_the_pod_and_never_retries() -> None:
+    c, client = cluster(), FakeClient()
+    client.bind_answers = [ApiError(409, "Conflict", "pod p1 is already assigned to node n9")]
+    other = with_uid(pod("p1", group="g", node_name="n9"), "uid-p1", rv="5")
+    client.on("GET", "/api/v1/namespaces/c1/pods/p1", lambda _b, _q: other)
+    b, st = binder(c, client)
+    b.submit([decision(c)])
+    await b.drain(2)
+    await st.stop()
+    assert len(client.binds) == 1 and b.conflicts == 1 and b.bound == 0
+    task = c.state.get_task("c1/p1")
+    assert task is not None and task.node_name == "n9" and "c1/p1" not in c.assumed
+
+
+async def test_a_lost_answer_then_conflict_on_our_own_node_counts_as_bound_once() -> None:
+    c, client = cluster(), FakeClient()
+    client.bind_answers = [ApiError(0, "ConnectionError", "reset"), ApiError(409, "Conflict", "already assigned")]
+    mine = with_uid(pod("p1", group="g", node_name="n1"), "uid-p1", rv="6")
+    client.on("GET", "/api/v1/namespaces/c1/pods/p1", lambda _b, _q: mine)
+    b, st = binder(c, client)
+    b.submit([decision(c)])
+    await b.drain(5)
+    await st.stop()
+    assert len(client.binds) == 2 and b.bound == 1 and b.failed == 0
+
+
+async def test_final_failure_rolls_back_and_tells_the_user_on_the_pod() -> None:
+    c, client = cluster(), FakeClient()
+    client.bind_answers = [ApiError(422, "Invalid", "spec.nodeName: Invalid value")]
+    b, st = binder(c, client)
+    b.submit([decision(c)])
+    await b.drain(2)
+    await st.drain(2)
+    await st.stop()
+    task = c.state.get_task("c1/p1")
+    assert task is not None and task.status == TaskStatus.PENDING and "c1/p1" not in c.assumed
+    [patch] = [x for x in client.calls if x[0] == "PATCH" and x[1].endswith("/pods/p1/status")]
+    cond = patch[2]["status"]["conditions"][0]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("PodScheduled", "False", "SchedulerError")
+    assert cond["message"] == "failed to bind to node n1: 422 Invalid: spec.nodeName: Invalid value"
+    warn = [x[2] for x in client.calls if x[0] == "POST" and x[1].endswith("/events")]
+    assert [(e["type"], e["reason"]) for e in warn] == [("Warning", "FailedScheduling")]
+
+
+async def test_dry_run_writes_nothing_and_counts_each_pod_once() -> None:
+    c, client = cluster(), FakeClient()
+    b, st = binder(c, client, dry_run=True)
+    assert b.submit([decision(c)]) == 1
+    assert b.submit([decision(c)]) == 0
+    await asyncio.sleep(0.01)
+    await st.stop()
+    assert client.binds == [] and client.calls == []
+    assert c.state.get_task("c1/p1").status == TaskStatus.PENDING  # type: ignore[union-attr]
+
+
+async def test_pod_condition_written_once_until_the_watch_catches_up() -> None:
+    c, client = cluster(), FakeClient()
+    client.on("PATCH", "/api/v1/namespaces/c1/pods/p1/status", lambda _b, _q: {"metadata": {"resourceVersion": "77"}})
+    _, st = binder(c, client)
+    task = c.state.get_task("c1/p1")
+    assert task is not None
+    assert st.pod_condition(task, "Unschedulable", "0/1 nodes are unavailable: 1 Insufficient cpu.") is True
+    await st.drain(1)
+    # next session, same decision, the watch has not delivered our write yet
+    assert st.pod_condition(task, "Unschedulable", "0/1 nodes are unavailable: 1 Insufficient cpu.") is False
+    # the watch delivers our write: still nothing to do
+    p = with_uid(pod("p1", group="g"), "uid-p1", rv="77")
+    p["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                  "message": "0/1 nodes are unavailable: 1 Insufficient cpu."}]
+    c.upsert_pod(p)
+    task = c.state.get_task("c1/p1")
+    assert task is not None
+    assert st.pod_condition(task, "Unschedulable", "0/1 nodes are unavailable: 1 Insufficient cpu.") is False
+    # a different reason is written
+    assert st.pod_condition(task, "Unschedulable", "0/2 nodes are unavailable: 2 Insufficient cpu.") is True
+    await st.drain(1)
+    await st.stop()
+    assert client.count("PATCH", "/pods/p1/status") == 2

@@ -1,0 +1,109 @@
+"""List + watch: pages are delivered, a relist after 410 turns vanished objects into deletions and
+skips unchanged ones, bookmarks move the resume point, errors back off and recover."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+from scheduler.kube.client import ApiError
+from scheduler.kube.informer import Backoff, Informer, Resource
+from tests.daemon.fakes import FakeClient
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.upserts: list[str] = []
+        self.deletes: list[str] = []
+
+    def upsert(self, obj: dict[str, Any]) -> None:
+        if obj["metadata"].get("name") == "explode":
+            raise RuntimeError("handler bug")
+        self.upserts.append(f"{obj['metadata']['name']}@{obj['metadata']['resourceVersion']}")
+
+    def delete(self, key: str, obj: dict[str, Any] | None) -> None:
+        self.deletes.append(key)
+
+
+def cm(name: str, rv: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}}
+
+
+def pages(*lists: list[dict[str, Any]], rv: str = "10") -> Any:
+    calls = {"n": 0}
+
+    def answer(_body: Any, query: Any) -> dict[str, Any]:
+        i = calls["n"] if query.get("continue") else 0
+        calls["n"] = i + 1
+        cont = str(i + 1) if i + 1 < len(lists) else ""
+        return {"metadata": {"resourceVersion": rv, "continue": cont}, "items": lists[i]}
+
+    return answer
+
+
+async def run_until(inf: Informer, cond: Any, timeout: float = 2.0) -> None:
+    task = asyncio.ensure_future(inf.run())
+    try:
+        for _ in range(int(timeout / 0.005)):
+            if cond():
+                return
+            await asyncio.sleep(0.005)
+        raise AssertionError("condition not reached")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_paginated_list_then_watch_from_the_list_version() -> None:
+    client, rec = FakeClient(), Recorder()
+    client.on("GET", "/api/v1/configmaps", pages([cm("a", "1"), cm("b", "2")], [cm("c", "3")], rv="10"))
+    client.watch_scripts = [[
+        {"type": "ADDED", "object": cm("d", "11")},
+        {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "15"}}},
+        {"type": "DELETED", "object": cm("a", "16")},
+    ]]
+    inf = Informer(client, Resource("ConfigMap", "/api/v1/configmaps"), rec, page_size=2)  # type: ignore[arg-type]
+    await run_until(inf, lambda: rec.deletes)
+    assert inf.synced.is_set()
+    assert rec.upserts == ["a@1", "b@2", "c@3", "d@11"]
+    assert rec.deletes == ["ns/a"]
+    watch_q = next(c[2] for c in client.calls if c[0] == "WATCH")
+    assert watch_q["resourceVersion"] == "10" and watch_q["allowWatchBookmarks"] == "true"
+    assert inf.resource_version == "16"
+
+
+async def test_expired_history_relists_and_reports_what_vanished() -> None:
+    client, rec = FakeClient(), Recorder()
+    lists = iter([[cm("a", "1"), cm("b", "2")], [cm("b", "2"), cm("c", "5")]])
+    client.on("GET", "/api/v1/configmaps", lambda _b, _q: {"metadata": {"resourceVersion": "9"}, "items": next(lists)})
+    client.watch_scripts = [[{"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}]]
+    inf = Informer(client, Resource("ConfigMap", "/api/v1/configmaps"), rec)  # type: ignore[arg-type]
+    await run_until(inf, lambda: inf.relists == 2)
+    assert rec.upserts == ["a@1", "b@2", "c@5"]  # b unchanged: not delivered again
+    assert rec.deletes == ["ns/a"]
+
+
+async def test_errors_back_off_and_a_handler_bug_does_not_stop_the_stream() -> None:
+    client, rec = FakeClient(), Recorder()
+    client.on("GET", "/api/v1/configmaps", lambda _b, _q: {"metadata": {"resourceVersion": "1"}, "items": []})
+    client.watch_scripts = [
+        ApiError(500, "InternalError", "boom"),
+        [{"type": "ADDED", "object": cm("explode", "2")}, {"type": "ADDED", "object": cm("ok", "3")}],
+    ]
+    errors: list[str] = []
+    inf = Informer(client, Resource("ConfigMap", "/api/v1/configmaps"), rec,  # type: ignore[arg-type]
+                   on_error=lambda kind, exc: errors.append(str(exc)))
+    inf.backoff = Backoff(initial=0.01, maximum=0.05)
+    await run_until(inf, lambda: "ok@3" in rec.upserts)
+    assert errors == ["500 InternalError: boom"]
+
+
+def test_backoff_grows_with_jitter_up_to_the_cap() -> None:
+    b = Backoff(initial=0.5, maximum=30)
+    rng = random.Random(1)
+    delays = [b.next_delay(rng) for _ in range(10)]
+    assert 0.25 <= delays[0] <= 0.5
+    assert all(15 <= d <= 30 for d in delays[7:])
+    b.reset()
+    assert b.next_delay(rng) <= 0.5

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from scheduler.sim.apiserver import discovery, handlers, openapi
+from scheduler.sim.apiserver.appkeys import LOG_KEY, SERVER_KEY
 from scheduler.sim.apiserver.errors import (
     ApiError,
     bad_request,
@@ -95,7 +96,7 @@ class App:
 
     def build(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY + 1, middlewares=[self.guard])
-        app["server"] = self.server
+        app[SERVER_KEY] = self.server
         app.router.add_route("*", "/{tail:.*}", self.dispatch)
         return app
 
@@ -103,7 +104,7 @@ class App:
     async def guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
         server = self.server
         started = time.monotonic()
-        request["log"] = entry = {"method": request.method, "path": request.path, "query": request.query_string,
+        request[LOG_KEY] = entry = {"method": request.method, "path": request.path, "query": request.query_string,
                                   "user_agent": request.headers.get("User-Agent", ""), "verb": "", "group": "",
                                   "version": "", "resource": "", "subresource": "", "namespace": "", "name": "",
                                   "code": 0}
@@ -179,7 +180,7 @@ class App:
         if head not in ("api", "apis"):
             raise path_not_found(request.path)
         rr = parse_resource_path(parts)
-        entry = request["log"]
+        entry = request[LOG_KEY]
         entry.update(verb=rbac_verb(request.method, rr, request.query), group=rr.res.group, version=rr.res.version,
                      resource=rr.res.plural, subresource=rr.subresource or "", namespace=rr.namespace or "",
                      name=rr.name or "")

@@ -15,6 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from scheduler.sim.apiserver import codec, tables
+from scheduler.sim.apiserver.appkeys import SERVER_KEY
 from scheduler.sim.apiserver.errors import (
     ApiError,
     bad_request,
@@ -165,7 +166,7 @@ async def handle_watch(store: Store, request: web.Request, rr: ResourceRequest) 
         timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else None
     except ValueError:
         raise bad_request(f"invalid timeoutSeconds: {q['timeoutSeconds']!r}") from None
-    server = request.app["server"]
+    server = request.app[SERVER_KEY]
     opts = WatchOptions(
         resource_version=q.get("resourceVersion"),
         timeout=timeout if timeout is not None else server.watch_timeout,

@@ -72,27 +72,13 @@ def _extract(names: tuple[str, ...]) -> dict[str, Path]:
 
 def _tool(name: str) -> Path:
     try:
-        import tests.k8stools as k8stools  # type: ignore[import-not-found]
+        from tests import k8stools  # the shared helper, when present
     except ImportError:
-        k8stools = None
-    if k8stools is not None:
-        for fn in ("ensure_binaries", "ensure_tools", "extract", "binaries"):
-            helper = getattr(k8stools, fn, None)
-            if callable(helper):
-                try:
-                    got = helper()
-                except Exception:  # fall back to our own extraction
-                    break
-                if isinstance(got, dict) and name in got:
-                    return Path(got[name])
-                break
-        getter = getattr(k8stools, name, None)
-        if callable(getter):
-            try:
-                return Path(getter())
-            except Exception:
-                pass
-    return _extract(("kubectl", "helm"))[name]
+        return _extract(("kubectl", "helm"))[name]
+    tools = k8stools.ensure_binaries()
+    if tools is None:
+        pytest.skip(k8stools.SKIP_REASON)
+    return Path(tools[name])
 
 
 @pytest.fixture(scope="session")

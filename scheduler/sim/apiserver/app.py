@@ -65,7 +65,7 @@ def parse_resource_path(parts: list[str]) -> ResourceRequest:
 
 def rbac_verb(method: str, rr: ResourceRequest, query: Any) -> str:
     if method in ("GET", "HEAD"):
-        if rr.watch or query.get("watch") in ("true", "1"):
+        if rr.watch or handlers.query_bool(query, "watch"):
             return "watch"
         return "get" if rr.name else "list"
     if method == "DELETE":

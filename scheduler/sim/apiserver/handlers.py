@@ -46,6 +46,14 @@ class ResourceRequest:
     watch: bool
 
 
+_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+
+
+def query_bool(query: Any, key: str) -> bool:
+    """A boolean query parameter as Go's strconv.ParseBool reads it (clients send "true" or "True")."""
+    return query.get(key, "") in _TRUE
+
+
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None,
                   content_type: str = JSON) -> web.Response:
     return web.Response(body=codec.dumps(body), status=status, headers={**(headers or {}), "Content-Type": content_type})
@@ -140,7 +148,7 @@ def list_objects(store: Store, request: web.Request, rr: ResourceRequest) -> dic
 
 
 async def handle_get(store: Store, request: web.Request, rr: ResourceRequest) -> web.StreamResponse:
-    if rr.watch or request.query.get("watch") in ("true", "1"):
+    if rr.watch or query_bool(request.query, "watch"):
         return await handle_watch(store, request, rr)
     table = tables.wants_table(request.headers.get("Accept", ""))
     if rr.name is None:
@@ -170,9 +178,9 @@ async def handle_watch(store: Store, request: web.Request, rr: ResourceRequest) 
     opts = WatchOptions(
         resource_version=q.get("resourceVersion"),
         timeout=timeout if timeout is not None else server.watch_timeout,
-        bookmarks=q.get("allowWatchBookmarks") in ("true", "1"),
+        bookmarks=query_bool(q, "allowWatchBookmarks"),
         bookmark_interval=server.bookmark_interval,
-        send_initial_events=(q.get("sendInitialEvents") == "true") if "sendInitialEvents" in q else None,
+        send_initial_events=query_bool(q, "sendInitialEvents") if "sendInitialEvents" in q else None,
         close_after=server.faults.watch_lifetime,
     )
     stream = WatchStream(store, rr.res, sel, opts)  # raises 400 before the response starts

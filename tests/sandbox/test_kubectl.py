@@ -1,0 +1,196 @@
+"""Real kubectl v1.35 against the sandbox: apply/create, get (tables, yaml, json), describe,
+watch, patch (merge, json, strategic), delete, and the Volcano short names.
+
+kubectl runs as an asyncio subprocess: the server shares the test's event loop and must keep
+serving while kubectl waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from scheduler.sim.apiserver import ApiServer
+from tests import k8stools
+
+pytestmark = pytest.mark.kubectl
+MANIFESTS = Path(__file__).parent / "manifests"
+
+
+@pytest.fixture(scope="module")
+def kubectl_bin() -> Path:
+    tools = k8stools.ensure_binaries()
+    if tools is None:
+        pytest.skip(k8stools.SKIP_REASON)
+    return tools["kubectl"]
+
+
+class Kubectl:
+    def __init__(self, binary: Path, kubeconfig: Path, home: Path) -> None:
+        self.binary = binary
+        self.kubeconfig = kubeconfig
+        # kubectl caches discovery under HOME; a fresh one per test keeps servers apart
+        self.env = {**os.environ, "HOME": str(home), "KUBECONFIG": str(kubeconfig)}
+
+    async def run(self, *args: str, check: bool = True, timeout: float = 20, stdin: str | None = None) -> tuple[int, str, str]:
+        proc = await asyncio.create_subprocess_exec(
+            str(self.binary), "--kubeconfig", str(self.kubeconfig), "--request-timeout", "10s", *args,
+            stdin=asyncio.subprocess.PIPE if stdin is not None else None,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=self.env)
+        out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin is not None else None), timeout)
+        rc = proc.returncode if proc.returncode is not None else -1
+        if check:
+            assert rc == 0, f"kubectl {' '.join(args)} failed ({rc}): {err.decode()}"
+        return rc, out.decode(), err.decode()
+
+    async def json(self, *args: str) -> Any:
+        return json.loads((await self.run(*args, "-o", "json"))[1])
+
+
+@pytest.fixture
+async def kubectl(kubectl_bin: Path, server: ApiServer, tmp_path: Path) -> Kubectl:
+    home = tmp_path / "home"
+    home.mkdir()
+    return Kubectl(kubectl_bin, tmp_path / "kubeconfig", home)
+
+
+async def apply_all(k: Kubectl) -> None:
+    for name in ("priorityclasses", "queue", "podgroup", "vcjob", "gpu-pods"):
+        await k.run("apply", "-f", str(MANIFESTS / f"{name}.yaml"))
+
+
+async def test_apply_creates_then_is_unchanged_then_configures(kubectl: Kubectl, server: ApiServer) -> None:
+    _, out, _ = await kubectl.run("apply", "-f", str(MANIFESTS / "priorityclasses.yaml"), "-f", str(MANIFESTS / "queue.yaml"))
+    assert "priorityclass.scheduling.k8s.io/high-priority created" in out
+    assert "queue.scheduling.volcano.sh/research created" in out
+    _, out, _ = await kubectl.run("apply", "-f", str(MANIFESTS / "queue.yaml"))
+    assert "queue.scheduling.volcano.sh/research unchanged" in out
+    rv = server.store.get("queues", None, "research")["metadata"]["resourceVersion"]
+    changed = yaml.safe_load((MANIFESTS / "queue.yaml").read_text())
+    changed["spec"]["weight"] = 8
+    del changed["spec"]["capability"]
+    _, out, _ = await kubectl.run("apply", "-f", "-", stdin=yaml.safe_dump(changed))
+    assert "queue.scheduling.volcano.sh/research configured" in out
+    q = server.store.get("queues", None, "research")
+    assert q["spec"]["weight"] == 8 and "capability" not in q["spec"]  # removed from the applied config
+    assert q["metadata"]["resourceVersion"] != rv and q["metadata"]["generation"] == 2
+    assert "kubectl.kubernetes.io/last-applied-configuration" in q["metadata"]["annotations"]
+
+
+async def test_apply_of_a_pod_twice_uses_strategic_merge(kubectl: Kubectl, server: ApiServer) -> None:
+    await kubectl.run("apply", "-f", str(MANIFESTS / "priorityclasses.yaml"))
+    await kubectl.run("apply", "-f", str(MANIFESTS / "gpu-pods.yaml"))
+    _, out, _ = await kubectl.run("apply", "-f", str(MANIFESTS / "gpu-pods.yaml"))
+    assert "pod/vgpu-pod unchanged" in out
+    doc = next(yaml.safe_load_all((MANIFESTS / "gpu-pods.yaml").read_text()))
+    doc["metadata"]["labels"] = {"app": "vgpu", "stage": "two"}
+    _, out, _ = await kubectl.run("apply", "-f", "-", stdin=yaml.safe_dump(doc))
+    assert "pod/vgpu-pod configured" in out
+    p = server.store.get("pods", "default", "vgpu-pod")
+    assert p["metadata"]["labels"] == {"app": "vgpu", "stage": "two"}
+    limits = p["spec"]["containers"][0]["resources"]
+    assert limits["requests"]["volcano.sh/vgpu-number"] == "2"  # defaulted from the limit
+    assert p["spec"]["priority"] == 10 and p["spec"]["schedulerName"] == "volcano"
+
+
+async def test_get_by_short_names_and_output_formats(kubectl: Kubectl) -> None:
+    await apply_all(kubectl)
+    for args, expect in ((("get", "pg"), "train-gang"), (("get", "podgroups"), "train-gang"),
+                         (("get", "podgroup", "train-gang"), "train-gang"), (("get", "q"), "research"),
+                         (("get", "queues"), "research"), (("get", "vcjob"), "mpi-train"), (("get", "vj"), "mpi-train"),
+                         (("get", "po"), "vgpu-pod"), (("get", "pc"), "high-priority"), (("get", "ns"), "kube-system")):
+        _, out, _ = await kubectl.run(*args)
+        assert expect in out, (args, out)
+    _, out, _ = await kubectl.run("get", "pods", "-o", "wide")
+    header = out.splitlines()[0].split()
+    assert header[:5] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"] and "NODE" in header
+    assert "Pending" in out
+    _, out, _ = await kubectl.run("get", "pg")
+    assert out.splitlines()[0].split()[:2] == ["NAME", "STATUS"]
+    _, out, _ = await kubectl.run("get", "pod", "vgpu-pod", "-o", "yaml")
+    pod = yaml.safe_load(out)
+    assert pod["kind"] == "Pod" and pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "train-gang"
+    listed = await kubectl.json("get", "queues")
+    assert listed["kind"] == "List" and [i["metadata"]["name"] for i in listed["items"]] == ["research"]
+    _, out, _ = await kubectl.run("get", "pods", "-l", "app=vgpu", "-o", "name")
+    assert out.split() == ["pod/vgpu-pod", "pod/vgpu-pod-2"]
+    _, out, _ = await kubectl.run("get", "pods", "--field-selector", "spec.nodeName=", "-o", "name")
+    assert len(out.split()) == 2
+
+
+async def test_create_describe_and_delete(kubectl: Kubectl, server: ApiServer) -> None:
+    await kubectl.run("create", "-f", str(MANIFESTS / "priorityclasses.yaml"))
+    rc, _, err = await kubectl.run("create", "-f", str(MANIFESTS / "priorityclasses.yaml"), check=False)
+    assert rc != 0 and "AlreadyExists" in err
+    await kubectl.run("create", "-f", str(MANIFESTS / "gpu-pods.yaml"))
+    _, out, _ = await kubectl.run("describe", "pod", "vgpu-pod")
+    assert "Priority Class Name:  low-priority" in out and "volcano.sh/vgpu-number:  2" in out
+    _, out, _ = await kubectl.run("delete", "pod", "vgpu-pod")
+    assert 'pod "vgpu-pod" deleted' in out
+    assert server.store.get("pods", "default", "vgpu-pod") is None  # unbound: removed at once
+    rc, _, err = await kubectl.run("get", "pod", "vgpu-pod", check=False)
+    assert rc != 0 and 'pods "vgpu-pod" not found' in err
+
+
+async def test_get_watch_sees_an_event(kubectl: Kubectl, server: ApiServer) -> None:
+    server.store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "early", "namespace": "default"},
+                         "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    proc = await asyncio.create_subprocess_exec(
+        str(kubectl.binary), "--kubeconfig", str(kubectl.kubeconfig), "get", "pods", "-w", "--request-timeout", "3s",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=kubectl.env)
+    assert proc.stdout is not None
+    first = await asyncio.wait_for(proc.stdout.readline(), 10)  # the header: the list has arrived
+    assert first.split()[:2] == [b"NAME", b"READY"]
+    await asyncio.wait_for(proc.stdout.readline(), 10)
+    await asyncio.sleep(0.3)  # kubectl starts its watch after printing the list
+    server.store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "late", "namespace": "default"},
+                         "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    line = await asyncio.wait_for(proc.stdout.readline(), 10)
+    proc.terminate()
+    await proc.wait()
+    assert line.split()[:3] == [b"late", b"0/1", b"Pending"]
+
+
+async def test_patch_types_with_kubectl(kubectl: Kubectl, server: ApiServer) -> None:
+    await apply_all(kubectl)
+    await kubectl.run("patch", "pod", "vgpu-pod", "--type", "merge", "-p", '{"metadata":{"labels":{"m":"1"}}}')
+    await kubectl.run("patch", "pod", "vgpu-pod", "--type", "json", "-p",
+                      '[{"op":"add","path":"/metadata/annotations/j","value":"2"}]')
+    await kubectl.run("patch", "pod", "vgpu-pod", "--type", "strategic", "-p",
+                      '{"spec":{"containers":[{"name":"cuda","image":"nvidia/cuda:12.5.0-base-ubuntu22.04"}]}}')
+    p = server.store.get("pods", "default", "vgpu-pod")
+    assert p["metadata"]["labels"]["m"] == "1" and p["metadata"]["annotations"]["j"] == "2"
+    assert p["spec"]["containers"][0]["image"].startswith("nvidia/cuda:12.5.0")
+    assert p["spec"]["containers"][0]["resources"]["limits"]["volcano.sh/vgpu-number"] == "2"  # merged by name
+    await kubectl.run("patch", "pg", "train-gang", "--type", "merge", "-p", '{"spec":{"minMember":3}}')
+    assert server.store.get("pg", "default", "train-gang")["spec"]["minMember"] == 3
+    rc, _, err = await kubectl.run("patch", "pod", "vgpu-pod", "-p", '{"spec":{"nodeName":"n1"}}', check=False)
+    assert rc != 0 and "pod updates may not change fields" in err
+    await kubectl.run("label", "queue", "research", "tier=gold")
+    await kubectl.run("annotate", "vcjob", "mpi-train", "note=x")
+    assert server.store.get("queues", None, "research")["metadata"]["labels"] == {"tier": "gold"}
+
+
+async def test_apply_crd_and_delete_manifests(kubectl: Kubectl, server: ApiServer, tmp_path: Path) -> None:
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "numatopologies.nodeinfo.volcano.sh"},
+           "spec": {"group": "nodeinfo.volcano.sh", "scope": "Cluster",
+                    "names": {"plural": "numatopologies", "singular": "numatopology", "kind": "Numatopology",
+                              "shortNames": ["numatopo"]},
+                    "versions": [{"name": "v1alpha1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    path = tmp_path / "crd.yaml"
+    path.write_text(yaml.safe_dump(crd))
+    _, out, _ = await kubectl.run("apply", "-f", str(path))
+    assert "customresourcedefinition.apiextensions.k8s.io/numatopologies.nodeinfo.volcano.sh created" in out
+    await kubectl.run("wait", "--for", "condition=Established", "crd/numatopologies.nodeinfo.volcano.sh", "--timeout", "5s")
+    await apply_all(kubectl)
+    _, out, _ = await kubectl.run("delete", "-f", str(MANIFESTS / "vcjob.yaml"), "-f", str(MANIFESTS / "queue.yaml"))
+    assert "deleted" in out
+    assert server.store.get("vcjob", "default", "mpi-train") is None and server.store.get("q", None, "research") is None

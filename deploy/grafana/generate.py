@@ -64,8 +64,7 @@ def dashboard() -> dict:
             q(f"sum by (code) (rate(volcano_bind_errors_total[{RATE}]))", "bind errors {{code}}"),
             q(f"sum(rate(volcano_dry_run_binds_total[{RATE}]))", "decided, not written (--dry-run)"),
         ], 0, 1, unit="ops", description="Bindings accepted by the API server (volcano_pods_bound_total), failed ones by HTTP code, and binds a --dry-run scheduler decided."),
-        panel("Session (e2e scheduling) latency", quantiles("volcano_e2e_scheduling_latency_milliseconds")
-              + [q(f"histogram_quantile(0.99, sum by (le) (rate(volcano_open_session_duration_milliseconds_bucket[{RATE}])))", "open session p99")],
+        panel("Session (e2e scheduling) latency", [*quantiles("volcano_e2e_scheduling_latency_milliseconds"), q(f"histogram_quantile(0.99, sum by (le) (rate(volcano_open_session_duration_milliseconds_bucket[{RATE}])))", "open session p99")],
               12, 1, unit="ms", description="One observation per scheduling cycle."),
         panel("Action latency p99", [
             q(f"histogram_quantile(0.99, sum by (le, action) (rate(volcano_action_scheduling_latency_milliseconds_bucket[{RATE}])))", "{{action}}"),

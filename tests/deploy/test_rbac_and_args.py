@@ -54,7 +54,7 @@ def daemon_permissions() -> tuple[set[tuple[str, str, str]], str]:
             value = getattr(mod, name, None)
             if value:
                 return {tuple(x) for x in value}, f"{module}.{name}"  # type: ignore[misc]
-    files = sorted((REPO / "scheduler" / "kube").glob("*.py")) + [REPO / "scheduler" / "daemon.py"]
+    files = [*sorted((REPO / "scheduler" / "kube").glob("*.py")), REPO / "scheduler" / "daemon.py"]
     found, unresolved = scan(files)
     assert not unresolved, f"API calls tests/deploy/apiscan.py cannot read (extend it): {unresolved}"
     assert found, "no API calls found in scheduler/kube: has the client moved?"

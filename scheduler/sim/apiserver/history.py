@@ -14,7 +14,7 @@ from scheduler.sim.apiserver import codec
 
 
 class Event:
-    __slots__ = ("_lines", "_obj_bytes", "key", "obj", "old", "rv", "type")
+    __slots__ = ("_line", "_lines", "_obj_bytes", "key", "ns", "obj", "old", "rv", "type")
 
     def __init__(self, type_: str, key: str, rv: int, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         self.type = type_
@@ -23,7 +23,9 @@ class Event:
         self.obj = obj
         # the previous version, so selector watches can turn "stopped matching" into DELETED
         self.old = old
+        self.ns = obj["metadata"].get("namespace")
         self._obj_bytes: bytes | None = None
+        self._line: bytes | None = None  # the line of the event's own type: the common case
         self._lines: dict[str, bytes] = {}
 
     def obj_bytes(self) -> bytes:
@@ -32,7 +34,11 @@ class Event:
         return self._obj_bytes
 
     def line(self, type_: str | None = None) -> bytes:
-        t = type_ or self.type
+        if type_ is None or type_ == self.type:
+            if self._line is None:
+                self._line = b'{"type":"' + self.type.encode() + b'","object":' + self.obj_bytes() + b"}\n"
+            return self._line
+        t = type_
         line = self._lines.get(t)
         if line is None:
             line = b'{"type":"' + t.encode() + b'","object":' + self.obj_bytes() + b"}\n"
@@ -68,6 +74,15 @@ class History:
         if seq < self.first_seq or seq >= self.seq:
             return None
         return self._buf[seq % self.capacity]
+
+    def since(self, seq: int) -> list[Event]:
+        """The retained events from position `seq` to the newest (empty when `seq` is gone or current)."""
+        lo = max(seq, self.first_seq)
+        if lo >= self.seq:
+            return []
+        a, b = lo % self.capacity, self.seq % self.capacity
+        chunk = self._buf[a:b] if a < b else self._buf[a:] + self._buf[:b]
+        return [e for e in chunk if e is not None]
 
     def seq_after(self, rv: int) -> int | None:
         """Position of the first retained event newer than `rv`; None when `rv` is too old."""

@@ -191,6 +191,10 @@ class Selector:
     def empty(self) -> bool:
         return not self.labels and not self.fields and self.namespace is None
 
+    @property
+    def namespace_only(self) -> bool:
+        return not self.labels and not self.fields and self.namespace is not None
+
     def matches(self, obj: Obj) -> bool:
         if self.namespace is not None and (obj.get("metadata") or {}).get("namespace") != self.namespace:
             return False

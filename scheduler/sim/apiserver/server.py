@@ -20,6 +20,20 @@ from scheduler.sim.apiserver.kubeconfig import write_kubeconfig
 from scheduler.sim.apiserver.store import Store
 
 
+def rss_mb() -> float:
+    """Resident memory of this process in MiB (Linux /proc; peak RSS elsewhere)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 class ApiServer:
     """The sandbox API server. See the package docstring for the contract."""
 
@@ -123,5 +137,5 @@ class ApiServer:
 
     def stats(self) -> dict[str, Any]:
         return {"resourceVersion": self.store.rv, "writes": self.store.writes, "active_watches": self.active_watches,
-                "requests": len(self.request_log),
+                "requests": len(self.request_log), "rss_mb": round(rss_mb(), 1),
                 "objects": {r: n for r in sorted(self.store._data) if (n := self.store.count(r))}}

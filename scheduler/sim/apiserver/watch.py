@@ -66,10 +66,18 @@ class WatchStream:
         obj = {"kind": self.res.kind, "apiVersion": self.res.api_version, "metadata": md}
         return b'{"type":"BOOKMARK","object":' + codec.dumps(obj) + b"}\n"
 
-    def _line(self, ev: Event) -> bytes | None:
+    def _lines(self, events: list[Event]) -> list[bytes]:
+        # the hot loop of watch fan-out: the common selector shapes get a comprehension each
         sel = self.selector
         if sel.empty:
-            return ev.line()
+            return [ev.line() for ev in events]
+        if sel.namespace_only:
+            ns = sel.namespace
+            return [ev.line() for ev in events if ev.ns == ns]
+        return [line for ev in events if (line := self._line(ev)) is not None]
+
+    def _line(self, ev: Event) -> bytes | None:
+        sel = self.selector
         now = sel.matches(ev.obj)
         if ev.type == "ADDED":
             return ev.line() if now else None
@@ -113,13 +121,11 @@ class WatchStream:
                 # this stream fell behind the ring (or history was expired): the client must relist
                 yield _error_line(_too_old(self.start_rv or 0, history.floor_rv))
                 return
-            lines: list[bytes] = []
-            while cursor < history.seq:
-                ev = history.at(cursor)
-                cursor += 1
-                if ev is not None and (line := self._line(ev)) is not None:
-                    lines.append(line)
-                    self.start_rv = ev.rv
+            events = history.since(cursor)
+            cursor = history.seq
+            lines = self._lines(events)
+            if events:
+                self.start_rv = events[-1].rv
             if lines:
                 yield b"".join(lines)
                 last_sent = time.monotonic()

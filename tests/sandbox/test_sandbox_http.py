@@ -229,3 +229,31 @@ async def test_table_output(http: aiohttp.ClientSession, server: ApiServer) -> N
     assert [c["name"] for c in table["columnDefinitions"]][:5] == ["Name", "Ready", "Status", "Restarts", "Age"]
     assert table["rows"][0]["cells"][:3] == ["a", "0/1", "Pending"]
     assert table["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
+
+
+async def test_pagination_scoped_to_a_namespace_and_with_selectors(http: aiohttp.ClientSession, server: ApiServer) -> None:
+    s = server.store
+    for ns in ("a-team", "b-team"):
+        s.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        for i in range(5):
+            s.create(pod(f"p{i}", ns=ns, labels={"odd": str(i % 2)}))
+
+    async def pages(path: str, **params: str) -> list[dict]:
+        out, cont = [], ""
+        while True:
+            async with http.get(path, params={**params, "limit": "2", **({"continue": cont} if cont else {})}) as r:
+                doc = await r.json()
+            out.append(doc)
+            cont = doc["metadata"].get("continue", "")
+            if not cont:
+                return out
+            # writes between pages show up in later pages (no snapshot), never break the walk
+            s.create(pod(f"z{s.rv}", ns="b-team"))
+
+    got = await pages("/api/v1/namespaces/a-team/pods")
+    assert [i["metadata"]["name"] for d in got for i in d["items"]] == [f"p{i}" for i in range(5)]
+    assert [d["metadata"].get("remainingItemCount") for d in got] == [3, 1, None]
+    got = await pages("/api/v1/pods", labelSelector="odd=1")
+    names = [(i["metadata"]["namespace"], i["metadata"]["name"]) for d in got for i in d["items"]]
+    assert names == [("a-team", "p1"), ("a-team", "p3"), ("b-team", "p1"), ("b-team", "p3")]
+    assert all("remainingItemCount" not in d["metadata"] for d in got)

@@ -13,7 +13,8 @@ plugins do to an object before it is stored.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
 
@@ -25,7 +26,7 @@ Obj = dict[str, Any]
 PRIORITY_CLASSES = "priorityclasses.scheduling.k8s.io"
 # Lookup of stored objects the admission needs: (resource key, namespace, name) -> object or None
 Getter = Callable[[str, str | None, str], Obj | None]
-Lister = Callable[[str], list[Obj]]
+Lister = Callable[[str], Iterable[Obj]]
 
 SYSTEM_PRIORITY_CLASSES = (
     ("system-cluster-critical", 2000000000, "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."),
@@ -167,6 +168,17 @@ def qos_class(spec: Obj) -> str:
 
 
 def _q(value: Any) -> Decimal | None:
+    if isinstance(value, str):
+        return _q_text(value)
+    try:
+        return parse_quantity(value)
+    except QuantityError:
+        return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _q_text(value: str) -> Decimal | None:
+    # every pod repeats the same few quantity strings ("1", "2Gi"): parse each once
     try:
         return parse_quantity(value)
     except QuantityError:

@@ -19,7 +19,6 @@ from scheduler.sim.apiserver.appkeys import SERVER_KEY
 from scheduler.sim.apiserver.errors import (
     ApiError,
     bad_request,
-    expired,
     method_not_allowed,
     success,
     unsupported_media_type,
@@ -108,6 +107,12 @@ def selector_of(request: web.Request, rr: ResourceRequest) -> Selector:
 
 
 def list_objects(store: Store, request: web.Request, rr: ResourceRequest) -> dict[str, Any]:
+    """A list, paginated with `limit`/`continue` over the sorted keys.
+
+    Pages after the first come from the current state rather than a snapshot at the first
+    page's resourceVersion (they carry that resourceVersion, so a watch started from it misses
+    nothing); tokens do not expire because the sandbox never compacts.
+    """
     sel = selector_of(request, rr)
     q = request.query
     limit = int(q.get("limit") or 0) if (q.get("limit") or "0").isdigit() else 0
@@ -115,35 +120,34 @@ def list_objects(store: Store, request: web.Request, rr: ResourceRequest) -> dic
     start_after: tuple[str, str] | None = None
     if q.get("continue"):
         list_rv, start_after = _parse_continue(q["continue"])
-        if list_rv < store.history(rr.res).floor_rv:
-            raise expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
-    items: list[dict[str, Any]] = []
-    cont = ""
-    remaining = 0
-    if limit or start_after is not None:
-        keys = store.sorted_keys(rr.res)
-        i = bisect.bisect_right(keys, start_after) if start_after is not None else 0
-        n = len(keys)
-        while i < n:
-            ns, name = keys[i]
-            i += 1
-            obj = store.get(rr.res, ns or None, name)
-            if obj is None or not sel.matches(obj):
-                continue
-            items.append(obj)
-            if limit and len(items) >= limit:
-                if i < n:
-                    cont = _continue_token(list_rv, ns, name)
-                    remaining = sum(1 for k in keys[i:] if (o := store.get(rr.res, k[0] or None, k[1])) is not None and sel.matches(o))
-                    if remaining == 0:
-                        cont = ""
-                break
-    else:
-        items = store.list(rr.res) if sel.empty else sorted(store.iter_objects(rr.res, sel), key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
     md: dict[str, Any] = {"resourceVersion": str(list_rv)}
-    if cont:
-        md["continue"] = cont
-        md["remainingItemCount"] = remaining
+    if not limit and start_after is None:
+        items = store.list(rr.res) if sel.empty else sorted(
+            store.iter_objects(rr.res, sel), key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
+        return {"kind": rr.res.list_kind, "apiVersion": rr.res.api_version, "metadata": md, "items": items}
+    keys = store.sorted_keys(rr.res)
+    lo, hi = 0, len(keys)
+    ns_scoped = sel.namespace is not None and rr.res.namespaced
+    if ns_scoped:
+        # keys sort by (namespace, name): one namespace is one contiguous run
+        lo = bisect.bisect_left(keys, (sel.namespace, ""))
+        hi = bisect.bisect_left(keys, (str(sel.namespace) + "\x00", ""))
+    i = max(lo, bisect.bisect_right(keys, start_after)) if start_after is not None else lo
+    items: list[dict[str, Any]] = []
+    while i < hi:
+        ns, name = keys[i]
+        i += 1
+        obj = store.get(rr.res, ns or None, name)
+        if obj is None or not sel.matches(obj):
+            continue
+        items.append(obj)
+        if limit and len(items) >= limit:
+            if i < hi:
+                md["continue"] = _continue_token(list_rv, ns, name)
+                # as the real server: a count only when no label/field selector makes it unknowable
+                if not sel.labels and not sel.fields:
+                    md["remainingItemCount"] = hi - i
+            break
     return {"kind": rr.res.list_kind, "apiVersion": rr.res.api_version, "metadata": md, "items": items}
 
 

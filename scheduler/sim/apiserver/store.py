@@ -7,7 +7,8 @@ defaulting, admission, conflicts and events are identical for both.
 
 Indexes: objects by resource -> namespace -> name (a namespaced list touches only its
 namespace), pods by `spec.nodeName` (kubelets list their node's pods), and a sorted key list per
-resource for `limit`/`continue` pagination, rebuilt lazily after creations and deletions.
+resource for `limit`/`continue` pagination, built at the first paginated list and kept up to
+date by bisection afterwards.
 
 Subscribers (`subscribe(callback)`) are called synchronously after each write with
 `(event_type, resource_key, obj)`; the object is the stored one and must be treated as read-only.
@@ -16,8 +17,10 @@ Subscribers (`subscribe(callback)`) are called synchronously after each write wi
 from __future__ import annotations
 
 import asyncio
+import bisect
 import logging
 import random
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -48,8 +51,18 @@ _BOOKKEEPING = ("uid", "creationTimestamp", "resourceVersion", "generation", "de
                 "deletionGracePeriodSeconds", "selfLink")
 
 
+_stamp_cache: tuple[int, str] = (0, "")
+
+
 def now_rfc3339(offset_seconds: float = 0) -> str:
-    return (datetime.now(UTC) + timedelta(seconds=offset_seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    global _stamp_cache
+    if offset_seconds:
+        return (datetime.now(UTC) + timedelta(seconds=offset_seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # timestamps have one-second resolution: format each second once, not once per write
+    sec = int(time.time())
+    if _stamp_cache[0] != sec:
+        _stamp_cache = (sec, datetime.fromtimestamp(sec, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return _stamp_cache[1]
 
 
 def _ns_name(obj: Obj) -> tuple[str, str]:
@@ -212,7 +225,9 @@ class Store:
         ns, name = _ns_name(obj)
         self._data[res.key].setdefault(ns, {})[name] = obj
         if old is None:
-            self._sorted[res.key] = None
+            keys = self._sorted.get(res.key)
+            if keys is not None:
+                bisect.insort(keys, (ns, name))
         if res.key == "pods":
             self._index_pod(old, remove=True)
             self._index_pod(obj, remove=False)
@@ -223,7 +238,11 @@ class Store:
         objs.pop(name, None)
         if not objs:
             self._data[res.key].pop(ns, None)
-        self._sorted[res.key] = None
+        keys = self._sorted.get(res.key)
+        if keys is not None:
+            i = bisect.bisect_left(keys, (ns, name))
+            if i < len(keys) and keys[i] == (ns, name):
+                del keys[i]
         if res.key == "pods":
             self._index_pod(obj, remove=True)
 
@@ -269,7 +288,7 @@ class Store:
             md.pop(k, None)
         name = str(md.get("name") or "")
         obj = {**obj, "apiVersion": res.api_version, "kind": res.kind, "metadata": md}
-        obj = admission.prepare_create(res, obj, self.get, lambda key: list(self.iter_objects(key)))
+        obj = admission.prepare_create(res, obj, self.get, self.iter_objects)
         validation.validate(res, obj)
         if res.namespaced:
             self._check_namespace(res, ns, name)

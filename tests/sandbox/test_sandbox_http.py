@@ -257,3 +257,14 @@ async def test_pagination_scoped_to_a_namespace_and_with_selectors(http: aiohttp
     names = [(i["metadata"]["namespace"], i["metadata"]["name"]) for d in got for i in d["items"]]
     assert names == [("a-team", "p1"), ("a-team", "p3"), ("b-team", "p1"), ("b-team", "p3")]
     assert all("remainingItemCount" not in d["metadata"] for d in got)
+
+
+async def test_delete_collection_and_dry_run(http: aiohttp.ClientSession, server: ApiServer) -> None:
+    for i in range(3):
+        server.store.create(pod(f"p{i}", labels={"batch": "1" if i < 2 else "2"}))
+    async with http.post("/api/v1/namespaces/default/pods", params={"dryRun": "All"}, json=pod("dry")) as r:
+        assert r.status == 201 and (await r.json())["metadata"]["name"] == "dry"
+    assert server.store.get("pods", "default", "dry") is None
+    async with http.delete("/api/v1/namespaces/default/pods", params={"labelSelector": "batch=1"}) as r:
+        assert r.status == 200 and [i["metadata"]["name"] for i in (await r.json())["items"]] == ["p0", "p1"]
+    assert [p["metadata"]["name"] for p in server.store.list("pods")] == ["p2"]

@@ -248,3 +248,19 @@ def test_resource_lookup_by_short_name_and_kind(store: Store) -> None:
     assert store.resource("events").key == "events"
     with pytest.raises(KeyError):
         store.resource("widgets")
+
+
+def test_a_subscriber_that_writes_keeps_everyone_in_order(store: Store) -> None:
+    first: list[tuple[str, str]] = []
+    second: list[tuple[str, str]] = []
+
+    def kubelet(t: str, key: str, obj: dict) -> None:
+        first.append((t, obj["metadata"]["resourceVersion"]))
+        if t == "ADDED" and key == "pods":
+            store.patch("pods", "default", obj["metadata"]["name"], {"status": {"phase": "Running"}}, subresource="status")
+
+    store.subscribe(kubelet)
+    store.subscribe(lambda t, k, o: second.append((t, o["metadata"]["resourceVersion"])))
+    store.create(pod("a"))
+    assert first == second and [t for t, _ in first] == ["ADDED", "MODIFIED"]
+    assert int(first[0][1]) < int(first[1][1])

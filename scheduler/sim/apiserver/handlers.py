@@ -225,9 +225,8 @@ async def handle_post(store: Store, request: web.Request, rr: ResourceRequest, b
 async def handle_put(store: Store, request: web.Request, rr: ResourceRequest, body: Any) -> web.Response:
     if rr.name is None or rr.subresource not in (None, "status"):
         raise method_not_allowed()
-    before = store.get(rr.res, rr.namespace, rr.name)
     obj = store.update(_check_kind(rr, body), rr.namespace, rr.res, rr.subresource, rr.name, dry_run=_is_dry_run(request))
-    return json_response(obj, 200 if before is not None else 201)
+    return json_response(obj)
 
 
 async def handle_patch(store: Store, request: web.Request, rr: ResourceRequest, raw: bytes) -> web.Response:

@@ -12,6 +12,8 @@ date by bisection afterwards.
 
 Subscribers (`subscribe(callback)`) are called synchronously after each write with
 `(event_type, resource_key, obj)`; the object is the stored one and must be treated as read-only.
+A subscriber may write to the store: its write's event is delivered after the current event has
+reached every subscriber, so all of them see events in resourceVersion order.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import logging
 import random
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -84,6 +87,8 @@ class Store:
         self._sorted: dict[str, list[tuple[str, str]] | None] = {}
         self._pods_by_node: dict[str, dict[tuple[str, str], Obj]] = {}
         self._subscribers: list[Subscriber] = []
+        self._pending: deque[tuple[str, str, Obj]] = deque()
+        self._notifying = False
         # resource key -> future resolved at its next write (watch streams wait on it)
         self._waiters: dict[str, asyncio.Future[None]] = {}
         self.writes = 0
@@ -215,11 +220,22 @@ class Store:
         fut = self._waiters.pop(res.key, None)
         if fut is not None and not fut.done():
             fut.set_result(None)
-        for cb in list(self._subscribers):
-            try:
-                cb(type_, res.key, obj)
-            except Exception:  # a broken subscriber must not fail the write that already happened
-                log.exception("store subscriber %r failed on %s %s", cb, type_, res.key)
+        if not self._subscribers:
+            return
+        self._pending.append((type_, res.key, obj))
+        if self._notifying:
+            return  # a subscriber wrote: its event goes out after this one reached everyone
+        self._notifying = True
+        try:
+            while self._pending:
+                t, key, o = self._pending.popleft()
+                for cb in list(self._subscribers):
+                    try:
+                        cb(t, key, o)
+                    except Exception:  # a broken subscriber must not fail the write that already happened
+                        log.exception("store subscriber %r failed on %s %s", cb, t, key)
+        finally:
+            self._notifying = False
 
     def _put(self, res: ResourceInfo, obj: Obj, old: Obj | None) -> None:
         ns, name = _ns_name(obj)

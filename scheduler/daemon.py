@@ -394,6 +394,15 @@ class Daemon:
     async def run(self) -> int:
         o = self.opts
         try:
+            addresses = [split_address(o.listen_address, 8080)]
+            if o.enable_healthz and o.healthz_address:
+                extra = split_address(o.healthz_address, 11251)
+                if extra != addresses[0] or extra[1] == 0:  # the same fixed address is served once
+                    addresses.append(extra)
+        except ValueError as exc:
+            log.error("bad listen address", error=str(exc))
+            return 1
+        try:
             self.reloader.load_initial(strict=o.disable_default_scheduler_config)
         except Exception as exc:
             log.error("invalid scheduler configuration and --disable-default-scheduler-config is set", error=str(exc))
@@ -416,9 +425,6 @@ class Daemon:
         else:
             self.metrics.is_leader.set(1)
         self._wire_writers()
-        addresses = [split_address(o.listen_address, 8080)]
-        if o.enable_healthz and o.healthz_address and o.healthz_address != o.listen_address:
-            addresses.append(split_address(o.healthz_address, 11251))
         self.server = HttpServer(self.metrics if o.enable_metrics else None, Probes(self._ready, self._alive))
         try:
             self.ports = await self.server.start(addresses)
@@ -507,7 +513,11 @@ class Daemon:
         attrs = getattr(ssn.plugins.get("proportion"), "attrs", None)
         self.sessions += 1
         self.last_result = res
-        self._apply(res, attrs)
+        try:
+            self._apply(res, attrs)
+        except Exception as exc:  # a writer bug costs this session's writes, never the daemon
+            self.session_errors += 1
+            log.exception("applying session decisions failed", error=f"{type(exc).__name__}: {exc}")
         return res
 
     def _apply(self, res: SessionResult, attrs: dict[str, Any] | None) -> None:

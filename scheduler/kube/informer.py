@@ -83,7 +83,9 @@ class Informer:
         self.page_size = page_size
         self.watch_timeout = watch_timeout
         self.on_error = on_error
-        self.synced = asyncio.Event()
+        # set once the first list has been delivered (the daemon waits for all of them)
+        self.initial_sync = asyncio.Event()
+        self.synced = self.initial_sync
         self.known: dict[str, str] = {}  # key -> resourceVersion
         self.resource_version = ""
         self.relists = 0

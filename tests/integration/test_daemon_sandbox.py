@@ -182,3 +182,21 @@ async def test_faults_every_pod_bound_exactly_once(cluster: Cluster) -> None:
     await asyncio.sleep(1.0)
     assert cluster.successful_binds_per_pod() == {f"f{i}-0": 1 for i in range(30)}
     assert cluster.srv.faults.injected > 0
+
+
+async def test_dry_run_decides_but_writes_nothing(cluster: Cluster) -> None:
+    cluster.job("shadow", 3)
+    d = await cluster.start_daemon("--dry-run")
+    await wait_for(lambda: d.metrics.dry_run_binds._value.get() == 3, 10, "3 would-be binds counted")
+    await asyncio.sleep(0.5)
+    assert d.metrics.dry_run_binds._value.get() == 3, "each pod is counted once, not once per session"
+    assert cluster.bound() == {}
+    writes = [r for r in cluster.srv.request_log if r["method"] not in ("GET",)]
+    assert writes == [], "shadow mode must not write: no binds, statuses, events or lease"
+    assert d.elector is None
+
+
+async def test_healthz_also_served_on_the_volcano_healthz_address(cluster: Cluster) -> None:
+    d = await cluster.start_daemon("--leader-elect=false", "--enable-healthz", "--healthz-address=127.0.0.1:0")
+    assert len(d.ports) == 2
+    assert (await get(f"http://127.0.0.1:{d.ports[1]}/healthz"))[0] == 200

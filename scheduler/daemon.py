@@ -359,7 +359,7 @@ class Daemon:
             ),
             (
                 Resource("SchedulerConfigMap", f"/api/v1/namespaces/{cm_ns}/configmaps", f"metadata.name={cm_name}"),
-                _ConfigMapHandler(self.reloader),
+                self.reloader,  # the scheduler ConfigMap feeds the reloader, not the cache
             ),
         ]
         if o.priority_class:
@@ -595,19 +595,6 @@ class Daemon:
         if self.client is not None:
             await self.client.close()
         log.info("stopped", sessions=self.sessions)
-
-
-class _ConfigMapHandler:
-    """The scheduler's own ConfigMap goes to the reloader, not the cache."""
-
-    def __init__(self, reloader: ConfigReloader) -> None:
-        self.reloader = reloader
-
-    def upsert(self, obj: dict[str, Any]) -> None:
-        self.reloader.on_configmap(obj)
-
-    def delete(self, key: str, obj: dict[str, Any] | None) -> None:
-        self.reloader.on_configmap_deleted()
 
 
 def _install_loop_policy() -> str:

@@ -152,6 +152,13 @@ class ConfigReloader:
         self._cm_digest = d
         return self._offer(text, d, f"configmap {self.namespace}/{self.configmap}[{self.key}]", "configmap")
 
+    # informer Handler protocol: the reloader watches the scheduler ConfigMap directly
+    def upsert(self, obj: dict[str, Any]) -> None:
+        self.on_configmap(obj)
+
+    def delete(self, key: str, obj: dict[str, Any] | None) -> None:
+        self.on_configmap_deleted()
+
     def on_configmap_deleted(self) -> None:
         # the configuration in force stays: deleting the ConfigMap is not a request for defaults
         self.configmap_exists = False

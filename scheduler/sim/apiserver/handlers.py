@@ -184,6 +184,7 @@ async def handle_watch(store: Store, request: web.Request, rr: ResourceRequest) 
         timeout=timeout if timeout is not None else server.watch_timeout,
         bookmarks=query_bool(q, "allowWatchBookmarks"),
         bookmark_interval=server.bookmark_interval,
+        coalesce=server.watch_coalesce,
         send_initial_events=query_bool(q, "sendInitialEvents") if "sendInitialEvents" in q else None,
         close_after=server.faults.watch_lifetime,
     )

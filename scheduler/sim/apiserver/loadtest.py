@@ -75,6 +75,10 @@ async def serve(args: argparse.Namespace) -> None:
     t = time.perf_counter()
     base = rss_mb()
     preload(srv.store, args.nodes, args.pods)
+    if args.gc_freeze:
+        import gc
+
+        gc.freeze()
     took = time.perf_counter() - t
     await srv.start()
     # one line on stdout tells the parent where to connect and what the preload cost
@@ -104,7 +108,7 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
     if args.url:
         return await measure(args, args.url, {"nodes": None, "pods": None, "fast_json": codec.FAST})
     cmd = [sys.executable, "-m", "scheduler.sim.apiserver.loadtest", "--serve", "--nodes", str(args.nodes),
-           "--pods", str(args.pods), "--history", str(args.history)]
+           "--pods", str(args.pods), "--history", str(args.history), *(["--gc-freeze"] if args.gc_freeze else [])]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = await asyncio.create_subprocess_exec(*cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env)
     assert proc.stdout is not None and proc.stdin is not None
@@ -142,6 +146,8 @@ async def measure(args: argparse.Namespace, url: str, result: dict[str, Any]) ->
             nonlocal errors
             errors += await _raw_writer(url, counter)
 
+        async with session.get(f"{url}/sandbox/stats") as r:
+            cpu_before = (await r.json())["cpu_seconds"]
         t = time.perf_counter()
         await asyncio.gather(*(writer() for _ in range(args.concurrency)))
         write_s = time.perf_counter() - t
@@ -155,6 +161,8 @@ async def measure(args: argparse.Namespace, url: str, result: dict[str, Any]) ->
         async with session.get(f"{url}/sandbox/stats") as r:
             stats = await r.json()
         result["server_rss_mb_end"] = stats.get("rss_mb")
+        # server CPU per write, watch fan-out included: the figure that does not depend on the client
+        result["server_cpu_us_per_write"] = round((stats["cpu_seconds"] - cpu_before) / args.writes * 1e6)
     return result
 
 
@@ -194,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=64)
     p.add_argument("--watchers", type=int, default=100)
     p.add_argument("--history", type=int, default=10_000)
+    p.add_argument("--gc-freeze", action="store_true", help="freeze the preloaded heap out of the garbage collector")
     p.add_argument("--url", help="measure a server that is already running instead of starting one")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)

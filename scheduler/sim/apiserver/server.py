@@ -8,6 +8,7 @@ import os
 import secrets
 import ssl
 import tempfile
+import time
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ class ApiServer:
         retry_after: int = 1,
         bookmark_interval: float = 5.0,
         watch_timeout: float = 1800.0,
+        watch_coalesce: float = 0.002,
         require_auth: bool = False,
         request_log_size: int = 100_000,
     ) -> None:
@@ -64,6 +66,7 @@ class ApiServer:
                                     retry_after=retry_after)
         self.bookmark_interval = bookmark_interval
         self.watch_timeout = watch_timeout
+        self.watch_coalesce = watch_coalesce
         # a bearer token is always written to the kubeconfig; it is checked only when asked to
         self.token = secrets.token_urlsafe(24)
         self.require_auth = require_auth
@@ -138,4 +141,5 @@ class ApiServer:
     def stats(self) -> dict[str, Any]:
         return {"resourceVersion": self.store.rv, "writes": self.store.writes, "active_watches": self.active_watches,
                 "requests": len(self.request_log), "rss_mb": round(rss_mb(), 1),
+                "cpu_seconds": round(time.process_time(), 3),
                 "objects": {r: n for r in sorted(self.store._data) if (n := self.store.count(r))}}

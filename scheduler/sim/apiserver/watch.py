@@ -9,7 +9,6 @@ real server does: an object that starts matching is ADDED, one that stops matchi
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -31,6 +30,8 @@ class WatchOptions:
     timeout: float = DEFAULT_TIMEOUT
     bookmarks: bool = False
     bookmark_interval: float = 5.0
+    # seconds a woken stream waits for more events before sending (0 = send at once)
+    coalesce: float = 0.0
     send_initial_events: bool | None = None
     # seconds after which the server drops the stream (fault injection), None = never
     close_after: Callable[[], float | None] = lambda: None
@@ -141,6 +142,28 @@ class WatchStream:
                     last_sent = now
                     continue
                 wait = min(wait, until_bookmark)
-            fut = self.store.changed(self.res.key)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(fut), wait)
+            if await self._wait_for_change(wait) and self.opts.coalesce > 0:
+                # let a burst of writes accumulate: one chunk per watcher instead of one per write
+                await asyncio.sleep(self.opts.coalesce)
+
+    async def _wait_for_change(self, timeout: float) -> bool:
+        """Wait for the next write to this resource, at most `timeout` seconds; True if one came."""
+        fut = self.store.changed(self.res.key)
+        if fut.done():
+            return True
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+
+        def wake(_: object = None) -> None:
+            if not waiter.done():
+                waiter.set_result(None)
+
+        # plain callbacks instead of wait_for(shield(...)): no task or extra future per wakeup
+        fut.add_done_callback(wake)
+        timer = loop.call_later(timeout, wake)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            fut.remove_done_callback(wake)
+        return fut.done()

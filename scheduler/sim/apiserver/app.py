@@ -197,9 +197,9 @@ class App:
             return await handlers.handle_get(store, request, rr)
         raw = await read_body(request)
         if method == "POST":
-            return await handlers.handle_post(store, request, rr, handlers.decode_body(raw))
+            return await handlers.handle_post(store, request, rr, handlers.decode_object(request, raw))
         if method == "PUT":
-            return await handlers.handle_put(store, request, rr, handlers.decode_body(raw))
+            return await handlers.handle_put(store, request, rr, handlers.decode_object(request, raw))
         if method == "PATCH":
             return await handlers.handle_patch(store, request, rr, raw)
         if method == "DELETE":

@@ -12,9 +12,10 @@ import bisect
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
 from aiohttp import web
 
-from scheduler.sim.apiserver import codec, tables
+from scheduler.sim.apiserver import codec, protobuf, tables
 from scheduler.sim.apiserver.appkeys import SERVER_KEY
 from scheduler.sim.apiserver.errors import (
     ApiError,
@@ -69,6 +70,25 @@ def decode_body(raw: bytes) -> Any:
         return codec.loads(raw)
     except (codec.DecodeError, ValueError, UnicodeDecodeError) as exc:
         raise bad_request(f"the object provided is unrecognized (must be of type JSON): {exc}") from None
+
+
+def decode_object(request: web.Request, raw: bytes) -> Any:
+    """A POST/PUT body: JSON, or YAML as the real server also takes.
+
+    Protobuf for the kinds kubectl's typed clients send that way (see `protobuf`); other
+    protobuf kinds and CBOR get 415 naming what is accepted.
+    """
+    ctype = request.headers.get("Content-Type", "application/json").split(";")[0].strip().lower()
+    if ctype in ("", "application/json", "*/*"):
+        return decode_body(raw)
+    if ctype == protobuf.MEDIA_TYPE:
+        return protobuf.decode(raw)
+    if ctype in ("application/yaml", "application/x-yaml", "text/yaml"):
+        try:
+            return yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise bad_request(f"the object provided is unrecognized (must be of type YAML): {exc}") from None
+    raise ApiError(415, "UnsupportedMediaType", f'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, {protobuf.MEDIA_TYPE} (got "{ctype}")')
 
 
 def _check_kind(rr: ResourceRequest, body: Any, expected_kind: str | None = None) -> dict[str, Any]:
@@ -247,7 +267,7 @@ async def handle_patch(store: Store, request: web.Request, rr: ResourceRequest, 
 
 
 async def handle_delete(store: Store, request: web.Request, rr: ResourceRequest, raw: bytes) -> web.Response:
-    opts: dict[str, Any] = decode_body(raw) if raw.strip() else {}
+    opts: dict[str, Any] = decode_object(request, raw) if raw.strip() else {}
     if not isinstance(opts, dict):
         raise bad_request("DeleteOptions must be a JSON object")
     q = request.query

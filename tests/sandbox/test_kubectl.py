@@ -233,3 +233,15 @@ async def test_cordon_and_drain_evict_through_protobuf(kubectl: Kubectl, server:
     assert s.get("nodes", None, "n1")["spec"]["unschedulable"] is True
     assert s.get("pods", "default", "victim") is None
     assert any(e["subresource"] == "eviction" and e["code"] == 201 for e in server.request_log)
+
+
+async def test_server_side_apply(kubectl: Kubectl, server: ApiServer) -> None:
+    _, out, _ = await kubectl.run("apply", "--server-side", "-f", str(MANIFESTS / "priorityclasses.yaml"),
+                                  "-f", str(MANIFESTS / "queue.yaml"), "-f", str(MANIFESTS / "gpu-pods.yaml"))
+    assert "queue.scheduling.volcano.sh/research serverside-applied" in out
+    changed = yaml.safe_load((MANIFESTS / "queue.yaml").read_text())
+    changed["spec"]["weight"] = 9
+    await kubectl.run("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump(changed))
+    q = server.store.get("queues", None, "research")
+    assert q["spec"]["weight"] == 9 and q["spec"]["capability"]["cpu"] == "64"
+    assert server.store.get("pods", "default", "vgpu-pod")["spec"]["priority"] == 10

@@ -35,6 +35,7 @@ PATCH_TYPES = {
     "application/json-patch+json": "json",
 }
 JSON = "application/json"
+APPLY_PATCH = "application/apply-patch+yaml"
 
 
 @dataclass
@@ -250,19 +251,55 @@ async def handle_put(store: Store, request: web.Request, rr: ResourceRequest, bo
     return json_response(obj)
 
 
+BUILT_IN_GROUPS = frozenset({"", "apps", "policy", "rbac.authorization.k8s.io", "scheduling.k8s.io",
+                             "coordination.k8s.io", "events.k8s.io"})
+
+
 async def handle_patch(store: Store, request: web.Request, rr: ResourceRequest, raw: bytes) -> web.Response:
     if rr.name is None or rr.subresource not in (None, "status"):
         raise method_not_allowed()
     ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
+    if ctype == APPLY_PATCH:
+        return await handle_apply(store, request, rr, raw)
     ptype = PATCH_TYPES.get(ctype)
     if ptype is None:
         raise unsupported_media_type(ctype)
-    if ptype == "strategic" and rr.res.group not in ("", "apps", "policy", "rbac.authorization.k8s.io",
-                                                     "scheduling.k8s.io", "coordination.k8s.io", "events.k8s.io"):
+    if ptype == "strategic" and rr.res.group not in BUILT_IN_GROUPS:
         # as the real server: custom resources have no Go struct to derive merge keys from
         raise ApiError(415, "UnsupportedMediaType", "strategic merge patch is not supported for custom resources; use merge-patch+json or json-patch+json")
     patch = decode_body(raw)
     obj = store.patch(rr.res, rr.namespace, rr.name, patch, ptype, rr.subresource, dry_run=_is_dry_run(request))
+    return json_response(obj)
+
+
+async def handle_apply(store: Store, request: web.Request, rr: ResourceRequest, raw: bytes) -> web.Response:
+    """Server-side apply, simplified: create when absent, else merge the applied fields in.
+
+    The applied configuration is merged like a strategic merge patch (built-in kinds) or a
+    merge patch (custom resources). Field ownership is not tracked: there are no apply
+    conflicts, and a field dropped from the applied configuration stays on the object.
+    """
+    if not request.query.get("fieldManager"):
+        raise ApiError(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch')
+    try:
+        applied = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError as exc:
+        raise bad_request(f"error decoding YAML: {exc}") from None
+    if not isinstance(applied, dict):
+        raise bad_request("the applied configuration must be an object")
+    body = _check_kind(rr, applied)
+    dry = _is_dry_run(request)
+    if store.get(rr.res, rr.namespace, str(rr.name)) is None:
+        if rr.subresource is not None:
+            store.must_get(rr.res, rr.namespace, str(rr.name))  # a status apply needs the object: 404
+        md = dict(body.get("metadata") or {})
+        if md.get("name", rr.name) != rr.name:
+            raise bad_request(f"the name of the object ({md.get('name')}) does not match the name on the URL ({rr.name})")
+        md["name"] = rr.name
+        obj = store.create({**body, "metadata": md}, rr.namespace, rr.res, dry_run=dry)
+        return json_response(obj, 201)
+    ptype = "strategic" if rr.res.group in BUILT_IN_GROUPS else "merge"
+    obj = store.patch(rr.res, rr.namespace, str(rr.name), body, ptype, rr.subresource, dry_run=dry)
     return json_response(obj)
 
 

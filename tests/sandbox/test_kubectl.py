@@ -245,3 +245,33 @@ async def test_server_side_apply(kubectl: Kubectl, server: ApiServer) -> None:
     q = server.store.get("queues", None, "research")
     assert q["spec"]["weight"] == 9 and q["spec"]["capability"]["cpu"] == "64"
     assert server.store.get("pods", "default", "vgpu-pod")["spec"]["priority"] == 10
+
+
+async def test_helm_install_upgrade_uninstall(kubectl: Kubectl, server: ApiServer, tmp_path: Path) -> None:
+    tools = k8stools.ensure_binaries()
+    assert tools is not None
+    chart = tmp_path / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: sbx\nversion: 0.1.0\n")
+    (chart / "values.yaml").write_text("weight: 1\n")
+    (chart / "templates" / "objects.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sbx-conf}\ndata: {weight: \"{{ .Values.weight }}\"}\n---\n"
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: sbx-queue}\nspec: {weight: {{ .Values.weight }}}\n")
+    env = {**kubectl.env, "HELM_CACHE_HOME": str(tmp_path / "hc"), "HELM_CONFIG_HOME": str(tmp_path / "hcfg"),
+           "HELM_DATA_HOME": str(tmp_path / "hd")}
+
+    async def helm(*args: str) -> str:
+        proc = await asyncio.create_subprocess_exec(str(tools["helm"]), "--kubeconfig", str(kubectl.kubeconfig), *args,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
+        out, err = await asyncio.wait_for(proc.communicate(), 45)
+        assert proc.returncode == 0, f"helm {' '.join(args)}: {err.decode()}"
+        return out.decode()
+
+    await helm("install", "sbx", str(chart), "-n", "default")
+    assert server.store.get("queues", None, "sbx-queue")["spec"]["weight"] == 1
+    assert any(s["metadata"]["name"].startswith("sh.helm.release.v1.sbx") for s in server.store.list("secrets"))
+    await helm("upgrade", "sbx", str(chart), "-n", "default", "--set", "weight=5")
+    assert server.store.get("queues", None, "sbx-queue")["spec"]["weight"] == 5
+    assert "sbx" in await helm("list", "-n", "default")
+    await helm("uninstall", "sbx", "-n", "default")
+    assert server.store.get("queues", None, "sbx-queue") is None and server.store.list("secrets") == []

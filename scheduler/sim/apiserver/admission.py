@@ -7,12 +7,14 @@ plugins do to an object before it is stored.
   `status` reset to Pending with its QoS class.
 - Namespaces: phase Active, the `kubernetes.io/metadata.name` label.
 - PriorityClasses: preemptionPolicy default; one global default at most.
+- Secrets: `stringData` folded into `data`, type Opaque by default.
 - Kinds with a status subresource drop `status` on create (CRDs, Deployments) except Nodes,
   whose registration sets status on create.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
 from collections.abc import Callable, Iterable
 from decimal import Decimal
@@ -49,11 +51,25 @@ def prepare_create(res: ResourceInfo, obj: Obj, get: Getter, list_all: Lister) -
         return {**obj, "metadata": md, "spec": spec, "status": {"phase": "Active"}}
     if res.key == PRIORITY_CLASSES:
         return _priority_class_create(obj, list_all)
+    if res.key == "secrets":
+        return normalize_secret(obj)
     if res.key == "customresourcedefinitions.apiextensions.k8s.io":
         return _crd_create(obj)
     if res.has_status and not res.status_on_create:
         return {k: v for k, v in obj.items() if k != "status"}
     return obj
+
+
+def normalize_secret(obj: Obj) -> Obj:
+    """`stringData` is write-only: folded into `data` (base64) as the API server does; type Opaque."""
+    out = {**obj, "type": obj.get("type") or "Opaque"}
+    string_data = out.pop("stringData", None)
+    if isinstance(string_data, dict) and string_data:
+        data = dict(out.get("data") or {})
+        for k, v in string_data.items():
+            data[k] = base64.b64encode(str(v).encode()).decode()
+        out["data"] = data
+    return out
 
 
 def _priority_class_create(obj: Obj, list_all: Lister) -> Obj:

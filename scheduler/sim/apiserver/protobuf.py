@@ -1,8 +1,8 @@
 """Reading the Kubernetes protobuf encoding for the few bodies kubectl sends that way.
 
 kubectl 1.35's typed clients send `application/vnd.kubernetes.protobuf` bodies for built-in kinds
-(`kubectl create namespace|configmap|serviceaccount|priorityclass|role|clusterrole|rolebinding|
-clusterrolebinding`, and the Eviction of `kubectl drain`) and do not fall back to JSON. The
+(`kubectl create namespace|configmap|secret|serviceaccount|priorityclass|role|clusterrole|
+rolebinding|clusterrolebinding`, the Eviction of `kubectl drain`, helm's release Secrets) and do not fall back to JSON. The
 encoding is the magic `k8s\\0` and a `runtime.Unknown` {typeMeta, raw} whose raw bytes are the
 object's message. Messages are described here by field number (from the upstream
 `generated.proto` files) and decoded into the same dicts a JSON body gives. Kinds not described
@@ -57,6 +57,8 @@ KINDS: dict[tuple[str, str], Schema] = {
                           3: ("status", {1: ("phase", "string")})},
     ("v1", "ConfigMap"): {1: ("metadata", OBJECT_META), 2: ("data", ("map", "string")),
                           3: ("binaryData", ("map", "bytes")), 4: ("immutable", "bool")},
+    ("v1", "Secret"): {1: ("metadata", OBJECT_META), 2: ("data", ("map", "bytes")), 3: ("type", "string"),
+                       4: ("stringData", ("map", "string")), 5: ("immutable", "bool")},
     ("v1", "ServiceAccount"): {1: ("metadata", OBJECT_META), 2: ("secrets", ("repeated", OBJECT_REFERENCE)),
                                3: ("imagePullSecrets", ("repeated", {1: ("name", "string")})),
                                4: ("automountServiceAccountToken", "bool")},

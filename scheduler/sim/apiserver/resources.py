@@ -65,6 +65,8 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     _r("", "v1", "events", "Event", True, ("ev",)),
     _r("", "v1", "services", "Service", True, ("svc",), ("status",), categories=("all",)),
     _r("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",)),
+    # helm keeps its releases in Secrets; stored like any other kind (stringData is folded in)
+    _r("", "v1", "secrets", "Secret", True),
     _r("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ("pc",)),
     _r("coordination.k8s.io", "v1", "leases", "Lease", True),
     _r("events.k8s.io", "v1", "events", "Event", True, ("ev",)),

@@ -387,6 +387,9 @@ class Store:
                 validation.check_pod_update(old, new)
             if res.key == "namespaces":
                 new["status"] = old.get("status")
+            if res.key == "secrets":
+                new = admission.normalize_secret(new)
+                md = new["metadata"]
             validation.validate(res, new)
             if _content(new) != _content(old):
                 md["generation"] = int(old_md.get("generation") or 1) + 1

@@ -289,6 +289,7 @@ class Store:
         if not isinstance(obj, dict) or not isinstance(obj.get("metadata", {}), dict):
             raise bad_request("the object must be a JSON object with a metadata object")
         res = res or self.resource_of(obj)
+        validation.check_decodable(res, obj)
         md = dict(obj.get("metadata") or {})
         if res.namespaced:
             ns = md.get("namespace") or namespace or "default"
@@ -327,6 +328,7 @@ class Store:
         if not isinstance(obj, dict) or not isinstance(obj.get("metadata", {}), dict):
             raise bad_request("the object must be a JSON object with a metadata object")
         res = res or self.resource_of(obj)
+        validation.check_decodable(res, obj)
         md = obj.get("metadata") or {}
         name = name or md.get("name") or ""
         if md.get("name") and md["name"] != name:
@@ -363,6 +365,7 @@ class Store:
         return self._replace(res, old, new, subresource, dry_run)
 
     def _replace(self, res: ResourceInfo, old: Obj, new: Obj, subresource: str | None, dry_run: bool) -> Obj:
+        validation.check_decodable(res, new)
         old_md = old["metadata"]
         if subresource == "status":
             # only status changes through /status (spec/sim contract)
@@ -482,6 +485,15 @@ class Store:
         pod = self.get(pods, namespace, name)
         if pod is None:
             raise not_found("pods", name)
+        if not isinstance(binding, dict) or not isinstance(binding.get("target") or {}, dict) \
+                or not isinstance(binding.get("metadata") or {}, dict):
+            raise bad_request("json: cannot unmarshal into Go struct Binding: target and metadata must be objects")
+        if not isinstance((binding.get("target") or {}).get("name") or "", str):
+            raise bad_request("json: cannot unmarshal into Go struct field Binding.target.name of type string")
+        bmd = binding.get("metadata") or {}
+        ann = bmd.get("annotations")
+        if ann is not None and (not isinstance(ann, dict) or any(not isinstance(v, str) for v in ann.values())):
+            raise bad_request("json: cannot unmarshal into Go struct field Binding.metadata.annotations of type map[string]string")
         target = binding.get("target") or {}
         node = target.get("name")
         if not node:

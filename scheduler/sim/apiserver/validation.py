@@ -166,3 +166,90 @@ def check_immutable_name(res: ResourceInfo, url_name: str, body: dict[str, Any])
     if body_name and body_name != url_name:
         return bad_request(f"the name of the object ({body_name}) does not match the name on the URL ({url_name})")
     return None
+
+
+# Top-level fields the real server decodes into Go structs or maps: a body where one of them has the
+# wrong JSON type never reaches validation, it fails to decode (400 BadRequest).
+_STRUCT_FIELDS = ("spec", "status")
+_STRING_MAP_FIELDS = {"configmaps": ("data", "binaryData"), "secrets": ("data", "stringData")}
+_GO_TYPES = {bool: "bool", int: "number", float: "number", str: "string", list: "array", dict: "object"}
+
+
+def _unmarshal_error(kind: str, field: str, value: Any, want: str) -> ApiError:
+    got = _GO_TYPES.get(type(value), "value")
+    return bad_request(f"json: cannot unmarshal {got} into Go struct field {kind}.{field} of type {want}")
+
+
+def check_decodable(res: ResourceInfo, obj: dict[str, Any]) -> None:
+    """Raise 400 when `obj` could not be decoded into its kind's Go type (wrong JSON type of a field)."""
+    md = obj.get("metadata")
+    if md is not None and not isinstance(md, dict):
+        raise _unmarshal_error(res.kind, "metadata", md, "v1.ObjectMeta")
+    for key in ("name", "namespace", "generateName", "resourceVersion", "uid"):
+        value = (md or {}).get(key)
+        if value is not None and not isinstance(value, str):
+            raise _unmarshal_error(res.kind, f"metadata.{key}", value, "string")
+    for key in ("labels", "annotations"):
+        value = (md or {}).get(key)
+        if value is not None and (not isinstance(value, dict) or any(not isinstance(v, str) for v in value.values())):
+            raise _unmarshal_error(res.kind, f"metadata.{key}", value, "map[string]string")
+    fin = (md or {}).get("finalizers")
+    if fin is not None and (not isinstance(fin, list) or any(not isinstance(f, str) for f in fin)):
+        raise _unmarshal_error(res.kind, "metadata.finalizers", fin, "[]string")
+    string_maps = _STRING_MAP_FIELDS.get(res.key, ())
+    for key in string_maps:
+        value = obj.get(key)
+        if value is not None and (not isinstance(value, dict) or any(not isinstance(v, str) for v in value.values())):
+            raise _unmarshal_error(res.kind, key, value, "map[string]string")
+    if not string_maps:
+        for key in _STRUCT_FIELDS:
+            value = obj.get(key)
+            if value is not None and not isinstance(value, dict):
+                raise _unmarshal_error(res.kind, key, value, f"v1.{res.kind}{key.capitalize()}")
+    if res.key == "pods" and isinstance(obj.get("spec"), dict):
+        _check_pod_spec_decodable(obj["spec"])
+
+
+_POD_LIST_FIELDS = {"containers": "v1.Container", "initContainers": "v1.Container", "tolerations": "v1.Toleration",
+                    "volumes": "v1.Volume", "topologySpreadConstraints": "v1.TopologySpreadConstraint",
+                    "schedulingGates": "v1.PodSchedulingGate"}
+_POD_STRING_FIELDS = ("nodeName", "schedulerName", "priorityClassName", "serviceAccountName", "serviceAccount",
+                      "restartPolicy", "dnsPolicy", "preemptionPolicy")
+
+
+def _check_pod_spec_decodable(spec: dict[str, Any]) -> None:
+    for key, elem in _POD_LIST_FIELDS.items():
+        value = spec.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            raise _unmarshal_error("Pod", f"spec.{key}", value, f"[]{elem}")
+        for item in value:
+            if not isinstance(item, dict):
+                raise _unmarshal_error("Pod", f"spec.{key}", item, elem)
+    for key in _POD_STRING_FIELDS:
+        value = spec.get(key)
+        if value is not None and not isinstance(value, str):
+            raise _unmarshal_error("Pod", f"spec.{key}", value, "string")
+    sel = spec.get("nodeSelector")
+    if sel is not None and (not isinstance(sel, dict) or any(not isinstance(v, str) for v in sel.values())):
+        raise _unmarshal_error("Pod", "spec.nodeSelector", sel, "map[string]string")
+    for key in ("affinity", "securityContext", "overhead"):
+        value = spec.get(key)
+        if value is not None and not isinstance(value, dict):
+            raise _unmarshal_error("Pod", f"spec.{key}", value, "object")
+    for key in ("priority", "terminationGracePeriodSeconds", "activeDeadlineSeconds"):
+        value = spec.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise _unmarshal_error("Pod", f"spec.{key}", value, "int64")
+    for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+        resources = c.get("resources")
+        if resources is None:
+            continue
+        if not isinstance(resources, dict):
+            raise _unmarshal_error("Pod", "spec.containers.resources", resources, "v1.ResourceRequirements")
+        for kind in ("limits", "requests"):
+            value = resources.get(kind)
+            if value is not None and (not isinstance(value, dict) or any(
+                    isinstance(q, bool) or not isinstance(q, (str, int, float)) for q in value.values())):
+                raise _unmarshal_error("Pod", f"spec.containers.resources.{kind}", value, "v1.ResourceList")

@@ -1,0 +1,433 @@
+"""The daemon end to end: the real `vc-scheduler` process against the sandbox API server.
+
+    python -m scheduler.sim.daemonbench --nodes 5000 --running 150000 --pending 5000
+        [--gang 8] [--period 1s] [--idle-seconds 10] [--output docs/performance.md] [--json]
+
+Three processes, so each one's CPU is its own: the sandbox API server (a child, preloaded
+in-process with `--nodes` Ready nodes, `--running` pods already bound and Running in Running
+PodGroups, and `--pending` pods in gang PodGroups of `--gang` pods waiting for a node, plus one
+pod that fits nowhere so sessions keep running once the backlog is gone), the daemon (a child
+started exactly as a Deployment would start it, with a kubeconfig), and this driver, which only
+sleeps, asks the server for its bind counters and reads the daemon's log and /metrics.
+
+Measured: restart → first bind (daemon process start to the first Binding the server accepted),
+initial sync and first session (from the daemon's log), the backlog's pods/s (pending pods over
+the time from the first to the last bind, and over the time from the daemon's start), the
+daemon's peak RSS (VmHWM from /proc) and the idle session (a session on the full cluster that
+places nothing, from the deltas of `volcano_e2e_scheduling_latency_milliseconds` and
+`volcano_open_session_duration_milliseconds` between two scrapes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SECTION = "## Daemon end to end (`python -m scheduler.sim.daemonbench`)"
+RUN_NS = "running"
+PENDING_NS = "pending"
+PG_API = "scheduling.volcano.sh/v1beta1"
+
+
+# ------------------------------------------------------------------------------ the cluster --
+def make_node(i: int) -> dict[str, Any]:
+    alloc = {"cpu": "64", "memory": "512Gi", "pods": "110", "ephemeral-storage": "500Gi"}
+    name = f"node-{i:05d}"
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                                  "topology.kubernetes.io/zone": f"zone-{i % 3}"}},
+            "status": {"capacity": dict(alloc), "allocatable": alloc,
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                       "nodeInfo": {"kubeletVersion": "v1.35.0"}}}
+
+
+def make_podgroup(name: str, ns: str, min_member: int) -> dict[str, Any]:
+    return {"apiVersion": PG_API, "kind": "PodGroup", "metadata": {"name": name, "namespace": ns},
+            "spec": {"minMember": min_member, "queue": "default"}}
+
+
+def make_pod(name: str, ns: str, group: str, cpu: str = "1", memory: str = "2Gi", node: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "schedulerName": "volcano",
+        "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "infinity"],
+                        "resources": {"requests": {"cpu": cpu, "memory": memory},
+                                      "limits": {"cpu": cpu, "memory": memory}}}],
+        "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                         "tolerationSeconds": 300}],
+    }
+    if node:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns,
+                         "labels": {"volcano.sh/job-name": group, "app": "train"},
+                         "annotations": {"scheduling.k8s.io/group-name": group, "volcano.sh/task-spec": "worker"}},
+            "spec": spec}
+
+
+_RUNNING_STATUS = {
+    "phase": "Running", "hostIP": "10.0.0.1", "startTime": "2026-01-01T00:00:00Z",
+    "conditions": [{"type": t, "status": "True"} for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")],
+    "containerStatuses": [{"name": "main", "ready": True, "restartCount": 0, "image": "busybox:1.36",
+                           "started": True, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}],
+}
+
+
+def preload(store: Any, nodes: int, running: int, pending: int, gang: int) -> None:
+    """A busy cluster: running gangs spread over the nodes, pending gangs waiting, one misfit."""
+    for ns in (RUN_NS, PENDING_NS, "volcano-system", "kube-system"):
+        if store.get("namespaces", None, ns) is None:
+            store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    if store.get("queues", None, "default") is None:
+        store.create({"apiVersion": PG_API, "kind": "Queue", "metadata": {"name": "default"},
+                      "spec": {"weight": 1, "reclaimable": True}})
+    for i in range(nodes):
+        store.create(make_node(i))
+    for g in range(0, running, gang):
+        group = f"run-{g // gang:06d}"
+        size = min(gang, running - g)
+        store.create(make_podgroup(group, RUN_NS, size))
+        store.patch("podgroups", RUN_NS, group, {"status": {"phase": "Running", "running": size}}, subresource="status")
+        for k in range(size):
+            i = g + k
+            name = f"{group}-worker-{k}"
+            node = f"node-{i % nodes:05d}" if nodes else ""
+            store.create(make_pod(name, RUN_NS, group, node=node))
+            if node:
+                store.patch("pods", RUN_NS, name, {"status": {**_RUNNING_STATUS, "podIP": f"10.1.{i // 250 % 250}.{i % 250}"}},
+                            subresource="status")
+    for g in range(0, pending, gang):
+        group = f"job-{g // gang:06d}"
+        size = min(gang, pending - g)
+        store.create(make_podgroup(group, PENDING_NS, size))
+        for k in range(size):
+            store.create(make_pod(f"{group}-worker-{k}", PENDING_NS, group))
+    # a pod no node can hold: sessions keep running after the backlog, which is what `idle` measures
+    store.create(make_podgroup("misfit", PENDING_NS, 1))
+    store.create(make_pod("misfit-0", PENDING_NS, "misfit", cpu="1000"))
+
+
+# ------------------------------------------------------------------------------ server child --
+async def serve(args: argparse.Namespace) -> None:
+    import gc
+
+    from scheduler.sim.apiserver import ApiServer
+
+    srv = ApiServer(port=0, history_size=max(10_000, 2 * args.pending + 1000))
+    t = time.perf_counter()
+    preload(srv.store, args.nodes, args.running, args.pending, args.gang)
+    took = time.perf_counter() - t
+    gc.collect()
+    gc.freeze()  # the preloaded heap never becomes garbage; the collector need not walk it
+    binds = {"n": 0, "first": 0.0, "last": 0.0}
+    bind = srv.store.bind
+
+    def counting_bind(namespace: str, name: str, binding: dict[str, Any]) -> dict[str, Any]:
+        out = bind(namespace, name, binding)
+        now = time.time()
+        if not binds["n"]:
+            binds["first"] = now
+        binds["n"] += 1
+        binds["last"] = now
+        return out
+
+    srv.store.bind = counting_bind  # type: ignore[method-assign]
+    await srv.start()
+    kubeconfig = Path(args.kubeconfig)
+    srv.write_kubeconfig(kubeconfig)
+    print(json.dumps({"url": srv.url, "preload_seconds": round(took, 1), "pods": srv.store.count("pods")}), flush=True)
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    try:
+        while line := await reader.readline():  # one stats line per request; EOF stops the server
+            if line.strip() == b"stats":
+                print(json.dumps(binds), flush=True)
+    finally:
+        await srv.stop()
+
+
+# ------------------------------------------------------------------------------ driver --
+def _proc_status(pid: int, field: str) -> float:
+    """A memory field of /proc/<pid>/status in MiB (0 when the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+_SAMPLE = re.compile(r"^(volcano_[a-zA-Z0-9_:]+)(\{[^}]*\})? (\S+)$")
+
+
+def scrape(text: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        m = _SAMPLE.match(line)
+        if m:
+            out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    return out
+
+
+class DaemonLog:
+    """Reads the daemon's JSON log lines as they come: start, sync, sessions, errors."""
+
+    def __init__(self) -> None:
+        self.listen: str = ""
+        self.sync_ms: float | None = None
+        self.sync_wall: float | None = None
+        self.sessions: list[dict[str, Any]] = []
+        self.errors: list[str] = []
+        self.started = asyncio.Event()
+
+    async def follow(self, stream: asyncio.StreamReader) -> None:
+        while line := await stream.readline():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                text = line.decode(errors="replace").strip()
+                if text:
+                    self.errors.append(text)
+                continue
+            ev = rec.get("event")
+            if ev == "vc-scheduler starting":
+                self.listen = (rec.get("listen") or [""])[0]
+                self.started.set()
+            elif ev == "initial sync done":
+                self.sync_ms = rec.get("ms")
+                self.sync_wall = time.time()
+            elif ev == "session":
+                self.sessions.append({**rec, "wall": time.time()})
+            elif rec.get("level") in ("error", "critical"):
+                self.errors.append(str(rec.get("event")) + " " + str(rec.get("error") or ""))
+
+
+async def _metrics(url: str) -> dict[str, float]:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as s, s.get(url, timeout=aiohttp.ClientTimeout(total=30)) as r:
+        return scrape(await r.text())
+
+
+async def drive(args: argparse.Namespace) -> dict[str, Any]:
+    tmp = tempfile.TemporaryDirectory(prefix="daemonbench-")
+    kubeconfig = os.path.join(tmp.name, "kubeconfig")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "scheduler.sim.daemonbench", "--serve", "--kubeconfig", kubeconfig,
+           "--nodes", str(args.nodes), "--running", str(args.running), "--pending", str(args.pending),
+           "--gang", str(args.gang)]
+    server = await asyncio.create_subprocess_exec(*cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env)
+    assert server.stdout is not None and server.stdin is not None
+    sout, sin = server.stdout, server.stdin
+    daemon: asyncio.subprocess.Process | None = None
+    result: dict[str, Any] = {"nodes": args.nodes, "running": args.running, "pending": args.pending, "gang": args.gang}
+    try:
+        info = json.loads(await asyncio.wait_for(sout.readline(), 3600))
+        result["server_preload_seconds"] = info["preload_seconds"]
+
+        async def stats() -> dict[str, Any]:
+            sin.write(b"stats\n")
+            await sin.drain()
+            return json.loads(await sout.readline())
+
+        dcmd = [sys.executable, "-m", "scheduler", "--kubeconfig", kubeconfig, "--leader-elect=false",
+                "--enable-metrics", "--listen-address=127.0.0.1:0", f"--schedule-period={args.period}",
+                *args.daemon_flag]
+        result["daemon_command"] = "vc-scheduler " + " ".join(dcmd[3:]).replace(kubeconfig, "<kubeconfig>")
+        t0 = time.time()
+        daemon = await asyncio.create_subprocess_exec(*dcmd, stdout=asyncio.subprocess.DEVNULL,
+                                                      stderr=asyncio.subprocess.PIPE, env=env)
+        assert daemon.stderr is not None
+        dlog = DaemonLog()
+        follower = asyncio.ensure_future(dlog.follow(daemon.stderr))
+        first = 0.0
+        deadline = time.monotonic() + args.timeout
+        while time.monotonic() < deadline:
+            if daemon.returncode is not None:
+                raise RuntimeError(f"the daemon exited with {daemon.returncode}: {dlog.errors[-3:]}")
+            st = await stats()
+            if st["n"] and not first:
+                first = st["first"]
+            if st["n"] >= args.pending:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise RuntimeError(f"only {st['n']} of {args.pending} pending pods were bound in {args.timeout}s")
+        last = st["last"]
+        result["restart_to_first_bind_seconds"] = round(first - t0, 2)
+        if dlog.sync_wall is not None:
+            result["initial_sync_seconds"] = round(dlog.sync_ms / 1000, 2) if dlog.sync_ms is not None else None
+            result["start_to_synced_seconds"] = round(dlog.sync_wall - t0, 2)
+        if dlog.sessions:
+            result["first_session_ms"] = dlog.sessions[0].get("ms")
+        result["backlog_seconds"] = round(last - first, 2)
+        result["pods_per_second_first_to_last_bind"] = round(args.pending / max(last - first, 1e-3))
+        result["pods_per_second_from_start"] = round(args.pending / max(last - t0, 1e-3))
+        result["busy_sessions"] = len(dlog.sessions)
+        # idle: the backlog is bound, the misfit keeps a session running every period
+        await asyncio.sleep(min(3.0, args.idle_seconds))
+        url = f"http://{dlog.listen}/metrics"
+        m1 = await _metrics(url)
+        await asyncio.sleep(args.idle_seconds)
+        m2 = await _metrics(url)
+
+        def mean(name: str) -> float | None:
+            n = m2.get(name + "_count", 0) - m1.get(name + "_count", 0)
+            return round((m2.get(name + "_sum", 0) - m1.get(name + "_sum", 0)) / n, 1) if n else None
+
+        result["idle_sessions"] = int(m2.get("volcano_e2e_scheduling_latency_milliseconds_count", 0)
+                                      - m1.get("volcano_e2e_scheduling_latency_milliseconds_count", 0))
+        result["idle_session_ms"] = mean("volcano_e2e_scheduling_latency_milliseconds")
+        result["idle_open_session_ms"] = mean("volcano_open_session_duration_milliseconds")
+        result["daemon_peak_rss_mb"] = round(_proc_status(daemon.pid, "VmHWM"))
+        result["daemon_rss_mb_end"] = round(_proc_status(daemon.pid, "VmRSS"))
+        result["daemon_cpu_seconds"] = round(_cpu_seconds(daemon.pid), 1)
+        result["server_cpu_seconds"] = round(_cpu_seconds(server.pid), 1)
+        result["binds_total"] = st["n"]
+        result["daemon_errors"] = dlog.errors[:5]
+        daemon.terminate()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(daemon.wait(), 30)
+        follower.cancel()
+        return result
+    finally:
+        if daemon is not None and daemon.returncode is None:
+            daemon.kill()
+            await daemon.wait()
+        sin.close()
+        try:
+            await asyncio.wait_for(server.wait(), 30)
+        except TimeoutError:
+            server.kill()
+        tmp.cleanup()
+
+
+# ------------------------------------------------------------------------------ report --
+def _load() -> str:
+    try:
+        return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "load unknown"
+
+
+def render(result: dict[str, Any], command: str, load_before: str) -> str:
+    r = result
+    goal_bind = "reached" if r["restart_to_first_bind_seconds"] <= 30 else "not reached"
+    goal_rate = "reached" if r["pods_per_second_first_to_last_bind"] >= 1000 else "not reached"
+    goal_rss = "reached" if r["daemon_peak_rss_mb"] <= 2048 else "not reached"
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    lines = [
+        SECTION,
+        "",
+        "The real daemon process against the sandbox API server (both children of the benchmark, so",
+        "each has its own CPU): Ready nodes, pods already bound and Running in Running PodGroups, and",
+        f"pending pods in gang PodGroups of {r['gang']} (1 CPU, 2 GiB each), plus one pod that fits nowhere",
+        "so that a session keeps running after the backlog (the idle session). Taken on "
+        f"{when}, {load_before} before the run.",
+        "",
+        "```sh",
+        command,
+        "```",
+        "",
+        f"Daemon: `{r['daemon_command']}`",
+        "",
+        "| figure | value | goal (issue #5) |",
+        "|---|---|---|",
+        f"| cluster | {r['nodes']:,} nodes, {r['running']:,} running pods, {r['pending']:,} pending | |",
+        f"| restart → first bind | {r['restart_to_first_bind_seconds']} s | ≤ 30 s: {goal_bind} |",
+        f"| of which initial sync (lists into the cache) | {r.get('initial_sync_seconds')} s | |",
+        f"| process start → synced (imports, client, sync) | {r.get('start_to_synced_seconds')} s | |",
+        f"| first session | {r.get('first_session_ms')} ms | |",
+        f"| backlog, first to last bind | {r['backlog_seconds']} s | |",
+        f"| pods/s end to end (first to last bind) | {r['pods_per_second_first_to_last_bind']:,} | ≥ 1,000: {goal_rate} |",
+        f"| pods/s from daemon start | {r['pods_per_second_from_start']:,} | |",
+        f"| idle session (mean of {r['idle_sessions']}) | {r['idle_session_ms']} ms | |",
+        f"| of which open session (snapshot + plugins) | {r['idle_open_session_ms']} ms | |",
+        f"| daemon peak RSS | {r['daemon_peak_rss_mb']:,} MiB | ≤ 2 GB: {goal_rss} |",
+        f"| daemon / server CPU over the run | {r['daemon_cpu_seconds']} s / {r['server_cpu_seconds']} s | |",
+        f"| server preload (not part of any figure) | {r['server_preload_seconds']} s | |",
+        "",
+        "Volcano took 8 min 17 s from restart to first bind at this scale (volcano-sh/volcano#5819).",
+        "These figures were taken on a shared 2-core machine with other work running; they are",
+        "provisional until re-run on a quiet one.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_section(path: Path, text: str) -> None:
+    """Replace only this benchmark's section, from its heading to the next `## ` heading."""
+    doc = path.read_text() if path.exists() else "# Performance\n"
+    start = doc.find(SECTION)
+    if start < 0:
+        doc = doc.rstrip("\n") + "\n\n" + text
+    else:
+        nxt = doc.find("\n## ", start + len(SECTION))
+        doc = doc[:start] + text + (doc[nxt + 1 :] if nxt >= 0 else "")
+    path.write_text(doc)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m scheduler.sim.daemonbench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--nodes", type=int, default=5000)
+    p.add_argument("--running", type=int, default=150_000)
+    p.add_argument("--pending", type=int, default=5000)
+    p.add_argument("--gang", type=int, default=8, help="pods per PodGroup")
+    p.add_argument("--period", default="1s", help="the daemon's --schedule-period")
+    p.add_argument("--idle-seconds", type=float, default=10.0, help="how long idle sessions are measured")
+    p.add_argument("--timeout", type=float, default=900.0, help="give up when the backlog is not bound by then")
+    p.add_argument("--daemon-flag", action="append", default=[], help="an extra daemon flag (repeatable)")
+    p.add_argument("--output", help="rewrite this benchmark's section of this Markdown file")
+    p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--kubeconfig", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.gang < 1 or args.pending < 0 or args.running < 0 or args.nodes < 1:
+        p.error("--nodes and --gang must be positive, --running and --pending not negative")
+    try:
+        from uvloop import run as run_loop
+    except ImportError:
+        run_loop = asyncio.run
+    if args.serve:
+        run_loop(serve(args))
+        return 0
+    load_before = _load()
+    try:
+        result = run_loop(drive(args))
+    except RuntimeError as exc:
+        print(f"daemonbench: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for k, v in result.items():
+            print(f"{k:38} {v}")
+    if args.output:
+        command = "python -m scheduler.sim.daemonbench " + " ".join(
+            a for a in (argv if argv is not None else sys.argv[1:]) if a != "--json")
+        write_section(Path(args.output), render(result, command, load_before))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

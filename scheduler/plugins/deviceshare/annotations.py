@@ -67,11 +67,23 @@ GPUSHARE_POD_KEYS = (GPU_INDEX, PREDICATE_TIME)
 # --- HAMi Ascend (spec 5.2) -------------------------------------------------------------------
 HAMI_VNPU_CORE = "hami-vnpu-core"
 ASCEND_VNPU_MODE = "huawei.com/vnpu-mode"
+ASCEND_MODE_HAMI_CORE = "hami-core"
 ASCEND_PREDICATE_TIME = "predicate-time"
+# Volcano's HAMi Ascend path writes HAMi's own bind keys (third_party/hami/util), not the
+# volcano.sh/ ones of the vGPU path: the HAMi Ascend device plugin reads these.
+HAMI_ASSIGNED_NODE = "hami.io/vgpu-node"
+HAMI_ASSIGNED_TIME = "hami.io/vgpu-time"
+HAMI_BIND_PHASE = "hami.io/bind-phase"
+HAMI_BIND_TIME = "hami.io/bind-time"
+ASCEND910_PREFIX = "Ascend910"
 
 
 def ascend_register_key(common_word: str) -> str:
     return f"hami.io/node-register-{common_word}"
+
+
+def ascend_handshake_key(common_word: str) -> str:
+    return f"hami.io/node-handshake-{common_word}"
 
 
 def ascend_to_allocate_key(common_word: str) -> str:
@@ -94,16 +106,16 @@ def ascend_huawei_key(common_word: str) -> str:
     return f"huawei.com/{common_word}"
 
 
+ASCEND_COMMON_KEYS = (HAMI_ASSIGNED_NODE, HAMI_ASSIGNED_TIME, HAMI_BIND_PHASE, HAMI_BIND_TIME, ASCEND_PREDICATE_TIME)
+
+
 def ascend_pod_keys(common_word: str) -> tuple[str, ...]:
+    """Keys written at allocation of one chip kind, stripped again on release (spec 5.2)."""
     return (
         ascend_to_allocate_key(common_word),
         ascend_allocated_key(common_word),
         ascend_huawei_key(common_word),
-        ASCEND_PREDICATE_TIME,
-        VGPU_NODE,
-        VGPU_TIME,
-        BIND_PHASE,
-        BIND_TIME,
+        *ASCEND_COMMON_KEYS,
     )
 
 
@@ -302,35 +314,34 @@ class AscendCard:
     devcore: int
     type: str
     health: bool
-    network_id: int = -1
+    network_id: int = -1  # custominfo.NetworkID (Ascend910 chips), -1 when absent
+    index: int = 0
 
 
 def encode_ascend_register(cards: list[AscendCard]) -> str:
-    return json.dumps(
-        [
-            {
-                "id": c.id,
-                "count": c.count,
-                "devmem": c.devmem,
-                "devcore": c.devcore,
-                "type": c.type,
-                "health": c.health,
-                "numa": 0,
-                "mode": "",
-                "custominfo": {"NetworkID": c.network_id} if c.network_id >= 0 else {},
-            }
-            for c in cards
-        ],
-        separators=(",", ":"),
-    )
+    """As the HAMi Ascend plugin marshals it (Go `omitempty`: zero fields are left out)."""
+    out = []
+    for c in cards:
+        obj: dict[str, Any] = {"id": c.id}
+        for key, v in (("index", c.index), ("count", c.count), ("devmem", c.devmem), ("devcore", c.devcore)):
+            if v:
+                obj[key] = v
+        if c.type:
+            obj["type"] = c.type
+        if c.health:
+            obj["health"] = True
+        if c.network_id >= 0:
+            obj["custominfo"] = {"NetworkID": c.network_id}
+        out.append(obj)
+    return json.dumps(out, separators=(",", ":"))
 
 
-def _json_int(obj: dict[str, Any], key: str) -> int:
-    v = obj.get(key, 0)
-    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+_JSON_INT_FIELDS = ("index", "count", "devmem", "devcore", "numa")
 
 
 def decode_ascend_register(value: str | None) -> tuple[list[AscendCard] | None, str]:
+    """Chips of the register annotation, or (None, why): Go's json.Unmarshal fails the whole
+    annotation on a wrongly typed field, and the chip kind is then absent from the node."""
     if value is None:
         return None, "no Ascend registration"
     try:
@@ -341,19 +352,30 @@ def decode_ascend_register(value: str | None) -> tuple[list[AscendCard] | None, 
         return None, "Ascend registration must be a non-empty JSON array"
     cards: list[AscendCard] = []
     for obj in raw:
-        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
-            return None, f"Ascend registration entry without an id: {obj!r:.60}"
+        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not obj["id"]:
+            return None, f"Ascend registration entry without an id: {str(obj)[:60]!r}"
+        for key in _JSON_INT_FIELDS:
+            v = obj.get(key, 0)
+            if isinstance(v, bool) or not isinstance(v, int | float) or v != int(v):
+                return None, f"Ascend registration entry {obj['id']!r}: {key} {v!r} is not an integer"
+        health = obj.get("health", False)
+        if not isinstance(health, bool):
+            return None, f"Ascend registration entry {obj['id']!r}: health {health!r} is not a boolean"
+        kind = obj.get("type", "")
+        if not isinstance(kind, str):
+            return None, f"Ascend registration entry {obj['id']!r}: type {kind!r} is not a string"
         info = obj.get("custominfo")
         nid = info.get("NetworkID", -1) if isinstance(info, dict) else -1
         cards.append(
             AscendCard(
                 obj["id"],
-                _json_int(obj, "count"),
-                _json_int(obj, "devmem"),
-                _json_int(obj, "devcore"),
-                str(obj.get("type", "")),
-                obj.get("health") is True,
-                nid if isinstance(nid, int) and not isinstance(nid, bool) else -1,
+                max(0, int(obj.get("count", 0))),
+                max(0, int(obj.get("devmem", 0))),
+                max(0, int(obj.get("devcore", 0))),
+                kind,
+                health,
+                int(nid) if isinstance(nid, int | float) and not isinstance(nid, bool) and nid >= 0 else -1,
+                max(0, int(obj.get("index", 0))),
             )
         )
     return cards, ""

@@ -12,6 +12,7 @@ changed ConfigMap takes effect at the next session (spec section 8: upstream rea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -36,6 +37,9 @@ LEGACY_GPU_SHARING = "predicate.GPUSharingEnable"
 
 DEVICE_CONFIG_KEY = "device-config.yaml"
 
+GPU_EXCLUSIVE_RULES = "deviceshare.GPUExclusiveRules"
+Rule = tuple[tuple[str, str], ...]
+
 POLICY_NONE = 0
 POLICY_BINPACK = 1
 POLICY_SPREAD = 2
@@ -54,6 +58,8 @@ class DeviceShareArgs:
     weight: int = 0
     cm_name: str = "volcano-vgpu-device-config"
     cm_namespace: str = "kube-system"
+    # spec 6.7: label sets whose pods never share a GPU with each other (vGPU only)
+    exclusive_rules: tuple[Rule, ...] = ()
 
     @property
     def policy(self) -> int:
@@ -78,6 +84,7 @@ class DeviceShareArgs:
             weight=arguments.get_int(SCHEDULE_WEIGHT, 0),
             cm_name=arguments.get_str(CM_NAME, "volcano-vgpu-device-config"),
             cm_namespace=arguments.get_str(CM_NAMESPACE, "kube-system"),
+            exclusive_rules=_exclusive_rules(arguments),
         )
         a.check_exclusive()
         return a
@@ -89,6 +96,33 @@ class DeviceShareArgs:
             raise ArgumentError(f"{GPU_SHARING} and {VGPU} cannot both be true")
         if self.vgpu and self.gpu_number:
             raise ArgumentError(f"{GPU_NUMBER} and {VGPU} cannot both be true")
+
+
+def parse_rules(raw: Any) -> tuple[Rule, ...]:
+    """The rules argument: a list of label maps (string keys and values, at least one label each).
+
+    Upstream silently drops what it cannot read; a configuration we would misread is refused
+    instead, naming the bad entry, so a typo cannot switch exclusivity off unnoticed.
+    """
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ArgumentError(f"{GPU_EXCLUSIVE_RULES}: expected a list of label maps, got {raw!r}")
+    rules: list[Rule] = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, Mapping) or not item:
+            raise ArgumentError(f"{GPU_EXCLUSIVE_RULES}[{i}]: expected a non-empty map of labels, got {item!r}")
+        labels = []
+        for k, v in item.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise ArgumentError(f"{GPU_EXCLUSIVE_RULES}[{i}]: label {k!r}: {v!r} must be a string to a string")
+            labels.append((k, v))
+        rules.append(tuple(sorted(labels)))
+    return tuple(rules)
+
+
+def _exclusive_rules(arguments: Arguments) -> tuple[Rule, ...]:
+    return parse_rules(arguments.raw(GPU_EXCLUSIVE_RULES))
 
 
 # --- device-config.yaml -----------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""deviceshare: shared GPUs (by memory or number) and HAMi vGPU, wired into the session (spec 1.2).
+"""deviceshare: shared GPUs (by memory or number), HAMi vGPU and HAMi Ascend vNPU, wired into the session (spec 1.2).
 
 At session open every node with device capacity or a vGPU registration gets a ledger rebuilt from
 the pod annotations of the tasks on it (spec 1.4), so device state is never persisted here and
@@ -23,18 +23,22 @@ from scheduler.model.objects import ALLOCATED_STATUSES, NodeInfo, PodInfo, TaskI
 from scheduler.model.resources import QuantityError, parse_quantity
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare import gpushare, vgpu
+from scheduler.plugins.deviceshare.ascend import AscendLedger
 from scheduler.plugins.deviceshare.config import (
-    ASCEND_HAMI,
     ASCEND_MINDCLUSTER,
     DEFAULT_CONFIG,
     DeviceConfig,
     DeviceShareArgs,
+    VnpuChip,
     device_config_from,
 )
+from scheduler.plugins.deviceshare.exclusive import ExclusiveRules
 from scheduler.plugins.deviceshare.gpushare import GpuShareLedger
 from scheduler.plugins.deviceshare.requests import (
+    AscendRequest,
     GpuShareRequest,
     VgpuRequest,
+    ascend_request,
     gpushare_request,
     pod_gpu_amount,
     vgpu_request,
@@ -42,6 +46,7 @@ from scheduler.plugins.deviceshare.requests import (
 from scheduler.plugins.deviceshare.vgpu import VgpuLedger, VgpuTable
 
 VGPU_ERROR = "hami-vgpuDeviceSharing error"
+ASCEND_ERROR = "ascend vNPU"
 WHOLE_GPU = "nvidia.com/gpu"
 
 
@@ -54,10 +59,16 @@ class PodDeviceRequests:
     vgpu: VgpuRequest | None = None
     vgpu_error: str = ""
     gpu_types: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    # HAMi Ascend: one request per chip kind the pod asks for, in configuration order
+    ascend: tuple[tuple[VnpuChip, AscendRequest], ...] = ()
+    ascend_error: str = ""
 
     @property
     def uses_any(self) -> bool:
-        return bool(self.share or self.share_error or self.vgpu or self.vgpu_error or self.gpu_types)
+        return bool(
+            self.share or self.share_error or self.vgpu or self.vgpu_error or self.gpu_types
+            or self.ascend or self.ascend_error
+        )
 
 
 _NO_REQUEST = PodDeviceRequests()
@@ -108,6 +119,7 @@ class DeviceSharePlugin(Plugin):
         self._locks: dict[str, list[tuple[str, str, str]]] = {}
         self._time_seq = 0
         self.ssn: Session | None = None
+        self.exclusive: ExclusiveRules | None = None
 
     @classmethod
     def validate(cls, arguments: Arguments) -> None:
@@ -121,15 +133,22 @@ class DeviceSharePlugin(Plugin):
             self.config = device_config_from(ssn.configmaps, a)
             for w in self.config.warnings:
                 ssn.warn(f"deviceshare: {w}")
-        if a.ascend_mindcluster or a.ascend_hami:
-            which = ASCEND_MINDCLUSTER if a.ascend_mindcluster else ASCEND_HAMI
-            ssn.warn(f"deviceshare: {which} is not supported by this scheduler; Ascend pods are not device-checked")
+        if a.ascend_mindcluster:
+            ssn.warn(
+                f"deviceshare: {ASCEND_MINDCLUSTER} (MindCluster 310P vNPU) is not supported by this scheduler; "
+                "use the HAMi Ascend path (deviceshare.AscendHAMiVNPUEnable)"
+            )
         share = a.gpu_sharing or a.gpu_number
+        chips = self.config.vnpus if a.ascend_hami else ()
         for node in ssn.node_list:
             if share and ann.GPU_NUMBER in node.raw_capacity:
                 self._build_share(node)
             if a.vgpu and ann.VGPU_REGISTER in node.annotations:
                 self._build_vgpu(node)
+            for chip in chips:
+                if chip.resource_name in node.allocatable.scalars:
+                    self._build_ascend(node, chip)
+        self.exclusive = ExclusiveRules.build(a.exclusive_rules, ssn) if a.vgpu and a.exclusive_rules else None
         ssn.add_pre_predicate_fn(self.name, self.pre_predicate)
         ssn.add_predicate_fn(self.name, self.predicate)
         ssn.add_node_order_fn(self.name, self.node_order)
@@ -171,6 +190,22 @@ class DeviceSharePlugin(Plugin):
             self._replay_vgpu(led, task)
         node.devices[vgpu.KIND] = led
 
+    def _build_ascend(self, node: NodeInfo, chip: VnpuChip) -> None:
+        led, why = AscendLedger.from_node(node, chip, self.config)
+        if led is None:
+            if self.ssn is not None and why:
+                self.ssn.warn(f"deviceshare: node {node.name}: {chip.common_word}: {why}")
+            return
+        for task in node.tasks.values():
+            self._replay_ascend(led, task)
+        node.devices[led.kind] = led
+
+    @staticmethod
+    def _replay_ascend(led: AscendLedger, task: TaskInfo) -> None:
+        value = _merged(task).get(ann.ascend_allocated_key(led.kind))
+        if value:
+            led.add_pod(task.uid, ann.decode_generic_devices(value))
+
     @staticmethod
     def _replay_vgpu(led: VgpuLedger, task: TaskInfo) -> None:
         anns = _merged(task)
@@ -194,6 +229,16 @@ class DeviceSharePlugin(Plugin):
         if a.vgpu:
             r.vgpu, r.vgpu_error = vgpu_request(pod, self.config)
         r.gpu_types = _whole_gpu_types(pod)
+        if a.ascend_hami:
+            asks: list[tuple[VnpuChip, AscendRequest]] = []
+            for chip in self.config.vnpus:
+                areq, err = ascend_request(pod, chip)
+                if err:
+                    r.ascend_error = f"{chip.common_word} {err}"
+                    break
+                if areq is not None and areq.containers:
+                    asks.append((chip, areq))
+            r.ascend = tuple(asks)
         return r if r.uses_any else _NO_REQUEST
 
     def _share_label(self, req: GpuShareRequest | None) -> str:
@@ -207,6 +252,8 @@ class DeviceSharePlugin(Plugin):
             return Unfit(f"{self._share_label(None)} {r.share_error}", resolvable=False)
         if r.vgpu_error:
             return Unfit(f"{VGPU_ERROR}: {r.vgpu_error}", resolvable=False)
+        if r.ascend_error:
+            return Unfit(f"{ASCEND_ERROR}: {r.ascend_error}", resolvable=False)
         return None
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> Unfit | None:
@@ -231,10 +278,27 @@ class DeviceSharePlugin(Plugin):
         if r.vgpu is not None and r.vgpu.containers:
             vled = devs.get(vgpu.KIND)
             if vled is not None:
-                vf = vled.fit(r.vgpu, self.args.policy)
+                vf = self._fit_vgpu(vled, task, r.vgpu)
                 if not vf.ok:
                     return Unfit(f"{VGPU_ERROR}: {vf.reason}")
+        for chip, areq in r.ascend:
+            aled = devs.get(chip.common_word)
+            # no ledger: the node has no such chip; the resource-fit predicate rejects it (spec 6.5)
+            if isinstance(aled, AscendLedger):
+                af = aled.fit(areq, self.args.policy)
+                if not af.ok:
+                    return Unfit(f"{ASCEND_ERROR}: {chip.common_word} {af.reason}")
         return None
+
+    def _fit_vgpu(self, led: VgpuLedger, task: TaskInfo, req: VgpuRequest) -> vgpu.FitResult:
+        """The vGPU fit, with the cards reserved by exclusivity rules (spec 6.7) closed to this pod."""
+        ex = self.exclusive
+        if ex is not None:
+            closed = ex.closed_cards(task.pod, led)
+            if closed:
+                with led.capped(closed):
+                    return led.fit(req, self.args.policy)
+        return led.fit(req, self.args.policy)
 
     @staticmethod
     def _gpu_type_misfit(types: tuple[tuple[str, ...], tuple[str, ...]], node: NodeInfo) -> str:
@@ -261,8 +325,13 @@ class DeviceSharePlugin(Plugin):
         if r.vgpu is not None and r.vgpu.containers:
             vled = node.devices.get(vgpu.KIND)
             if vled is not None:
-                vf = vled.fit(r.vgpu, self.args.policy)
+                vf = self._fit_vgpu(vled, task, r.vgpu)
                 s += vf.score if vf.ok else 0.0
+        for chip, areq in r.ascend:
+            aled = node.devices.get(chip.common_word)
+            if isinstance(aled, AscendLedger):
+                af = aled.fit(areq, self.args.policy)
+                s += af.score if af.ok else 0.0
         return s
 
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
@@ -313,6 +382,8 @@ class DeviceSharePlugin(Plugin):
         try:
             self._allocate_share(task, node, r.share)
             self._allocate_vgpu(task, node, r.vgpu)
+            for chip, areq in r.ascend:
+                self._allocate_ascend(task, node, chip, areq)
         except AllocateError:
             self._release(task, node)
             raise
@@ -327,6 +398,9 @@ class DeviceSharePlugin(Plugin):
         vled = node.devices.get(vgpu.KIND)
         if vled is not None:
             self._replay_vgpu(vled, task)
+        for led in node.devices.values():
+            if isinstance(led, AscendLedger):
+                self._replay_ascend(led, task)
 
     def _allocate_share(self, task: TaskInfo, node: NodeInfo, req: GpuShareRequest | None) -> None:
         led = node.devices.get(gpushare.KIND)
@@ -347,7 +421,7 @@ class DeviceSharePlugin(Plugin):
         led = node.devices.get(vgpu.KIND)
         if req is None or led is None or not req.containers:
             return
-        f = led.fit(req, self.args.policy)
+        f = self._fit_vgpu(led, task, req)
         if not f.ok:
             raise AllocateError(f"{VGPU_ERROR}: {f.reason}")
         self._lock(task, node, ann.LOCK_VGPU)  # vGPU locks after the live fit, before annotating
@@ -366,6 +440,17 @@ class DeviceSharePlugin(Plugin):
             }
         )
 
+    def _allocate_ascend(self, task: TaskInfo, node: NodeInfo, chip: VnpuChip, req: AscendRequest) -> None:
+        led = node.devices.get(chip.common_word)
+        if not isinstance(led, AscendLedger):
+            return
+        self._lock(task, node, ann.LOCK_HAMI)  # upstream locks before choosing the chips
+        f = led.fit(req, self.args.policy)
+        if not f.ok:
+            raise AllocateError(f"{ASCEND_ERROR}: {chip.common_word} {f.reason}")
+        led.add_pod(task.uid, led.segments(f.picks))
+        task.bind_annotations.update(led.annotations(req, f.picks, self._now()))
+
     def on_deallocate(self, event: Event) -> None:
         task = event.task
         node = self.ssn.nodes.get(task.node_name) if self.ssn is not None else None
@@ -383,7 +468,15 @@ class DeviceSharePlugin(Plugin):
         vled = node.devices.get(vgpu.KIND)
         if vled is not None:
             vled.remove_pod(task.uid)
-        if _merged(task).get(ann.BIND_PHASE) != ann.BIND_PHASE_SUCCESS:
+        merged = _merged(task)
+        if merged.get(ann.BIND_PHASE) != ann.BIND_PHASE_SUCCESS:
             for k in ann.VGPU_POD_KEYS:
                 task.bind_annotations.pop(k, None)
+        ascend_done = merged.get(ann.HAMI_BIND_PHASE) == ann.BIND_PHASE_SUCCESS
+        for aled in node.devices.values():
+            if isinstance(aled, AscendLedger):
+                aled.remove_pod(task.uid)
+                if not ascend_done:
+                    for k in ann.ascend_pod_keys(aled.kind):
+                        task.bind_annotations.pop(k, None)
         self._withdraw_locks(task)

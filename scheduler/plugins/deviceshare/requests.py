@@ -15,7 +15,7 @@ from typing import Any
 from scheduler.model.objects import Container, PodInfo
 from scheduler.model.resources import QuantityError, parse_quantity
 from scheduler.plugins.deviceshare import annotations as ann
-from scheduler.plugins.deviceshare.config import DeviceConfig
+from scheduler.plugins.deviceshare.config import DeviceConfig, VnpuChip
 
 PCT_UNSET = 101
 
@@ -180,6 +180,93 @@ def vgpu_request(pod: PodInfo, cfg: DeviceConfig) -> tuple[VgpuRequest | None, s
             tuple(s.upper() for s in ann.split_list(a.get(ann.NOUSE_GPUTYPE))),
             spread,
             group,
+        ),
+        "",
+    )
+
+
+# --- HAMi Ascend vNPU ---------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class AscendContainerRequest:
+    index: int  # position in spec.containers
+    nums: int  # chips
+    mem: int  # MiB per chip as asked; 0 = the whole chip
+    cores: int  # `<resourceName>-core`: AI cores, or percent of a chip in hami-core mode
+
+
+@dataclass(frozen=True, slots=True)
+class AscendRequest:
+    containers: tuple[AscendContainerRequest, ...]
+    hami_core: bool  # pod annotation huawei.com/vnpu-mode: hami-core (no template rounding)
+    use_uuids: tuple[str, ...] = ()
+    nouse_uuids: tuple[str, ...] = ()
+
+    @property
+    def total_chips(self) -> int:
+        return sum(c.nums for c in self.containers)
+
+
+def trim_to_template(chip: VnpuChip, mem: int) -> tuple[int, str] | None:
+    """Memory rounded up to the smallest template that holds it (spec 5.2): (MiB, template name).
+
+    Above every template but within the chip's capacity the pod gets the whole chip
+    (memoryAllocatable, no template name). Above the capacity: None (upstream rounds to 0 and the
+    request then fits anywhere; we refuse it).
+    """
+    for t in chip.templates:
+        if mem <= t.memory:
+            return t.memory, t.name
+    if mem <= chip.memory_capacity:
+        return chip.memory_allocatable, ""
+    return None
+
+
+def ascend_request(pod: PodInfo, chip: VnpuChip) -> tuple[AscendRequest | None, str]:
+    """The pod's request for one HAMi Ascend chip kind; `(None, "")` unless a regular container
+    limits the chip's resource or its memory resource (spec 1.3, 5.2)."""
+    res, mem_name, core_name = chip.resource_name, chip.resource_memory_name, f"{chip.resource_name}-core"
+    if not any(res in c.limits or mem_name in c.limits for c in pod.containers):
+        return None, ""
+    mode = pod.annotations.get(ann.ASCEND_VNPU_MODE)
+    if mode is not None and mode != ann.ASCEND_MODE_HAMI_CORE:
+        # upstream silently treats any other value as template mode
+        return None, f"unknown {ann.ASCEND_VNPU_MODE} {mode!r}: expected {ann.ASCEND_MODE_HAMI_CORE} or no annotation"
+    hami_core = mode == ann.ASCEND_MODE_HAMI_CORE
+    out: list[AscendContainerRequest] = []
+    for i, c in enumerate(pod.containers):
+        nums, err = _limit(c, res)
+        if err:
+            return None, err
+        if nums is None:
+            if mem_name not in c.limits:
+                continue
+            nums = 1
+        mem, err = _limit_or_request(c, mem_name)
+        if err:
+            return None, err
+        cores, err = _limit_or_request(c, core_name)
+        if err:
+            return None, err
+        mem, cores = mem or 0, cores or 0
+        if hami_core and cores > 100:
+            return None, f"container {c.name}: {core_name} {cores} is more than 100 percent of a chip"
+        if not hami_core and chip.ai_core and cores > chip.ai_core:
+            return None, f"container {c.name}: {core_name} {cores} is more than the {chip.ai_core} AI cores of a {chip.common_word}"
+        if mem and not hami_core:
+            trimmed = trim_to_template(chip, mem)
+            if trimmed is None:
+                return None, f"container {c.name}: {mem_name} {mem} is more than a {chip.common_word} holds ({chip.memory_capacity})"
+            if nums > 1 and trimmed[0] != chip.memory_allocatable:
+                return None, f"container {c.name}: vNPU does not support partial memory allocation when requesting multiple devices"
+        if nums > 0:
+            out.append(AscendContainerRequest(i, nums, mem, cores))
+    a = pod.annotations
+    return (
+        AscendRequest(
+            tuple(out),
+            hami_core,
+            tuple(ann.split_list(a.get(ann.ascend_use_uuid_key(chip.common_word)))),
+            tuple(ann.split_list(a.get(ann.ascend_nouse_uuid_key(chip.common_word)))),
         ),
         "",
     )

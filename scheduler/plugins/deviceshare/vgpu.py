@@ -13,6 +13,8 @@ those entries are charged exactly as a pod found on the node at snapshot time wo
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from scheduler.model.objects import NodeInfo
@@ -301,6 +303,26 @@ class VgpuLedger:
                     cards.pop(g, None)
         self.version += 1
         return True
+
+    @contextmanager
+    def capped(self, cards: list[int]) -> Iterator[None]:
+        """While open, the listed cards take no further pod (split count capped at its use).
+
+        This is how exclusivity rules (spec 6.7) close cards to a pod, as upstream does; the
+        version bumps on both sides keep a fit memoised under the cap from being reused without it.
+        """
+        t, saved = self.table, []
+        for c in cards:
+            g = self.base + c
+            saved.append((g, t.count[g]))
+            t.count[g] = min(t.count[g], t.used_num[g])
+        self.version += 1
+        try:
+            yield
+        finally:
+            for g, v in saved:
+                t.count[g] = v
+            self.version += 1
 
     # -- fit -------------------------------------------------------------------------------------
     def fit(self, req: VgpuRequest, policy: int) -> FitResult:

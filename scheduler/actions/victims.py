@@ -88,6 +88,8 @@ def evict_until_fit(
     if not fits_after(ssn, queue, task, node):
         trial.discard()
         return False
+    if evicted > 1:
+        _spare_device_victims(ssn, trial, queue, task, node)
     try:
         trial.pipeline(task, node)
     except AllocateError:
@@ -97,6 +99,23 @@ def evict_until_fit(
         ssn.nominated[task.uid] = node.name
     stmt.operations.extend(trial.operations)
     return True
+
+
+def _spare_device_victims(ssn: Session, trial: Statement, queue: QueueInfo, task: TaskInfo, node: NodeInfo) -> None:
+    """Give back the victims holding extended resources (devices) that the preemptor fits without.
+
+    Evicting in victim order can take a sharer off a GPU that never frees up (another pod stays
+    on it) before reaching the victim whose card does; only such device holders are given back,
+    so CPU/memory-only preemption keeps Volcano's evict-in-order behaviour.
+    """
+    for op in reversed(trial.operations[:-1]):  # the last victim is the one that made it fit
+        if not any(v > 0 for v in op.task.resreq.scalars.values()):
+            continue
+        ssn.unmark_releasing(op.task, op.prior_status)
+        if fits_after(ssn, queue, task, node):
+            trial.operations.remove(op)
+        else:
+            op.task, _ = ssn.mark_releasing(op.task)
 
 
 def preempted_resources(victims: list[TaskInfo]) -> Resource:

@@ -194,10 +194,9 @@ def test_ascend_preemptor_gets_the_chip_its_victim_freed() -> None:
     assert got["huawei.com/Ascend310P"] == '[{"UUID":"npu-0"}]'
 
 
-@pytest.mark.xfail(strict=True, reason="evict_until_fit (actions/victims.py) evicts in victim order until the "
-                   "preemptor fits, so a victim on a card that can never fit (a pinned sharer stays) is evicted "
-                   "for nothing when it comes first; upstream Volcano does the same")
-def test_a_victim_on_a_card_that_cannot_be_emptied_is_not_evicted() -> None:
+def test_a_victim_on_a_card_that_cannot_be_emptied_is_given_back() -> None:
+    # Volcano evicts in victim order until the preemptor fits, so b1 (whose card keeps a pinned
+    # sharer and can never be emptied) would go for nothing; we give such device holders back
     objects = base(
         vgpu_node("n", T4_REG, 2),
         # listed first, so victim order (reverse of task order) puts b1 first

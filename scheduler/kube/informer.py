@@ -13,6 +13,7 @@ to find deletions after a relist and to skip re-delivering 150,000 unchanged pod
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from scheduler.kube.client import ApiError, KubeClient
 
 log = structlog.get_logger("vc-scheduler.informer")
 _rng = random.Random()
+_CHUNK = 100  # objects delivered between two yields to the event loop
+_SEND_TURNS = 20
 
 
 class Handler(Protocol):
@@ -117,36 +120,59 @@ class Informer:
         except Exception as exc:
             log.error("handler failed", kind=self.resource.kind, object=key, error=f"{type(exc).__name__}: {exc}")
 
+    async def _page(self, cont: str) -> dict[str, Any]:
+        q = {**self._query(), "limit": self.page_size}
+        if cont:
+            q["continue"] = cont
+        page = await self.client.request("GET", self.resource.path, q)
+        if not isinstance(page, dict):
+            raise ApiError(0, "BadResponse", f"list {self.resource.path}: not an object")
+        return page
+
     async def list(self) -> None:
         """A full, paginated list, delivered as a diff against what was known.
 
-        Pages are delivered as they arrive so that at most one page of raw objects is alive.
+        Pages are delivered as they arrive so that at most two pages of raw objects are alive: the
+        next page is requested before the current one is delivered, so the API server encodes it
+        while we convert this one (at 150,000 pods that overlap is seconds of the initial sync).
+        Delivery yields to the event loop every `_CHUNK` objects, so the prefetch goes out, and
+        probes and lease renewals are answered during a long sync.
         """
         seen: set[str] = set()
-        cont = ""
         rv = ""
-        while True:
-            q = {**self._query(), "limit": self.page_size}
-            if cont:
-                q["continue"] = cont
-            page = await self.client.request("GET", self.resource.path, q)
-            if not isinstance(page, dict):
-                raise ApiError(0, "BadResponse", f"list {self.resource.path}: not an object")
-            md = page.get("metadata") or {}
-            rv = str(md.get("resourceVersion") or rv)
-            for obj in page.get("items") or []:
-                if not isinstance(obj, dict):
-                    continue
-                key = object_key(obj)
-                orv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-                seen.add(key)
-                # after a relist, objects whose version did not move are already in the cache
-                if self.known.get(key) != orv or not orv:
-                    self._deliver_upsert(obj)
-            del page
-            cont = str(md.get("continue") or "")
-            if not cont:
-                break
+        fetch: asyncio.Future[dict[str, Any]] | None = asyncio.ensure_future(self._page(""))
+        try:
+            while fetch is not None:
+                page = await fetch
+                fetch = None
+                md = page.get("metadata") or {}
+                rv = str(md.get("resourceVersion") or rv)
+                cont = str(md.get("continue") or "")
+                if cont:
+                    fetch = asyncio.ensure_future(self._page(cont))
+                    # sending a request takes a few turns of the loop (rate limiter, connection
+                    # pool, write): give them now, before converting 500 objects without a pause
+                    for _ in range(_SEND_TURNS):
+                        await asyncio.sleep(0)
+                items = page.get("items") or []
+                del page
+                for n, obj in enumerate(items):
+                    if n % _CHUNK == 0:
+                        await asyncio.sleep(0)
+                    if not isinstance(obj, dict):
+                        continue
+                    key = object_key(obj)
+                    orv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+                    seen.add(key)
+                    # after a relist, objects whose version did not move are already in the cache
+                    if self.known.get(key) != orv or not orv:
+                        self._deliver_upsert(obj)
+                del items
+        finally:
+            if fetch is not None and not fetch.done():
+                fetch.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await fetch
         for key in [k for k in self.known if k not in seen]:
             self._deliver_delete(key, None)
         self.resource_version = rv

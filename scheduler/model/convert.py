@@ -6,7 +6,9 @@ the object and the field, so callers can log it and skip that object without los
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from scheduler.model.objects import (
@@ -44,7 +46,18 @@ def object_name(obj: Any) -> str:
     return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
 
 
+@lru_cache(maxsize=4096)
+def _parse_rfc3339(text: str) -> float:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
 def parse_time(value: Any) -> float:
+    if isinstance(value, str):
+        # pods created together share their timestamp (to the second): parse each string once
+        return _parse_rfc3339(value) if value else 0.0
     if not value:
         return 0.0
     if isinstance(value, int | float):
@@ -132,11 +145,104 @@ def task_status(phase: str, node_name: str, deleting: bool) -> TaskStatus:
     return TaskStatus.UNKNOWN
 
 
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What a pod's containers say about scheduling, shared by every pod with the same specs."""
+
+    containers: list[Container]
+    init_containers: list[Container]
+    resreq: Resource
+    init_resreq: Resource
+    host_ports: list[tuple[str, str, int]]
+
+
+# Pods of one job, Deployment or StatefulSet have identical container resources, so at 150,000
+# pods a few hundred shapes cover everything: parsing quantities once per shape instead of once
+# per pod is most of the cost of converting a pod. The records are shared between pods, which is
+# safe because nothing changes a task's requests or containers in place (sessions already share
+# them between a task and its clones). Bounded: cleared when it grows past this many shapes.
+_SHAPES: dict[tuple[Any, ...], _Shape] = {}
+_SHAPES_MAX = 4096
+
+
+def _shape_key(raw_containers: list[Any], raw_inits: list[Any], overhead: Any) -> tuple[Any, ...] | None:
+    """A cheap exact key of everything `_shape` reads, or None when something is not a dict."""
+    key: list[Any] = []
+    for group in (raw_containers, raw_inits):
+        for c in group:
+            if type(c) is not dict:
+                return None
+            ports = c.get("ports")
+            # repr of JSON-decoded dicts/lists/strings is exact and much cheaper than hashing them
+            key.append((c.get("name"), repr(c.get("resources")), repr(ports) if ports else None))
+        key.append(None)  # separates containers from init containers
+    key.append(repr(overhead) if overhead else None)
+    return tuple(key)
+
+
+def _shape(raw_containers: list[Any], raw_inits: list[Any], spec: dict[str, Any], where: str) -> _Shape:
+    containers: list[Container] = []
+    creqs: list[Resource] = []
+    for i, c in enumerate(raw_containers):
+        cont, r = _container(c, where, f"spec.containers[{i}]")
+        containers.append(cont)
+        creqs.append(r)
+    inits: list[Container] = []
+    ireqs: list[Resource] = []
+    for i, c in enumerate(raw_inits):
+        cont, r = _container(c, where, f"spec.initContainers[{i}]")
+        inits.append(cont)
+        ireqs.append(r)
+    overhead = _resources(_dict(spec, "overhead", where), where, "spec.overhead")
+    resreq, init_resreq = pod_requests(creqs, ireqs, overhead)
+    host_ports: list[tuple[str, str, int]] = []
+    for c in raw_containers:
+        for p in c.get("ports") or []:
+            if isinstance(p, dict) and p.get("hostPort"):
+                try:
+                    host_ports.append((str(p.get("protocol") or "TCP"), str(p.get("hostIP") or "0.0.0.0"), int(p["hostPort"])))
+                except (TypeError, ValueError):
+                    raise ConvertError(f"{where}: hostPort must be an integer, got {p.get('hostPort')!r}") from None
+    return _Shape(containers, inits, resreq, init_resreq, host_ports)
+
+
+_INTERNED: dict[str, Any] = {}
+
+
+def _interned(value: Any) -> Any:
+    """One shared copy of equal selectors, affinities and toleration lists (read-only in the core).
+
+    Every pod of a workload carries the same ones (admission adds the same two tolerations to
+    every pod), and kept per pod they would be a large part of the daemon's memory at 150,000 pods.
+    """
+    if not value:
+        return value
+    key = repr(value)
+    got = _INTERNED.get(key)
+    if got is None:
+        if len(_INTERNED) >= _SHAPES_MAX:
+            _INTERNED.clear()
+        _INTERNED[key] = got = value
+    return got
+
+
+def _pod_where(pod: Any) -> str:
+    """`Pod ns/name` for messages, without copying the pod (this runs for every pod)."""
+    if not isinstance(pod, dict):
+        return "Pod"
+    md = pod.get("metadata")
+    if not isinstance(md, dict):
+        return "Pod <unnamed>"
+    ns = md.get("namespace")
+    name = md.get("name") or md.get("generateName") or "<unnamed>"
+    return f"Pod {ns}/{name}" if ns else f"Pod {name}"
+
+
 def pod_to_task(
     pod: dict[str, Any], priority_classes: dict[str, PriorityClassInfo] | None = None
 ) -> TaskInfo:
     """Build the TaskInfo of a pod; the job id is `<namespace>/<group name>` (empty without one)."""
-    where = object_name({**pod, "kind": "Pod"})
+    where = _pod_where(pod)
     if not isinstance(pod, dict):
         raise ConvertError("Pod: not an object")
     md = _dict(pod, "metadata", where)
@@ -150,20 +256,16 @@ def pod_to_task(
     raw_containers = _list(spec, "containers", where)
     if not raw_containers:
         raise ConvertError(f"{where}: spec.containers: Required value: a pod needs at least one container")
-    containers: list[Container] = []
-    creqs: list[Resource] = []
-    for i, c in enumerate(raw_containers):
-        cont, r = _container(c, where, f"spec.containers[{i}]")
-        containers.append(cont)
-        creqs.append(r)
-    inits: list[Container] = []
-    ireqs: list[Resource] = []
-    for i, c in enumerate(_list(spec, "initContainers", where)):
-        cont, r = _container(c, where, f"spec.initContainers[{i}]")
-        inits.append(cont)
-        ireqs.append(r)
-    overhead = _resources(_dict(spec, "overhead", where), where, "spec.overhead")
-    resreq, init_resreq = pod_requests(creqs, ireqs, overhead)
+    raw_inits = _list(spec, "initContainers", where)
+    key = _shape_key(raw_containers, raw_inits, spec.get("overhead"))
+    shape = _SHAPES.get(key) if key is not None else None
+    if shape is None:
+        shape = _shape(raw_containers, raw_inits, spec, where)  # raises on bad input: never cached
+        if key is not None:
+            if len(_SHAPES) >= _SHAPES_MAX:
+                _SHAPES.clear()
+            _SHAPES[key] = shape
+    resreq, init_resreq, host_ports = shape.resreq, shape.init_resreq, shape.host_ports
 
     labels = _str_map(md, "labels", where)
     annotations = _str_map(md, "annotations", where)
@@ -180,15 +282,6 @@ def pod_to_task(
             priority = int(prio_raw)
         except (TypeError, ValueError):
             raise ConvertError(f"{where}: spec.priority must be an integer, got {prio_raw!r}") from None
-
-    host_ports: list[tuple[str, str, int]] = []
-    for c in raw_containers:
-        for p in c.get("ports") or []:
-            if isinstance(p, dict) and p.get("hostPort"):
-                try:
-                    host_ports.append((str(p.get("protocol") or "TCP"), str(p.get("hostIP") or "0.0.0.0"), int(p["hostPort"])))
-                except (TypeError, ValueError):
-                    raise ConvertError(f"{where}: hostPort must be an integer, got {p.get('hostPort')!r}") from None
 
     node_name = str(spec.get("nodeName") or "")
     phase = str(status.get("phase") or "Pending")
@@ -214,13 +307,13 @@ def pod_to_task(
         priority=priority,
         priority_class_name=pcn,
         creation=parse_time(md.get("creationTimestamp")),
-        node_selector=_str_map(spec, "nodeSelector", where),
-        affinity=_dict(spec, "affinity", where),
-        tolerations=[t for t in _list(spec, "tolerations", where) if isinstance(t, dict)],
+        node_selector=_interned(_str_map(spec, "nodeSelector", where)),
+        affinity=_interned(_dict(spec, "affinity", where)),
+        tolerations=_interned([t for t in _list(spec, "tolerations", where) if isinstance(t, dict)]),
         host_ports=host_ports,
         topology_spread=[t for t in _list(spec, "topologySpreadConstraints", where) if isinstance(t, dict)],
-        containers=containers,
-        init_containers=inits,
+        containers=shape.containers,
+        init_containers=shape.init_containers,
         preemption_policy=str(spec.get("preemptionPolicy") or ""),
         scheduling_gates=[str(g.get("name")) for g in _list(spec, "schedulingGates", where) if isinstance(g, dict)],
         nominated_node=str(status.get("nominatedNodeName") or ""),

@@ -250,10 +250,11 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
             await sin.drain()
             return json.loads(await sout.readline())
 
-        dcmd = [sys.executable, "-m", "scheduler", "--kubeconfig", kubeconfig, "--leader-elect=false",
+        prof = ["-m", "cProfile", "-o", args.profile] if args.profile else []
+        dcmd = [sys.executable, *prof, "-m", "scheduler", "--kubeconfig", kubeconfig, "--leader-elect=false",
                 "--enable-metrics", "--listen-address=127.0.0.1:0", f"--schedule-period={args.period}",
                 *args.daemon_flag]
-        result["daemon_command"] = "vc-scheduler " + " ".join(dcmd[3:]).replace(kubeconfig, "<kubeconfig>")
+        result["daemon_command"] = "vc-scheduler " + " ".join(dcmd[3 + len(prof):]).replace(kubeconfig, "<kubeconfig>")
         t0 = time.time()
         daemon = await asyncio.create_subprocess_exec(*dcmd, stdout=asyncio.subprocess.DEVNULL,
                                                       stderr=asyncio.subprocess.PIPE, env=env)
@@ -397,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--idle-seconds", type=float, default=10.0, help="how long idle sessions are measured")
     p.add_argument("--timeout", type=float, default=900.0, help="give up when the backlog is not bound by then")
     p.add_argument("--daemon-flag", action="append", default=[], help="an extra daemon flag (repeatable)")
+    p.add_argument("--profile", help="run the daemon under cProfile and write its profile here (slows it down)")
     p.add_argument("--output", help="rewrite this benchmark's section of this Markdown file")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)

@@ -2,13 +2,14 @@
 
 When the simulated kubelet starts a pod that asks for shared GPUs, it asks this module, which
 reads the scheduler's pod annotations the way the real plugins do (Volcano's gpushare plugin for
-`volcano.sh/gpu-memory` / `gpu-number`, HAMi's volcano-vgpu-device-plugin for `volcano.sh/vgpu-*`)
-and answers either the annotation updates the plugin writes back, or the error it would fail the
+`volcano.sh/gpu-memory` / `gpu-number`, HAMi's volcano-vgpu-device-plugin for `volcano.sh/vgpu-*`,
+HAMi's Ascend device plugin for `huawei.com/<chip>`) and answers either the annotation updates the plugin writes back, or the error it would fail the
 container with. That makes the scheduler's wire contract tested end to end in the sandbox.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,10 +123,70 @@ def check_vgpu(pod: dict[str, Any], node: dict[str, Any]) -> DeviceCheck | None:
     )
 
 
+def _register_words(node: dict[str, Any]) -> list[str]:
+    prefix = ann.ascend_register_key("")
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    return [k[len(prefix):] for k in annotations if k.startswith(prefix)]
+
+
+def _container_chip_counts(pod: dict[str, Any], word: str) -> list[int]:
+    res, mem = ann.ascend_huawei_key(word), f"{ann.ascend_huawei_key(word)}-memory"
+    out: list[int] = []
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        limits = (c.get("resources") or {}).get("limits") or {}
+        if res in limits:
+            try:
+                out.append(int(parse_quantity(limits[res])))
+            except QuantityError:
+                out.append(0)
+        else:
+            out.append(1 if mem in limits else 0)
+    return out
+
+
+def check_ascend(pod: dict[str, Any], node: dict[str, Any]) -> DeviceCheck | None:
+    """HAMi's Ascend plugin: the pod's chips per container from `hami.io/<chip>-devices-to-allocate`,
+    their templates (or hami-core memory/cores) from `huawei.com/<chip>`, all on this node."""
+    node_name = (node.get("metadata") or {}).get("name")
+    node_annotations = (node.get("metadata") or {}).get("annotations") or {}
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    done: dict[str, str] = {}
+    for word in _register_words(node):
+        counts = _container_chip_counts(pod, word)
+        if not any(counts):
+            continue
+        chips, why = ann.decode_ascend_register(node_annotations.get(ann.ascend_register_key(word)))
+        if chips is None:
+            return DeviceCheck(error=f"ascend device plugin: node has no {word} registration ({why})")
+        if annotations.get(ann.HAMI_ASSIGNED_NODE) != node_name:
+            return DeviceCheck(error=f"ascend device plugin: pod is not assigned to this node ({ann.HAMI_ASSIGNED_NODE}={annotations.get(ann.HAMI_ASSIGNED_NODE)!r})")
+        segments = ann.decode_generic_devices(annotations.get(ann.ascend_to_allocate_key(word)))
+        wanted = [n for n in counts if n > 0]
+        if [len(s) for s in segments] != wanted:
+            return DeviceCheck(error=f"ascend device plugin: {ann.ascend_to_allocate_key(word)} gives {[len(s) for s in segments]} chips, containers ask {wanted}")
+        known = {c.id for c in chips}
+        ids = [e.uuid for seg in segments for e in seg]
+        for e in (e for seg in segments for e in seg):
+            if e.uuid not in known:
+                return DeviceCheck(error=f"ascend device plugin: unknown chip {e.uuid} on node {node_name}")
+            if e.type != word:
+                return DeviceCheck(error=f"ascend device plugin: device type {e.type!r} is not {word}")
+        try:
+            runtime = json.loads(annotations.get(ann.ascend_huawei_key(word), ""))
+        except ValueError:
+            runtime = None
+        if not isinstance(runtime, list) or [r.get("UUID") if isinstance(r, dict) else None for r in runtime] != ids:
+            return DeviceCheck(error=f"ascend device plugin: {ann.ascend_huawei_key(word)} does not name the allocated chips")
+        done[ann.HAMI_BIND_PHASE] = ann.BIND_PHASE_SUCCESS
+        # the plugin consumes each container's devices; what remains is the empty segments
+        done[ann.ascend_to_allocate_key(word)] = ";" * len(segments)
+    return DeviceCheck(annotations=done) if done else None
+
+
 def check_pod(pod: dict[str, Any], node: dict[str, Any]) -> DeviceCheck:
     """All device plugins in order; the first failure wins, annotations are merged."""
     merged = DeviceCheck()
-    for check in (check_gpushare, check_vgpu):
+    for check in (check_gpushare, check_vgpu, check_ascend):
         r = check(pod, node)
         if r is None:
             continue

@@ -3,13 +3,16 @@
 `--nodes SPEC` where SPEC is `N` or `N:key=value,...` with keys `cpu`, `memory`, `pods`,
 `prefix`, `gpu` (`<count>x<model>`, e.g. `8xA100-80GB`) and `mode` (`gpushare` for Volcano's
 gpu-memory/gpu-number plugin; `hami-core`, `mig` or `mps` for HAMi's vGPU plugin; default
-`hami-core`). GPU nodes carry exactly the capacity and annotations those plugins write.
+`hami-core`), `npu` (`<count>x<commonWord>`, e.g. `8xAscend310P`, registered as HAMi's Ascend
+device plugin does) and `vnpu-core` (`true`: the node supports `huawei.com/vnpu-mode: hami-core`).
+GPU and NPU nodes carry exactly the capacity and annotations those plugins write.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
@@ -67,6 +70,41 @@ DEVICE_CONFIG = {
 }
 
 
+# HAMi Ascend chips (the `vnpus` section of HAMi's device-config.yaml for these chips)
+VNPU_CHIPS: list[dict[str, Any]] = [
+    {
+        "chipName": "310P3", "commonWord": "Ascend310P", "resourceName": "huawei.com/Ascend310P",
+        "resourceMemoryName": "huawei.com/Ascend310P-memory", "memoryAllocatable": 21527,
+        "memoryCapacity": 24576, "aiCore": 8, "aiCPU": 7,
+        "templates": [
+            {"name": "vir01", "memory": 3072, "aiCore": 1, "aiCPU": 1},
+            {"name": "vir02", "memory": 6144, "aiCore": 2, "aiCPU": 2},
+            {"name": "vir04", "memory": 12288, "aiCore": 4, "aiCPU": 4},
+        ],
+    },
+    {
+        "chipName": "910B3", "commonWord": "Ascend910B3", "resourceName": "huawei.com/Ascend910B3",
+        "resourceMemoryName": "huawei.com/Ascend910B3-memory", "memoryAllocatable": 65536,
+        "memoryCapacity": 65536, "aiCore": 20, "aiCPU": 7,
+        "templates": [
+            {"name": "vir05_1c_16g", "memory": 16384, "aiCore": 5, "aiCPU": 1},
+            {"name": "vir10_3c_32g", "memory": 32768, "aiCore": 10, "aiCPU": 3},
+        ],
+    },
+    {
+        "chipName": "910B4", "commonWord": "Ascend910B4", "resourceName": "huawei.com/Ascend910B4",
+        "resourceMemoryName": "huawei.com/Ascend910B4-memory", "memoryAllocatable": 32768,
+        "memoryCapacity": 32768, "aiCore": 20, "aiCPU": 7,
+        "templates": [
+            {"name": "vir05_1c_8g", "memory": 8192, "aiCore": 5, "aiCPU": 1},
+            {"name": "vir10_3c_16g", "memory": 16384, "aiCore": 10, "aiCPU": 3},
+        ],
+    },
+]
+NPU_CHIPS = {c["commonWord"]: c for c in VNPU_CHIPS}
+DEVICE_CONFIG["vnpus"] = VNPU_CHIPS
+
+
 class NodeSpecError(ValueError):
     pass
 
@@ -81,6 +119,9 @@ class NodeSpec:
     gpus: int = 0
     model: str = ""
     mode: str = "hami-core"
+    npus: int = 0
+    npu_chip: str = ""
+    vnpu_core: bool = False
 
 
 def parse_node_spec(text: str) -> NodeSpec:
@@ -100,6 +141,15 @@ def parse_node_spec(text: str) -> NodeSpec:
             if not x or not n.isdigit() or model not in GPU_MODELS:
                 raise NodeSpecError(f"--nodes {text!r}: gpu must be <count>x<model> with model one of {', '.join(GPU_MODELS)}")
             spec.gpus, spec.model = int(n), model
+        elif key == "npu":
+            n, x, word = value.partition("x")
+            if not x or not n.isdigit() or word not in NPU_CHIPS:
+                raise NodeSpecError(f"--nodes {text!r}: npu must be <count>x<chip> with chip one of {', '.join(NPU_CHIPS)}")
+            spec.npus, spec.npu_chip = int(n), word
+        elif key == "vnpu-core":
+            if value not in ("true", "false"):
+                raise NodeSpecError(f"--nodes {text!r}: vnpu-core must be true or false")
+            spec.vnpu_core = value == "true"
         elif key == "mode":
             if value not in MODES:
                 raise NodeSpecError(f"--nodes {text!r}: mode must be one of {', '.join(MODES)}")
@@ -107,7 +157,11 @@ def parse_node_spec(text: str) -> NodeSpec:
         elif key in ("cpu", "memory", "pods", "prefix"):
             setattr(spec, key, value)
         else:
-            raise NodeSpecError(f"--nodes {text!r}: unknown key {key!r} (cpu, memory, pods, gpu, mode, prefix)")
+            raise NodeSpecError(
+                f"--nodes {text!r}: unknown key {key!r} (cpu, memory, pods, gpu, mode, npu, vnpu-core, prefix)"
+            )
+    if spec.gpus and spec.npus:
+        raise NodeSpecError(f"--nodes {text!r}: a generated node has either gpu or npu devices, not both")
     return spec
 
 
@@ -116,12 +170,40 @@ def _uuid(node: str, i: int) -> str:
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
+def _npu_id(node: str, i: int) -> str:
+    h = hashlib.sha1(f"{node}/npu/{i}".encode()).hexdigest().upper()
+    return "-".join(h[k : k + 8] for k in range(0, 40, 8))
+
+
+def register_npus(name: str, spec: NodeSpec, alloc: dict[str, str], annotations: dict[str, str]) -> None:
+    """What HAMi's Ascend device plugin registers: the chips as a JSON array (count = how many of
+    the smallest template fit in the allocatable memory; Ascend910 chips 0-3 on network 0, the
+    rest on network 1), a handshake, `hami-vnpu-core`, and the chips as kubelet devices."""
+    chip = NPU_CHIPS[spec.npu_chip]
+    word = chip["commonWord"]
+    templates = sorted(chip["templates"], key=lambda t: t["memory"])
+    count = chip["memoryAllocatable"] // templates[0]["memory"] if templates else 1
+    devmem = chip["memoryAllocatable"]
+    cards = [
+        ann.AscendCard(_npu_id(name, i), count, devmem, 100 if spec.vnpu_core else chip["aiCore"], word, True,
+                       (1 if i > 3 else 0) if word.startswith(ann.ASCEND910_PREFIX) else -1, i)
+        for i in range(spec.npus)
+    ]
+    annotations[ann.ascend_register_key(word)] = ann.encode_ascend_register(cards)
+    annotations[ann.ascend_handshake_key(word)] = "Reported_" + datetime.now(UTC).strftime("%Y.%m.%d %H:%M:%S")
+    annotations[ann.HAMI_VNPU_CORE] = "true" if spec.vnpu_core else "false"
+    alloc[chip["resourceName"]] = str(count * spec.npus)
+    # Volcano leaves the memory resource out of the node resource fit (its GetIgnoredDevices); this
+    # scheduler checks every requested resource, so the simulated node advertises the memory too
+    alloc[chip["resourceMemoryName"]] = str(devmem * spec.npus)
+
+
 def make_nodes(specs: list[NodeSpec]) -> list[dict[str, Any]]:
     nodes: list[dict[str, Any]] = []
     seq = 0
     for spec in specs:
         for _ in range(spec.count):
-            prefix = spec.prefix or ("gpu-node" if spec.gpus else "node")
+            prefix = spec.prefix or ("gpu-node" if spec.gpus else "npu-node" if spec.npus else "node")
             name = f"{prefix}-{seq}"
             seq += 1
             alloc: dict[str, str] = {"cpu": spec.cpu, "memory": spec.memory, "pods": spec.pods}
@@ -142,6 +224,9 @@ def make_nodes(specs: list[NodeSpec]) -> list[dict[str, Any]]:
                     alloc[ann.VGPU_NUMBER] = str(SPLIT_COUNT * spec.gpus)
                     alloc[ann.VGPU_MEMORY] = str(mem * spec.gpus)
                     alloc[ann.VGPU_CORES] = str(100 * spec.gpus)
+            if spec.npus:
+                labels["accelerator"] = f"huawei-{spec.npu_chip}"
+                register_npus(name, spec, alloc, annotations)
             nodes.append(
                 {
                     "apiVersion": "v1",

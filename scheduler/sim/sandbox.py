@@ -93,7 +93,7 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
                 await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         await ensure_default_queues(client)
         nodes = make_nodes(specs)
-        if any(s.gpus and s.mode != "gpushare" for s in specs):
+        if any((s.gpus and s.mode != "gpushare") or s.npus for s in specs):
             objects.insert(0, device_configmap())
         await create_objects(client, nodes + objects, skipped)
         for s in skipped:

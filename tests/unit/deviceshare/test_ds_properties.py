@@ -88,6 +88,9 @@ def test_vgpu_ledgers_never_overfill_and_rebuild_equals_live(specs, ops) -> None
             try:
                 for led in leds:
                     check_limits(led)
+                # a MIG slice another pod took meanwhile is not counted twice: the restore failed
+                entries = sum(len(seg) for seg in ann.decode_pod_devices(ids))
+                assert len(leds[node_i].pods[uid][1]) == entries
             except AssertionError:
                 leds[node_i].remove_pod(uid)
                 live.pop(uid)

@@ -299,6 +299,8 @@ class StatusWriter:
         self._queue_written: dict[str, str] = {}
         self.podgroup_writes = 0
         self.pod_writes = 0
+        # kinds whose CRD has no status subresource (found by a 404 on .../status)
+        self._no_status_subresource: set[str] = set()
         self.queue_writes = 0
 
     def start(self) -> None:
@@ -313,6 +315,36 @@ class StatusWriter:
         await self.queue.stop()
         await self.recorder.queue.stop()
 
+    # ----------------------------------------------------------------- status subresource --
+    async def _patch_status(self, plural: str, status_path: str, body: dict[str, Any]) -> Any:
+        """Merge-patch `body` into `.../status`, or into the object when the CRD has no status subresource.
+
+        Volcano's CRDs declare the status subresource, but clusters installed from older or
+        hand-edited manifests do not; there the API server answers 404 for `.../status` although
+        the object exists, and the status is part of the object itself. A 404 is therefore retried
+        once on the object: if that works, this kind is written that way from then on; if it is
+        404 too, the object is really gone and the caller ignores the write.
+        """
+        client = self.client
+        assert client is not None
+        object_path = status_path.rsplit("/", 1)[0]
+        if plural in self._no_status_subresource:
+            return await with_retry(lambda: client.request("PATCH", object_path, body=body, content_type=MERGE_PATCH))
+        try:
+            return await with_retry(lambda: client.request("PATCH", status_path, body=body, content_type=MERGE_PATCH))
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+        out = await with_retry(lambda: client.request("PATCH", object_path, body=body, content_type=MERGE_PATCH))
+        if plural not in self._no_status_subresource:
+            self._no_status_subresource.add(plural)
+            log.warning(
+                "no status subresource: writing status into the whole object from now on",
+                resource=f"{plural}.scheduling.volcano.sh",
+                hint="install Volcano's CRDs with `subresources: {status: {}}`",
+            )
+        return out
+
     # ----------------------------------------------------------------- PodGroups --
     def podgroup_status(self, uid: str, st: PodGroupStatus) -> bool:
         """Queue a status write for one PodGroup unless it is what we last wrote and still see."""
@@ -326,12 +358,11 @@ class StatusWriter:
         self._pg_written[uid] = (decision, cur_rv, "")
         ns, _, name = uid.partition("/")
         body = {"status": podgroup_status_body(st)}
-        client = self.client
         path = resource_path(PG_PREFIX, "podgroups", ns, name, "status")
 
         async def write() -> None:
             try:
-                out = await with_retry(lambda: client.request("PATCH", path, body=body, content_type=MERGE_PATCH))
+                out = await self._patch_status("podgroups", path, body)
             except ApiError as exc:
                 self._pg_written.pop(uid, None)
                 if exc.status != 404:  # a PodGroup deleted meanwhile needs no status
@@ -440,13 +471,11 @@ class StatusWriter:
         return written
 
     def _submit_queue(self, q: str, body: dict[str, Any], decision: str) -> None:
-        client = self.client
-        assert client is not None
         path = resource_path(PG_PREFIX, "queues", "", q, "status")
 
         async def write() -> None:
             try:
-                await with_retry(lambda: client.request("PATCH", path, body={"status": body}, content_type=MERGE_PATCH))
+                await self._patch_status("queues", path, {"status": body})
                 self.queue_writes += 1
             except ApiError as exc:
                 if self._queue_written.get(q) == decision:

@@ -230,3 +230,54 @@ async def test_pod_condition_written_once_until_the_watch_catches_up() -> None:
     await st.drain(1)
     await st.stop()
     assert client.count("PATCH", "/pods/p1/status") == 2
+
+
+async def test_podgroup_status_falls_back_to_the_object_when_the_crd_has_no_status_subresource() -> None:
+    from scheduler.model.objects import PodGroupStatus
+
+    c, client = cluster(), FakeClient()
+    c.upsert_podgroup(podgroup("h", 1))
+
+    def no_subresource(_b: Any, _q: Any) -> Any:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    # the fake matches prefixes, most recently added first: the /status answers go last
+    client.on("PATCH", "/apis/scheduling.volcano.sh/v1beta1/namespaces/c1/podgroups/g",
+              lambda _b, _q: {"metadata": {"resourceVersion": "9"}})
+    client.on("PATCH", "/apis/scheduling.volcano.sh/v1beta1/namespaces/c1/podgroups/h",
+              lambda _b, _q: {"metadata": {"resourceVersion": "10"}})
+    client.on("PATCH", "/apis/scheduling.volcano.sh/v1beta1/namespaces/c1/podgroups/g/status", no_subresource)
+    client.on("PATCH", "/apis/scheduling.volcano.sh/v1beta1/namespaces/c1/podgroups/h/status", no_subresource)
+    _, st = binder(c, client)
+    assert st.podgroup_status("c1/g", PodGroupStatus(phase="Inqueue")) is True
+    await st.drain(1)
+    writes = [(p, b) for m, p, b in client.calls if m == "PATCH"]
+    assert writes[-1] == ("/apis/scheduling.volcano.sh/v1beta1/namespaces/c1/podgroups/g",
+                          {"status": writes[-1][1]["status"]})
+    assert writes[-1][1]["status"]["phase"] == "Inqueue"
+    assert st.podgroup_writes == 1
+    # from then on the object is patched directly: no more 404 round trips
+    assert st.podgroup_status("c1/h", PodGroupStatus(phase="Inqueue")) is True
+    await st.drain(1)
+    await st.stop()
+    assert client.count("PATCH", "/podgroups/g/status") == 1
+    assert client.count("PATCH", "/podgroups/h/status") == 0
+    assert client.count("PATCH", "/podgroups/h") == 1
+    assert st.podgroup_writes == 2
+
+
+async def test_podgroup_deleted_meanwhile_is_not_an_error_and_keeps_the_status_subresource() -> None:
+    from scheduler.model.objects import PodGroupStatus
+
+    c, client = cluster(), FakeClient()
+
+    def gone(_b: Any, _q: Any) -> Any:
+        raise ApiError(404, "NotFound", 'podgroups.scheduling.volcano.sh "g" not found')
+
+    client.on("PATCH", "/apis/scheduling.volcano.sh/v1beta1/namespaces/c1/podgroups/g", gone)
+    _, st = binder(c, client)
+    assert st.podgroup_status("c1/g", PodGroupStatus(phase="Inqueue")) is True
+    await st.drain(1)
+    await st.stop()
+    assert st.podgroup_writes == 0
+    assert not st._no_status_subresource  # the status path stays the first choice

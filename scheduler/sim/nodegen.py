@@ -193,9 +193,10 @@ def register_npus(name: str, spec: NodeSpec, alloc: dict[str, str], annotations:
     annotations[ann.ascend_handshake_key(word)] = "Reported_" + datetime.now(UTC).strftime("%Y.%m.%d %H:%M:%S")
     annotations[ann.HAMI_VNPU_CORE] = "true" if spec.vnpu_core else "false"
     alloc[chip["resourceName"]] = str(count * spec.npus)
-    # Volcano leaves the memory resource out of the node resource fit (its GetIgnoredDevices); this
-    # scheduler checks every requested resource, so the simulated node advertises the memory too
+    # Volcano leaves the memory and core resources out of resource accounting (GetIgnoredDevices);
+    # this scheduler counts every requested resource, so the simulated node advertises them too
     alloc[chip["resourceMemoryName"]] = str(devmem * spec.npus)
+    alloc[f"{chip['resourceName']}-core"] = str(cards[0].devcore * spec.npus if cards else 0)
 
 
 def make_nodes(specs: list[NodeSpec]) -> list[dict[str, Any]]:

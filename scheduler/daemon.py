@@ -40,6 +40,8 @@ from scheduler.metrics import SchedulerMetrics
 from scheduler.model.cluster import ClusterOptions
 from scheduler.model.objects import TaskStatus
 from scheduler.model.resources import Resource as Res
+from scheduler.plugins.deviceshare.gpushare import KIND as GPUSHARE_KIND
+from scheduler.plugins.deviceshare.vgpu import KIND as VGPU_KIND
 from scheduler.reload import ConfigReloader
 from scheduler.server import HttpServer, Probes, split_address
 
@@ -97,6 +99,7 @@ class Daemon:
             warn_event=self._config_event,
         )
         self.rng = random.Random()
+        self.cache.on_watched = self._watched
         self.informers: list[Informer] = []
         self.elector: LeaderElector | None = None
         self.recorder: EventRecorder | None = None
@@ -172,6 +175,9 @@ class Daemon:
     @property
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader
+
+    def _watched(self, created: float) -> None:
+        self.metrics.task_latency.labels("Watched").observe(max(time.time() - created, 0.0) * 1000)
 
     def _on_leading(self) -> None:
         self.metrics.is_leader.set(1)
@@ -318,6 +324,10 @@ class Daemon:
         self.last_result = res
         try:
             self._apply(res, attrs)
+            shares = getattr(ssn.plugins.get("drf"), "shares", None)
+            if shares:
+                self.metrics.observe_job_shares(shares)
+            self.metrics.set_device_ledgers(*device_ledgers(ssn.node_list))
         except Exception as exc:  # a writer bug costs this session's writes, never the daemon
             self.session_errors += 1
             log.exception("applying session decisions failed", error=f"{type(exc).__name__}: {exc}")
@@ -400,6 +410,21 @@ class Daemon:
         if self.client is not None:
             await self.client.close()
         log.info("stopped", sessions=self.sessions)
+
+
+def device_ledgers(nodes: list[Any]) -> tuple[list[Any], list[Any]]:
+    """The vGPU and gpu-share ledgers deviceshare built on a session's nodes (for the gauges)."""
+    vgpu: list[Any] = []
+    share: list[Any] = []
+    for n in nodes:
+        if n.devices:
+            led = n.devices.get(VGPU_KIND)
+            if led is not None:
+                vgpu.append(led)
+            led = n.devices.get(GPUSHARE_KIND)
+            if led is not None:
+                share.append(led)
+    return vgpu, share
 
 
 def settle_gc() -> None:

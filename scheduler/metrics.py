@@ -4,7 +4,10 @@ All collectors live in one dedicated `CollectorRegistry` per `SchedulerMetrics`,
 daemons in one process never collide in prometheus_client's global registry. Two Volcano counters
 do not end in `_total` (`volcano_total_preemption_attempts`, `volcano_job_retry_counts`);
 prometheus_client would append `_total` to them, so they are rendered by hand to keep the exact
-names dashboards query. Series of deleted jobs and queues are removed after every session.
+names dashboards query. Series of deleted jobs and queues are removed after every session; series
+of device cards and nodes that went away are removed at the next scrape. Beyond Volcano's set we
+export a few of our own (`volcano_pods_bound_total`, `volcano_gpushare_node_*`, ...), each
+documented where it is registered.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import prometheus_client
+import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 # Go's client does not export `_created` samples; without this every counter and histogram
@@ -23,6 +27,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 prometheus_client.disable_created_metrics()
 
 NS = "volcano"
+log = structlog.get_logger("vc-scheduler.metrics")
 
 
 def exponential_buckets_range(low: float, high: float, count: int) -> list[float]:
@@ -138,14 +143,36 @@ class SchedulerMetrics:
         self.config_reloads = Counter(f"{NS}_config_reloads_total", "Scheduler configurations accepted at runtime, by source", ["source"], registry=r)
         self.config_reload_failures = Counter(f"{NS}_config_reload_failures_total", "Scheduler configurations refused at runtime (the last good one stays), by source", ["source"], registry=r)
         self.is_leader = Gauge(f"{NS}_leader", "1 when this replica holds the leader lease (or leader election is off)", registry=r)
+        # Volcano's vGPU card gauges (labels devID = card UUID, NodeName), as its vgpu package exports them
+        card = ["devID", "NodeName"]
+        self.vgpu_shared = Gauge(f"{NS}_vgpu_device_shared_number", "The number of vgpu tasks sharing this card", card, registry=r)
+        self.vgpu_memory = Gauge(f"{NS}_vgpu_device_allocated_memory", "The number of vgpu memory allocated in this card", card, registry=r)
+        self.vgpu_cores = Gauge(f"{NS}_vgpu_device_allocated_cores", "The percentage of gpu compute cores allocated in this card", card, registry=r)
+        self.vgpu_limit = Gauge(f"{NS}_vgpu_device_memory_limit", "The number of total device memory in this card", card, registry=r)
+        # ours: Volcano exports nothing for gpu-share (gpu-memory/gpu-number) nodes
+        node = ["NodeName"]
+        self.share_memory_used = Gauge(f"{NS}_gpushare_node_memory_allocated", "GPU memory (MiB) allocated to gpu-share pods on this node", node, registry=r)
+        self.share_memory_total = Gauge(f"{NS}_gpushare_node_memory_total", "GPU memory (MiB) of this node's shared cards", node, registry=r)
+        self.share_cards_busy = Gauge(f"{NS}_gpushare_node_cards_busy", "Shared cards of this node holding at least one pod", node, registry=r)
+        self.share_cards = Gauge(f"{NS}_gpushare_node_cards", "Shared cards of this node", node, registry=r)
         self.sessions_skipped = Counter(f"{NS}_sessions_skipped_total", "Schedule periods with no session because nothing changed and nothing is pending", registry=r)
         self._job_labels: dict[str, tuple[str, str, str]] = {}
         self._unsched_jobs: set[str] = set()
+        self._job_names: dict[str, str] = {}  # job uid -> the name its job_id series carry
+        self._job_shares: dict[str, float] = {}
+        # device ledgers of the last session; turned into gauges only when /metrics is scraped
+        self._ledgers: tuple[list[Any], list[Any]] = ([], [])
+        self._vgpu_series: dict[tuple[str, str], tuple[float, ...]] = {}
+        self._share_series: dict[str, tuple[float, ...]] = {}
         self._queue_scalars: dict[str, dict[str, set[str]]] = {}
         self._queues: set[str] = set()
 
     # ------------------------------------------------------------------ exposition --
     def render(self) -> bytes:
+        try:
+            self._sync_devices()
+        except Exception as exc:  # a ledger we cannot read costs the device gauges, never /metrics
+            log.warning("device gauges not updated", error=f"{type(exc).__name__}: {exc}")
         return generate_latest(self.registry) + (
             self.preemption_attempts.render() + self.job_retry_counts.render()
         ).encode()
@@ -168,6 +195,13 @@ class SchedulerMetrics:
                 self.set_queue(name, attr)
 
     def _observe_unschedulable(self, res: Any) -> None:
+        # Volcano labels these by the PodGroup's name (job.Name), not namespace/name
+        jobs = getattr(res, "jobs", None) or {}
+
+        def name_of(uid: str) -> str:
+            job = jobs.get(uid)
+            return job.name if job is not None else uid.rpartition("/")[2]
+
         per_job: dict[str, int] = {}
         for c in res.pod_conditions:
             if c.reason == "Unschedulable" or c.reason == "Schedulable":
@@ -178,12 +212,27 @@ class SchedulerMetrics:
             if any(c.type == "Unschedulable" and c.status == "True" and c.transition_id == res.uid for c in st.conditions)
         }
         for uid in unsched_jobs:
-            self.unschedule_task_count.labels(uid).set(per_job.get(uid, 0))
+            name = name_of(uid)
+            self.unschedule_task_count.labels(name).set(per_job.get(uid, 0))
+            # gang counts a retry for every session that leaves the job unschedulable
+            self.job_retry_counts.inc(name)
+            self._job_names[uid] = name
         for uid in self._unsched_jobs - unsched_jobs:
             # a job that became schedulable: Volcano leaves the last value; 0 is what is true now
-            self.unschedule_task_count.labels(uid).set(0)
+            self.unschedule_task_count.labels(self._job_names.get(uid) or name_of(uid)).set(0)
         self._unsched_jobs |= unsched_jobs
         self.unschedule_job_count.set(len(unsched_jobs))
+
+    def observe_job_shares(self, shares: dict[str, float]) -> None:
+        """drf's share per job (uid -> share), labelled (job_ns, job_id = PodGroup name) as Volcano does."""
+        last = self._job_shares
+        for uid, share in shares.items():
+            v = _finite(share)
+            if last.get(uid) == v:
+                continue  # thousands of jobs: only the ones whose share moved are touched
+            last[uid] = v
+            ns, _, name = uid.rpartition("/")
+            self.job_share.labels(ns, name).set(v)
 
     def _observe_evictions(self, res: Any) -> None:
         reasons = {reason for _t, reason in res.evictions}
@@ -230,6 +279,53 @@ class SchedulerMetrics:
         overused = attr.deserved is not None and attr.deserved.less_equal(attr.allocated) and not attr.allocated.is_empty()
         self.queue_overused.labels(name).set(1 if overused else 0)
 
+    # ------------------------------------------------------------------ devices --
+    def set_device_ledgers(self, vgpu: list[Any], share: list[Any]) -> None:
+        """The last session's vGPU and gpu-share ledgers (read-only from now on).
+
+        Gauges are computed from them at scrape time, not per session: a cluster with thousands of
+        cards would otherwise pay four gauge updates per card every second for nothing.
+        """
+        self._ledgers = (vgpu, share)
+
+    def _sync_devices(self) -> None:
+        from scheduler.plugins.deviceshare.gpushare import gpushare_node_metrics
+        from scheduler.plugins.deviceshare.vgpu import vgpu_card_metrics
+
+        vgpu, share = self._ledgers
+        cards: dict[tuple[str, str], tuple[float, ...]] = {}
+        for led in vgpu:
+            for m in vgpu_card_metrics(led):
+                cards[(str(m["uuid"]), str(m["node"]))] = (
+                    float(m["shared_pods"]), float(m["memory_allocated"]),  # type: ignore[arg-type]
+                    float(m["cores_allocated"]), float(m["memory_limit"]),  # type: ignore[arg-type]
+                )
+        gauges = (self.vgpu_shared, self.vgpu_memory, self.vgpu_cores, self.vgpu_limit)
+        for key, values in cards.items():
+            if self._vgpu_series.get(key) != values:
+                for g, v in zip(gauges, values, strict=True):
+                    g.labels(*key).set(v)
+        for key in self._vgpu_series.keys() - cards.keys():  # the card or its node went away
+            for g in gauges:
+                _remove(g, *key)
+        self._vgpu_series = cards
+        nodes: dict[str, tuple[float, ...]] = {}
+        for led in share:
+            m = gpushare_node_metrics(led)
+            nodes[str(m["node"])] = (
+                float(m["memory_used"]), float(m["memory_total"]),  # type: ignore[arg-type]
+                float(m["cards_busy"]), float(m["cards_total"]),  # type: ignore[arg-type]
+            )
+        sgauges = (self.share_memory_used, self.share_memory_total, self.share_cards_busy, self.share_cards)
+        for name, values in nodes.items():
+            if self._share_series.get(name) != values:
+                for g, v in zip(sgauges, values, strict=True):
+                    g.labels(name).set(v)
+        for name in self._share_series.keys() - nodes.keys():
+            for g in sgauges:
+                _remove(g, name)
+        self._share_series = nodes
+
     # ------------------------------------------------------------------ removal --
     def prune(self, jobs: set[str], queues: set[str]) -> None:
         """Drop the series of jobs and queues that no longer exist (Volcano's Delete*Metrics)."""
@@ -237,11 +333,15 @@ class SchedulerMetrics:
             name, queue, ns = self._job_labels.pop(uid)
             for g in (self.e2e_job_duration, self.e2e_job_start, self.e2e_job_last):
                 _remove(g, name, queue, ns)
-            _remove(self.job_share, ns, uid)
-            self.job_retry_counts.remove(uid)
-        for uid in [u for u in self._unsched_jobs if u not in jobs]:
+        for uid in [u for u in self._job_shares if u not in jobs]:
+            del self._job_shares[uid]
+            ns, _, name = uid.rpartition("/")
+            _remove(self.job_share, ns, name)
+        for uid in [u for u in self._job_names if u not in jobs]:
+            name = self._job_names.pop(uid)
             self._unsched_jobs.discard(uid)
-            _remove(self.unschedule_task_count, uid)
+            _remove(self.unschedule_task_count, name)
+            self.job_retry_counts.remove(name)
         for name in [q for q in self._queues if q not in queues]:
             self._queues.discard(name)
             for kind in _RESOURCE_KINDS:

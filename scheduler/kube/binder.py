@@ -98,6 +98,15 @@ class Binder:
         if locks:
             # device plugins look for the locked node's pending pod: the lock precedes the bind
             await asyncio.gather(*(self._lock_node(*lk) for lk in locks))
+        # the node locks are our PreBind: Volcano observes its duration and the PreBound latency
+        # for every pod it binds, with or without device pre-binding work
+        prebind_ms = (time.perf_counter() - t0) * 1000
+        now = time.time()
+        prebind, prebound = self.metrics.stage_duration.labels("PreBind"), self.metrics.task_latency.labels("PreBound")
+        for d in binds:
+            prebind.observe(prebind_ms)
+            if d.task.pod.creation:
+                prebound.observe(max(now - d.task.pod.creation, 0) * 1000)
         results = await asyncio.gather(*(self._bind_guarded(d) for d in binds), return_exceptions=True)
         outcome: dict[str, int] = {}
         for r in results:

@@ -67,6 +67,8 @@ class SchedulerCache:
         self.podgroup_rv: dict[str, str] = {}  # "ns/name" -> resourceVersion
         self.queue_status: dict[str, dict[str, Any]] = {}
         self.skipped: dict[str, str] = {}  # object -> reason, to log each bad version once
+        # called with the creation time of each new pod of ours waiting for a node ("Watched" latency)
+        self.on_watched: Callable[[float], None] | None = None
         self.pods = _Handler(self.upsert_pod, self.delete_pod)
         self.nodes = _Handler(self.upsert_node, self.delete_node)
         self.podgroups = _Handler(self.upsert_podgroup, self.delete_podgroup)
@@ -91,6 +93,7 @@ class SchedulerCache:
 
     # ---------------------------------------------------------------- pods --
     def upsert_pod(self, obj: dict[str, Any]) -> None:
+        known = len(self.state.tasks)
         try:
             task = self.state.apply_pod(obj)
         except BAD_INPUT as exc:
@@ -98,6 +101,14 @@ class SchedulerCache:
             return
         self._good("Pod", obj)
         key = task.key
+        if (
+            self.on_watched is not None
+            and len(self.state.tasks) > known  # a pod we did not have (not an update)
+            and not task.node_name
+            and task.pod.creation
+            and task.pod.scheduler_name in self.state.options.scheduler_names
+        ):
+            self.on_watched(task.pod.creation)
         a = self.assumed.get(key)
         if a is not None:
             if a.uid != task.uid or task.node_name:

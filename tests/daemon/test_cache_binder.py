@@ -281,3 +281,50 @@ async def test_podgroup_deleted_meanwhile_is_not_an_error_and_keeps_the_status_s
     await st.stop()
     assert st.podgroup_writes == 0
     assert not st._no_status_subresource  # the status path stays the first choice
+
+
+def _count(metrics: SchedulerMetrics, name: str, stage: str) -> float:
+    for fam in metrics.registry.collect():
+        for s in fam.samples:
+            if s.name == f"{name}_count" and s.labels.get("stage") == stage:
+                return s.value
+    return 0.0
+
+
+async def test_every_bind_observes_the_assumed_prebound_and_bound_stages() -> None:
+    c, client = cluster(), FakeClient()
+    p = c.state.get_task("c1/p1")
+    assert p is not None
+    p.pod.creation = 1.0  # long ago: every latency is observed
+    rec = EventRecorder(client)  # type: ignore[arg-type]
+    st = StatusWriter(client, c, rec)  # type: ignore[arg-type]
+    st.start()
+    m = SchedulerMetrics()
+    b = Binder(client, c, st, rec, m)  # type: ignore[arg-type]
+    assert b.submit([decision(c)], [("n1", "lock-key", "lock-value")]) == 1
+    await b.drain(2)
+    await st.stop()
+    lat = "volcano_task_scheduling_latency_milliseconds"
+    assert [_count(m, lat, s) for s in ("Assumed", "PreBound", "Bound")] == [1, 1, 1]
+    dur = "volcano_scheduling_stage_duration_milliseconds"
+    assert [_count(m, dur, s) for s in ("PreBind", "Bind")] == [1, 1]
+    assert client.count("PATCH", "/api/v1/nodes/n1") == 1  # the node lock went first
+
+
+def test_watched_is_reported_once_per_new_pending_pod_of_ours() -> None:
+    c = cluster()
+    seen: list[float] = []
+    c.on_watched = seen.append
+    new = with_uid(pod("p2", group="g"), "uid-p2")
+    new["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    c.upsert_pod(new)
+    c.upsert_pod(copy.deepcopy(new))  # an update of the same pod: not watched again
+    bound = with_uid(pod("p3", group="g"), "uid-p3")
+    bound["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    bound["spec"]["nodeName"] = "n1"
+    c.upsert_pod(bound)  # already on a node: nothing to schedule
+    other = with_uid(pod("p4", group="g"), "uid-p4")
+    other["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    other["spec"]["schedulerName"] = "default-scheduler"
+    c.upsert_pod(other)  # not ours
+    assert len(seen) == 1 and seen[0] > 1.7e9

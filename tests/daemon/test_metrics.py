@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -80,7 +81,9 @@ def test_unschedulable_counts_and_preemption() -> None:
                           evictions=[(object(), "preempt"), (object(), "preempt")])
     m.observe_session(res)
     t = text(m)
-    assert 'volcano_unschedule_task_count{job_id="ns/j1"} 3.0' in t
+    # Volcano labels job_id with the PodGroup's name
+    assert 'volcano_unschedule_task_count{job_id="j1"} 3.0' in t
+    assert 'volcano_job_retry_counts{job_id="j1"} 1' in t
     assert "volcano_unschedule_job_count 1.0" in t
     assert "volcano_pod_preemption_victims 2.0" in t
     assert 'volcano_eviction_transactions_total{action="preempt"} 1.0' in t
@@ -104,3 +107,101 @@ def test_series_of_deleted_jobs_and_queues_are_removed() -> None:
     t = text(m)
     assert 'job_name="j1"' not in t
     assert 'queue_name="q1"' not in t
+
+
+def _session(uid: str, unschedulable: list[str]) -> SimpleNamespace:
+    st = {j: PodGroupStatus("Inqueue", [Condition("Unschedulable", "True", "NotEnoughResources", "x", uid)])
+          for j in unschedulable}
+    return SimpleNamespace(total_ms=1.0, open_ms=0.1, action_ms={}, plugin_open_ms={}, plugin_close_ms={}, uid=uid,
+                           pod_conditions=[], podgroup_status=st, evictions=[],
+                           jobs={j: SimpleNamespace(name=j.rpartition("/")[2]) for j in unschedulable})
+
+
+def test_retries_count_sessions_that_leave_a_job_unschedulable_and_go_with_the_job() -> None:
+    m = SchedulerMetrics()
+    for i in range(3):
+        m.observe_session(_session(f"s{i}", ["ns/j1"]))
+    m.observe_session(_session("s3", []))
+    t = text(m)
+    assert 'volcano_job_retry_counts{job_id="j1"} 3' in t
+    assert 'volcano_unschedule_task_count{job_id="j1"} 0.0' in t
+    m.prune(jobs=set(), queues=set())
+    t = text(m)
+    assert 'job_id="j1"' not in t
+
+
+def test_job_share_from_drf_labelled_by_namespace_and_name_and_removed_with_the_job() -> None:
+    m = SchedulerMetrics()
+    m.observe_job_shares({"ns/j1": 0.25, "other/j2": 0.5})
+    m.observe_job_shares({"ns/j1": 0.75, "other/j2": 0.5})
+    t = text(m)
+    assert 'volcano_job_share{job_id="j1",job_ns="ns"} 0.75' in t
+    assert 'volcano_job_share{job_id="j2",job_ns="other"} 0.5' in t
+    m.prune(jobs={"other/j2"}, queues=set())
+    t = text(m)
+    assert 'job_id="j1"' not in t
+    assert 'volcano_job_share{job_id="j2",job_ns="other"} 0.5' in t
+
+
+def _vgpu_ledger(node_name: str) -> Any:
+    from scheduler.model.objects import NodeInfo
+    from scheduler.plugins.deviceshare import annotations as ann
+    from scheduler.plugins.deviceshare.config import DEFAULT_CONFIG
+    from scheduler.plugins.deviceshare.vgpu import VgpuLedger
+
+    cards = [ann.RegisteredCard(f"GPU-{node_name}-{i}", 10, 16384, "NVIDIA-Tesla T4", True, "hami-core") for i in range(2)]
+    alloc = {"cpu": "8", "memory": "32Gi", ann.VGPU_NUMBER: "20", ann.VGPU_MEMORY: "32768", ann.VGPU_CORES: "200"}
+    node = NodeInfo(node_name, Resource.from_list(alloc), annotations={ann.VGPU_REGISTER: ann.encode_vgpu_register(cards)})
+    node.raw_capacity = dict(alloc)
+    led, why = VgpuLedger.from_node(node, DEFAULT_CONFIG)
+    assert led is not None, why
+    return led
+
+
+def _share_ledger(node_name: str) -> Any:
+    from scheduler.model.objects import NodeInfo
+    from scheduler.plugins.deviceshare import annotations as ann
+    from scheduler.plugins.deviceshare.gpushare import GpuShareLedger
+
+    alloc = {"cpu": "8", "memory": "32Gi", ann.GPU_MEMORY: "2000", ann.GPU_NUMBER: "2"}
+    node = NodeInfo(node_name, Resource.from_list(alloc))
+    node.raw_capacity = dict(alloc)
+    led = GpuShareLedger.from_node(node)
+    assert led is not None
+    return led
+
+
+def test_vgpu_and_gpushare_gauges_follow_the_ledgers_and_vanish_with_the_node() -> None:
+    from scheduler.plugins.deviceshare import annotations as ann
+
+    m = SchedulerMetrics()
+    v1, v2 = _vgpu_ledger("g1"), _vgpu_ledger("g2")
+    v1.add_pod("p", "", [[ann.DeviceEntry("GPU-g1-0", 3000, 30)]])
+    s1 = _share_ledger("s1")
+    s1.add_pod("a", 300, "Running", [1])
+    m.set_device_ledgers([v1, v2], [s1])
+    t = text(m)
+    assert 'volcano_vgpu_device_allocated_memory{NodeName="g1",devID="GPU-g1-0"} 3000.0' in t
+    assert 'volcano_vgpu_device_allocated_cores{NodeName="g1",devID="GPU-g1-0"} 30.0' in t
+    assert 'volcano_vgpu_device_shared_number{NodeName="g1",devID="GPU-g1-0"} 1.0' in t
+    assert 'volcano_vgpu_device_memory_limit{NodeName="g1",devID="GPU-g1-0"} 16384.0' in t
+    assert 'volcano_vgpu_device_shared_number{NodeName="g2",devID="GPU-g2-1"} 0.0' in t
+    assert 'volcano_gpushare_node_memory_allocated{NodeName="s1"} 300.0' in t
+    assert 'volcano_gpushare_node_cards_busy{NodeName="s1"} 1.0' in t
+    assert 'volcano_gpushare_node_memory_total{NodeName="s1"} 2000.0' in t
+    # next session: g2 and s1 are gone, g1's pod left
+    v1b = _vgpu_ledger("g1")
+    m.set_device_ledgers([v1b], [])
+    t = text(m)
+    assert 'volcano_vgpu_device_allocated_memory{NodeName="g1",devID="GPU-g1-0"} 0.0' in t
+    assert 'NodeName="g2"' not in t
+    assert 'NodeName="s1"' not in t
+
+
+def test_device_ledgers_are_collected_from_the_session_nodes() -> None:
+    from scheduler.daemon import device_ledgers
+
+    v, s = _vgpu_ledger("g1"), _share_ledger("s1")
+    nodes = [SimpleNamespace(devices={"hamivgpu": v}), SimpleNamespace(devices={}),
+             SimpleNamespace(devices={"GpuShare": s})]
+    assert device_ledgers(nodes) == ([v], [s])

@@ -240,6 +240,10 @@ def render_markdown(cmd: str, backlog: dict[str, Any] | None, idle: dict[str, An
 
 
 def main(argv: Sequence[str]) -> int:
+    if "--devices" in argv:  # the device hot-path micro-benchmark lives with the deviceshare plugin
+        from scheduler.plugins.deviceshare.bench import main as devices_main
+
+        return devices_main([a for a in argv if a != "--devices"])
     p = argparse.ArgumentParser(prog="vc-scheduler bench", description="Benchmark the decision core.")
     p.add_argument("--nodes", type=int, default=5000)
     p.add_argument("--pods", type=int, default=50000, help="pending pods (in gang jobs)")

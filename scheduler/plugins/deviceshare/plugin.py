@@ -43,7 +43,7 @@ from scheduler.plugins.deviceshare.requests import (
     pod_gpu_amount,
     vgpu_request,
 )
-from scheduler.plugins.deviceshare.vgpu import VgpuLedger, VgpuTable
+from scheduler.plugins.deviceshare.vgpu import ScanCache, VgpuLedger, VgpuTable
 
 VGPU_ERROR = "hami-vgpuDeviceSharing error"
 ASCEND_ERROR = "ascend vNPU"
@@ -120,6 +120,7 @@ class DeviceSharePlugin(Plugin):
         self._time_seq = 0
         self.ssn: Session | None = None
         self.exclusive: ExclusiveRules | None = None
+        self._scans = ScanCache()
 
     @classmethod
     def validate(cls, arguments: Arguments) -> None:
@@ -128,6 +129,7 @@ class DeviceSharePlugin(Plugin):
     # -- session -------------------------------------------------------------------------------
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
+        self._scans.clear()
         a = self.args
         if a.vgpu or a.ascend_hami:
             self.config = device_config_from(ssn.configmaps, a)
@@ -278,9 +280,9 @@ class DeviceSharePlugin(Plugin):
         if r.vgpu is not None and r.vgpu.containers:
             vled = devs.get(vgpu.KIND)
             if vled is not None:
-                vf = self._fit_vgpu(vled, task, r.vgpu)
-                if not vf.ok:
-                    return Unfit(f"{VGPU_ERROR}: {vf.reason}")
+                ok, why, _ = self._vgpu_node_fit(vled, task, r.vgpu)
+                if not ok:
+                    return Unfit(f"{VGPU_ERROR}: {why}")
         for chip, areq in r.ascend:
             aled = devs.get(chip.common_word)
             # no ledger: the node has no such chip; the resource-fit predicate rejects it (spec 6.5)
@@ -289,6 +291,17 @@ class DeviceSharePlugin(Plugin):
                 if not af.ok:
                     return Unfit(f"{ASCEND_ERROR}: {chip.common_word} {af.reason}")
         return None
+
+    def _vgpu_node_fit(self, led: VgpuLedger, task: TaskInfo, req: VgpuRequest) -> tuple[bool, str, float]:
+        """(fits, reason, score) of `req` on one vGPU node, read from one whole-table scan.
+
+        Pods under exclusivity rules and pods asking a mode the node lacks take the per-node fit,
+        which gives the same answer with their exact reason.
+        """
+        if (self.exclusive is not None and self.exclusive.track(task.pod)) or (req.mode and req.mode != led.mode):
+            f = self._fit_vgpu(led, task, req)
+            return f.ok, f.reason, f.score
+        return self._scans.node_fit(led, req, self.args.policy)
 
     def _fit_vgpu(self, led: VgpuLedger, task: TaskInfo, req: VgpuRequest) -> vgpu.FitResult:
         """The vGPU fit, with the cards reserved by exclusivity rules (spec 6.7) closed to this pod."""
@@ -325,8 +338,8 @@ class DeviceSharePlugin(Plugin):
         if r.vgpu is not None and r.vgpu.containers:
             vled = node.devices.get(vgpu.KIND)
             if vled is not None:
-                vf = self._fit_vgpu(vled, task, r.vgpu)
-                s += vf.score if vf.ok else 0.0
+                ok, _, score = self._vgpu_node_fit(vled, task, r.vgpu)
+                s += score if ok else 0.0
         for chip, areq in r.ascend:
             aled = node.devices.get(chip.common_word)
             if isinstance(aled, AscendLedger):

@@ -75,6 +75,8 @@ class VgpuTable:
         self.python_nodes = 0  # MIG nodes: fitted in Python after the hot path
         # the fit implementation (compiled or Python twin); the bench swaps it to compare
         self.impl = fit_impl
+        # bumped on every charge change of any card: a whole-table scan is valid while it holds
+        self.generation = 0
 
     @property
     def n_cards(self) -> int:
@@ -134,11 +136,57 @@ class VgpuTable:
                     self.out_score[i] = r.score
         return self.out_code, self.out_score
 
+    def scan(self, req: VgpuRequest, policy: int) -> tuple[array, array]:
+        """Copies of (codes, scores) of every node for `req`, from one whole-table scan."""
+        codes, scores = self.fit_all(req, policy)
+        return array("q", codes), array("d", scores)
+
     def best_node(self, req: VgpuRequest, policy: int) -> VgpuLedger | None:
         """The fitting node with the highest device score (ties: first), from one scan of all cards."""
         codes, scores = self.fit_all(req, policy)
         i = self.impl.best_node(codes, scores, 0, len(self.ledgers))
         return self.ledgers[i] if i >= 0 else None
+
+
+class ScanCache:
+    """Per-node vGPU answers read from one whole-table scan per request.
+
+    The predicate and node-order hooks ask node by node; one compiled scan of every card of every
+    node answers all of them at once and stays valid until some card's charge changes (the
+    table's generation), so a pod costs one scan instead of one Python fit per node. Answers
+    (fit, score, reason) are those of `VgpuLedger.fit` for requests without a required mode.
+    """
+
+    __slots__ = ("_scans",)
+
+    def __init__(self) -> None:
+        # id(request) -> (request, table generation, codes, scores) of its last scan
+        self._scans: dict[int, tuple[VgpuRequest, int, array, array]] = {}
+
+    def clear(self) -> None:
+        self._scans.clear()
+
+    def node_fit(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[bool, str, float]:
+        if req.mode and req.mode != led.mode:
+            f = led.fit(req, policy)
+            return f.ok, f.reason, f.score
+        t = led.table
+        hit = self._scans.get(id(req))
+        if hit is None or hit[0] is not req or hit[1] != t.generation:
+            codes, scores = t.scan(req, policy)
+            hit = (req, t.generation, codes, scores)
+            self._scans[id(req)] = hit
+        code = hit[2][led.idx]
+        if code == FIT:
+            return True, "", hit[3][led.idx]
+        if led.mig is not None:  # MIG nodes were fitted in Python by the scan: ask again for the reason
+            f = led.fit(req, policy)
+            return f.ok, f.reason, f.score
+        if req.use_uuids and not any(u in led.uuid_index for u in req.use_uuids):
+            return False, f"no card on the node matches {ann.VGPU_USE_UUID}", 0.0
+        if code == TOO_MANY_CARDS:
+            return False, "no enough gpu cards on node", 0.0
+        return False, "not enough gpu fitted on this node", 0.0
 
 
 def _flat(req: VgpuRequest) -> array:
@@ -277,6 +325,7 @@ class VgpuLedger:
                 charges.append(_Charge(c, mem, e.cores, slot))
         self.pods[uid] = (group_key, charges)
         self.version += 1
+        self.table.generation += 1
         return True
 
     def remove_pod(self, uid: str) -> bool:
@@ -302,6 +351,7 @@ class VgpuLedger:
                 else:
                     cards.pop(g, None)
         self.version += 1
+        self.table.generation += 1
         return True
 
     @contextmanager
@@ -317,12 +367,14 @@ class VgpuLedger:
             saved.append((g, t.count[g]))
             t.count[g] = min(t.count[g], t.used_num[g])
         self.version += 1
+        self.table.generation += 1
         try:
             yield
         finally:
             for g, v in saved:
                 t.count[g] = v
             self.version += 1
+            self.table.generation += 1
 
     # -- fit -------------------------------------------------------------------------------------
     def fit(self, req: VgpuRequest, policy: int) -> FitResult:

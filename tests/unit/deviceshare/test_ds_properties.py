@@ -133,3 +133,36 @@ def test_gpushare_ledgers_never_overfill_and_rebuild_equals_live(number, ops) ->
     for uid, (mem, idx) in live.items():
         rebuilt.add_pod(uid, mem, "Running", ann.decode_gpu_index(ann.encode_gpu_index(idx)) or [])
     assert rebuilt.state() == led.state()
+
+
+@settings(max_examples=100, deadline=None)
+@given(node_specs, st.lists(st.tuples(st.lists(container, min_size=1, max_size=2), st.integers(0, 2),
+                                      st.sampled_from(["", "use", "nouse", "mig", "hami-core"]), st.integers(0, 3)),
+                            min_size=1, max_size=12))
+def test_whole_table_scan_answers_like_the_per_node_fit(specs, pods) -> None:
+    """The plugin's ScanCache (one scan per request, invalidated by any charge) gives every node
+    the same fit, score and reason as `VgpuLedger.fit`, while pods are being placed."""
+    from scheduler.plugins.deviceshare.vgpu import ScanCache
+
+    nodes = build(specs)
+    table = VgpuTable()
+    leds = [VgpuLedger.from_node(n, CFG, table)[0] for n in nodes]
+    cache = ScanCache()
+    for seq, (conts, policy, twist, place) in enumerate(pods):
+        annotations = {}
+        if twist == "use":
+            annotations[ann.VGPU_USE_UUID] = "GPU-0-0,GPU-9-9"
+        elif twist == "nouse":
+            annotations[ann.VGPU_NOUSE_UUID] = "GPU-0-0"
+        elif twist:
+            annotations[ann.VGPU_MODE] = twist
+        p = pod(f"p{seq}", *[vgpu_limits(n, m, c, pc) for n, m, pc, c in conts], annotations=annotations)
+        r, err = vgpu_request(p, CFG)
+        assert r is not None, err
+        for led in leds:
+            f = led.fit(r, policy)
+            assert cache.node_fit(led, r, policy) == (f.ok, f.reason, f.score if f.ok else 0.0)
+        target = leds[place % len(leds)]
+        f = target.fit(r, policy)
+        if f.ok:  # a charge changes the table: the next answers must come from a fresh scan
+            target.add_pod(p.uid, r.group_key, target.segments(r, f.picks))

@@ -10,3 +10,21 @@ def test_bench_reports_rates_and_places_pods_on_a_small_cluster() -> None:
     assert r["cards"] == 80 and r["pods_placed"] > 0
     assert r["decisions_per_s"] > 0 and r["ratio"] > 0
     assert {"fallback_scan_ms", "fallback_pods_per_s", "goal_ratio_5x", "goal_3000_pods_per_s"} <= set(r)
+
+
+def test_bench_command_rewrites_only_its_own_section(tmp_path) -> None:
+    from scheduler.sim.bench import main as bench_main
+
+    doc = tmp_path / "performance.md"
+    doc.write_text("# Performance\n\nintro\n\n## Decision core (`vc-scheduler bench`)\n\ncore figures\n\n"
+                   "## Device hot path (`vc-scheduler bench --devices`)\n\nold device figures\n\n"
+                   "## Sandbox API server (`x`)\n\nsandbox figures\n")
+    argv = ["--devices", "--nodes", "10", "--gpus", "2", "--pods", "20", "--per-node-pods", "5",
+            "--ascend-pods", "5", "--repeats", "1", "--output", str(doc)]
+    assert bench_main(argv) == 0
+    text = doc.read_text()
+    assert "old device figures" not in text
+    assert "core figures" in text and "sandbox figures" in text and text.startswith("# Performance\n\nintro")
+    assert "Command: `vc-scheduler bench --devices --nodes 10" in text
+    assert text.index("## Device hot path") < text.index("## Sandbox API server")
+    assert "vGPU decisions per second" in text and "HAMi Ascend 310P" in text

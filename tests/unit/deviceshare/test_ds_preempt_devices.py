@@ -255,3 +255,25 @@ def test_bad_exclusivity_rules_are_refused_with_the_argument_named(bad: Any) -> 
 
     with pytest.raises(ArgumentError, match=r"deviceshare\.GPUExclusiveRules"):
         DeviceSharePlugin.validate(Arguments({"deviceshare.VGPUEnable": True, "deviceshare.GPUExclusiveRules": bad}))
+
+
+def test_pod_using_vgpu_and_ascend_rolls_back_both_when_the_ascend_lock_is_held() -> None:
+    # spec 6.1: kinds are allocated in order; a later kind failing releases the earlier ones
+    word = "Ascend310P"
+    reg = ann.encode_ascend_register([ann.AscendCard("npu-0", 7, 21527, 8, word, True, -1, 0)])
+    node = vgpu_node("n", T4_REG, 2)
+    node["metadata"]["annotations"].update({ann.ascend_register_key(word): reg, ann.LOCK_HAMI: "2999-01-01T00:00:00Z"})
+    for k in ("capacity", "allocatable"):
+        node["status"][k]["huawei.com/Ascend310P"] = "7"
+    both = {**vgpu(1, 1000), "huawei.com/Ascend310P": "1"}
+    objects = [b.queue("q1"), node, b.podgroup("pg", 1, queue="q1"), b.pod("both", cpu="1", group="pg", limits=both)]
+    args = {**VGPU, "deviceshare.AscendHAMiVNPUEnable": True, "deviceshare.NodeLockEnable": True}
+    out = run(objects, args, actions="allocate")
+    assert out.bindings == {} and "has been locked within 5 minutes (hami.io/mutex.lock)" in out.pending["c1/both"]
+    assert out.cycles[0].node_locks == []  # the vGPU lock intent taken first was withdrawn
+    # without the lock both kinds are allocated, each with its own annotations and lock
+    node["metadata"]["annotations"].pop(ann.LOCK_HAMI)
+    out = run(objects, args, actions="allocate")
+    got = out.annotations["c1/both"]
+    assert got[ann.VGPU_IDS_NEW].startswith("GPU-") and got["hami.io/Ascend310P-devices-allocated"] == "npu-0,Ascend310P,21527,0:;"
+    assert sorted(k for _, k, _ in out.cycles[0].node_locks) == sorted([ann.LOCK_VGPU, ann.LOCK_HAMI])

@@ -92,6 +92,13 @@ def _str_map(obj: dict[str, Any], key: str, where: str) -> dict[str, str]:
     return {str(k): "" if v is None else str(v) for k, v in _dict(obj, key, where).items()}
 
 
+def ignored_device_resource(name: str) -> bool:
+    """Resources Volcano leaves out of all accounting (its IgnoredDevicesList): the per-chip memory
+    and cores of HAMi Ascend vNPU, which the device plugin does not advertise on nodes; the
+    deviceshare plugin accounts them per chip from the pod's limits instead."""
+    return name.startswith("huawei.com/Ascend") and name.endswith(("-memory", "-core"))
+
+
 def _resources(raw: dict[str, Any], where: str, field: str) -> Resource:
     try:
         r = Resource.from_list(raw)
@@ -100,6 +107,8 @@ def _resources(raw: dict[str, Any], where: str, field: str) -> Resource:
     for name, v in r.items():
         if v < 0:
             raise ConvertError(f"{where}: {field}.{name}: must be greater than or equal to 0")
+    for name in [n for n in r.scalars if ignored_device_resource(n)]:
+        del r.scalars[name]
     return r
 
 

@@ -178,7 +178,7 @@ def _npu_id(node: str, i: int) -> str:
 def register_npus(name: str, spec: NodeSpec, alloc: dict[str, str], annotations: dict[str, str]) -> None:
     """What HAMi's Ascend device plugin registers: the chips as a JSON array (count = how many of
     the smallest template fit in the allocatable memory; Ascend910 chips 0-3 on network 0, the
-    rest on network 1), a handshake, `hami-vnpu-core`, and the chips as kubelet devices."""
+    rest on network 1), a handshake, `hami-vnpu-core`, and count x chips kubelet devices."""
     chip = NPU_CHIPS[spec.npu_chip]
     word = chip["commonWord"]
     templates = sorted(chip["templates"], key=lambda t: t["memory"])
@@ -192,11 +192,9 @@ def register_npus(name: str, spec: NodeSpec, alloc: dict[str, str], annotations:
     annotations[ann.ascend_register_key(word)] = ann.encode_ascend_register(cards)
     annotations[ann.ascend_handshake_key(word)] = "Reported_" + datetime.now(UTC).strftime("%Y.%m.%d %H:%M:%S")
     annotations[ann.HAMI_VNPU_CORE] = "true" if spec.vnpu_core else "false"
+    # only the chip resource is a kubelet device; memory and cores are accounted per chip by the
+    # scheduler (Volcano's ignored device resources)
     alloc[chip["resourceName"]] = str(count * spec.npus)
-    # Volcano leaves the memory and core resources out of resource accounting (GetIgnoredDevices);
-    # this scheduler counts every requested resource, so the simulated node advertises them too
-    alloc[chip["resourceMemoryName"]] = str(devmem * spec.npus)
-    alloc[f"{chip['resourceName']}-core"] = str(cards[0].devcore * spec.npus if cards else 0)
 
 
 def make_nodes(specs: list[NodeSpec]) -> list[dict[str, Any]]:

@@ -102,3 +102,14 @@ def test_scheduler_and_simulated_plugin_agree_end_to_end() -> None:
 def test_pods_without_npus_are_not_checked_by_the_ascend_plugin() -> None:
     node = make_nodes([parse_node_spec("1:npu=2xAscend310P")])[0]
     assert check_pod(b.pod("cpu-only"), node).error == ""
+
+
+def test_ascend_memory_and_cores_are_left_out_of_resource_accounting_like_volcano() -> None:
+    from scheduler.model.convert import pod_to_task
+
+    limits = {"huawei.com/Ascend310P": "1", "huawei.com/Ascend310P-memory": "2048", "huawei.com/Ascend310P-core": "2",
+              ann.VGPU_MEMORY: "1000"}
+    t = pod_to_task(b.pod("p", cpu="1", limits=limits))
+    assert set(t.resreq.scalars) == {"huawei.com/Ascend310P", ann.VGPU_MEMORY}
+    # the plugin still reads them from the container limits
+    assert t.pod.containers[0].limits["huawei.com/Ascend310P-memory"] == "2048"

@@ -113,6 +113,7 @@ class Daemon:
         self._wake = asyncio.Event()  # run a session now instead of at the end of the period
         self._tasks: list[asyncio.Task[Any]] = []
         self._last_generation = -1
+        self._pruned_at = -1
         self.heartbeat = time.monotonic()
         self.sessions = 0
         self.session_errors = 0
@@ -351,7 +352,14 @@ class Daemon:
         else:
             for job in res.jobs.values():
                 allocated.setdefault(job.queue, Res()).add(job.allocated)
-        q_writes = self.status.queue_statuses({u: st.phase for u, st in res.podgroup_status.items()}, allocated)
+        # the counts can only move when the cache changed, a PodGroup's status changed or a
+        # queue's allocation changed: the signature lets the writer skip an idle session's count
+        signature = (
+            self.cache.generation,
+            tuple(sorted(res.podgroup_changed)),
+            tuple(sorted((q, tuple(sorted(a.items()))) for q, a in allocated.items())),
+        )
+        q_writes = self.status.queue_statuses(_Phases(res.podgroup_status), allocated, signature)
         self._observe(res, attrs)
         busy = bound or evicted or pg_writes or cond_writes or q_writes
         new_warnings = sorted(set(res.warnings) - self._last_warnings)
@@ -385,7 +393,9 @@ class Daemon:
             if job is not None:
                 done = not job.task_status_index.get(TaskStatus.PENDING)
                 m.observe_job_placed(job.name, job.queue, job.namespace, job.creation, job.schedule_start, done)
-        m.prune(set(self.cache.state.jobs), set(self.cache.state.queues))
+        if self.cache.generation != self._pruned_at:  # nothing can have gone away otherwise
+            self._pruned_at = self.cache.generation
+            m.prune(self.cache.state.jobs.keys(), self.cache.state.queues.keys())
 
     async def _shutdown(self) -> None:
         o = self.opts
@@ -410,6 +420,19 @@ class Daemon:
         if self.client is not None:
             await self.client.close()
         log.info("stopped", sessions=self.sessions)
+
+
+class _Phases:
+    """`uid -> phase` over a session's PodGroup statuses, without building a 20,000-entry dict."""
+
+    __slots__ = ("statuses",)
+
+    def __init__(self, statuses: dict[str, Any]) -> None:
+        self.statuses = statuses
+
+    def get(self, uid: str, default: str) -> str:
+        st = self.statuses.get(uid)
+        return st.phase if st is not None else default
 
 
 def device_ledgers(nodes: list[Any]) -> tuple[list[Any], list[Any]]:

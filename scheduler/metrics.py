@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import prometheus_client
@@ -327,7 +327,7 @@ class SchedulerMetrics:
         self._share_series = nodes
 
     # ------------------------------------------------------------------ removal --
-    def prune(self, jobs: set[str], queues: set[str]) -> None:
+    def prune(self, jobs: Collection[str], queues: Collection[str]) -> None:
         """Drop the series of jobs and queues that no longer exist (Volcano's Delete*Metrics)."""
         for uid in [u for u in self._job_labels if u not in jobs]:
             name, queue, ns = self._job_labels.pop(uid)

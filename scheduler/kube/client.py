@@ -23,6 +23,11 @@ import aiohttp
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 
+try:  # several times faster on the 150,000-pod initial list when installed; the same result either way
+    from orjson import loads as json_loads
+except ImportError:  # pragma: no cover - depends on the environment
+    json_loads = json.loads
+
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 # Statuses worth retrying: throttled, server trouble, or the request never got an answer.
@@ -219,7 +224,7 @@ class KubeClient:
         if not data:
             return None
         try:
-            return json.loads(data)
+            return json_loads(data)
         except ValueError:
             raise ApiError(resp.status, "BadResponse", f"{method} {path}: answer is not JSON") from None
 
@@ -242,7 +247,7 @@ class KubeClient:
                 if not line:
                     continue
                 try:
-                    event = json.loads(line)
+                    event = json_loads(line)
                 except ValueError:
                     raise ApiError(0, "BadResponse", f"watch {path}: undecodable event") from None
                 if isinstance(event, dict):

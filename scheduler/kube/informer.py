@@ -104,10 +104,12 @@ class Informer:
             q["labelSelector"] = self.resource.label_selector
         return q
 
-    def _deliver_upsert(self, obj: dict[str, Any]) -> None:
-        key = object_key(obj)
-        md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        self.known[key] = str(md.get("resourceVersion") or "")
+    def _deliver_upsert(self, obj: dict[str, Any], key: str | None = None, rv: str | None = None) -> None:
+        if key is None or rv is None:
+            key = object_key(obj)
+            md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+            rv = str(md.get("resourceVersion") or "")
+        self.known[key] = rv
         try:
             self.handler.upsert(obj)
         except Exception as exc:  # a handler bug must not stop the stream for every other object
@@ -162,11 +164,12 @@ class Informer:
                     if not isinstance(obj, dict):
                         continue
                     key = object_key(obj)
-                    orv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+                    md = obj.get("metadata")
+                    orv = str((md.get("resourceVersion") if isinstance(md, dict) else "") or "")
                     seen.add(key)
                     # after a relist, objects whose version did not move are already in the cache
-                    if self.known.get(key) != orv or not orv:
-                        self._deliver_upsert(obj)
+                    if not orv or self.known.get(key) != orv:
+                        self._deliver_upsert(obj, key, orv)
                 del items
         finally:
             if fetch is not None and not fetch.done():

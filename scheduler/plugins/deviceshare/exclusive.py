@@ -40,13 +40,12 @@ class ExclusiveRules:
 
     @classmethod
     def build(cls, rules: tuple[Rule, ...], ssn: Session) -> ExclusiveRules:
+        # pods on nodes now; a pod placed in this session is tracked when its fit is asked
         ex = cls(rules)
         for node in ssn.node_list:
-            for task in node.tasks.values():
-                ex.track(task.pod)
-        for job in ssn.jobs.values():
-            for task in job.tasks.values():
-                ex.track(task.pod)
+            if node.devices:
+                for task in node.tasks.values():
+                    ex.track(task.pod)
         return ex
 
     def track(self, pod: PodInfo) -> frozenset[int]:

@@ -121,6 +121,8 @@ class DeviceSharePlugin(Plugin):
         self.ssn: Session | None = None
         self.exclusive: ExclusiveRules | None = None
         self._scans = ScanCache()
+        # node name -> device kind -> why its registration cannot be used
+        self._unusable: dict[str, dict[str, str]] = {}
 
     @classmethod
     def validate(cls, arguments: Arguments) -> None:
@@ -185,8 +187,7 @@ class DeviceSharePlugin(Plugin):
     def _build_vgpu(self, node: NodeInfo) -> None:
         led, why = VgpuLedger.from_node(node, self.config, self.table)
         if led is None:
-            if self.ssn is not None and why:
-                self.ssn.warn(f"deviceshare: node {node.name}: {why}")
+            self._unusable_node(node, vgpu.KIND, why)
             return
         for task in node.tasks.values():
             self._replay_vgpu(led, task)
@@ -195,12 +196,20 @@ class DeviceSharePlugin(Plugin):
     def _build_ascend(self, node: NodeInfo, chip: VnpuChip) -> None:
         led, why = AscendLedger.from_node(node, chip, self.config)
         if led is None:
-            if self.ssn is not None and why:
-                self.ssn.warn(f"deviceshare: node {node.name}: {chip.common_word}: {why}")
+            if why:
+                self._unusable_node(node, chip.common_word, f"{chip.common_word}: {why}")
             return
         for task in node.tasks.values():
             self._replay_ascend(led, task)
         node.devices[led.kind] = led
+
+    def _unusable_node(self, node: NodeInfo, kind: str, why: str) -> None:
+        """A node that registers the device but unreadably: warned once per session, and pods
+        using the kind do not fit there (upstream lets them through; the device plugin then
+        fails them at container start)."""
+        self._unusable.setdefault(node.name, {})[kind] = why
+        if self.ssn is not None:
+            self.ssn.warn(f"deviceshare: node {node.name}: {why}")
 
     @staticmethod
     def _replay_ascend(led: AscendLedger, task: TaskInfo) -> None:
@@ -270,6 +279,13 @@ class DeviceSharePlugin(Plugin):
             if miss:
                 return Unfit(miss, resolvable=False)
         devs = node.devices
+        broken = self._unusable.get(node.name)
+        if broken:
+            if r.vgpu is not None and r.vgpu.containers and vgpu.KIND in broken:
+                return Unfit(f"{VGPU_ERROR}: {broken[vgpu.KIND]}", resolvable=False)
+            for chip, _ in r.ascend:
+                if chip.common_word in broken:
+                    return Unfit(f"{ASCEND_ERROR}: {broken[chip.common_word]}", resolvable=False)
         if r.share is not None:
             led = devs.get(gpushare.KIND)
             # no ledger: the node has no such device; the resource-fit predicate rejects it (spec 6.5)

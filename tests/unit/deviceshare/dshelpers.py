@@ -58,11 +58,12 @@ def share_node(name: str, memory: str = "89424", number: str = "8", annotations:
 
 def pod(name: str, *limits: dict[str, Any], annotations: dict[str, str] | None = None, ns: str = "default",
         init: list[dict[str, Any]] | None = None, phase: str = "Pending", node_name: str = "",
-        uid: str | None = None) -> PodInfo:
+        uid: str | None = None, labels: dict[str, str] | None = None) -> PodInfo:
     return PodInfo(
         uid=uid or f"uid-{ns}-{name}",
         name=name,
         namespace=ns,
+        labels=dict(labels or {}),
         annotations=dict(annotations or {}),
         phase=phase,
         node_name=node_name,

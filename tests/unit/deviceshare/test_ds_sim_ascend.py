@@ -113,3 +113,18 @@ def test_ascend_memory_and_cores_are_left_out_of_resource_accounting_like_volcan
     assert set(t.resreq.scalars) == {"huawei.com/Ascend310P", ann.VGPU_MEMORY}
     # the plugin still reads them from the container limits
     assert t.pod.containers[0].limits["huawei.com/Ascend310P-memory"] == "2048"
+
+
+def test_garbled_registration_is_a_warning_and_the_node_does_not_fit() -> None:
+    # upstream lets the pod through to a node it cannot allocate on (the plugin then fails it)
+    nodes = make_nodes([parse_node_spec("1:npu=1xAscend310P,prefix=bad"), parse_node_spec("1:npu=1xAscend310P")])
+    nodes[0]["metadata"]["annotations"]["hami.io/node-register-Ascend310P"] = '[{"id":"x","count":"7"}]'
+    objects = [b.queue("default"), *nodes, npu_pod("p", "Ascend310P", memory=1000)]
+    out = simulate(objects, parse(CONF), cycles=1, seed=0, options=SessionOptions(deterministic=True))
+    assert out.bindings == {"c1/p": "npu-node-1"}
+    assert any("node bad-0: Ascend310P: Ascend registration entry 'x': count '7' is not an integer" in w
+               for w in out.warnings), out.warnings
+    # with only the garbled node, the pod stays pending and says why
+    out = simulate([b.queue("default"), nodes[0], npu_pod("q", "Ascend310P")], parse(CONF), cycles=1, seed=0,
+                   options=SessionOptions(deterministic=True))
+    assert out.bindings == {} and "count '7' is not an integer" in out.pending["c1/q"]

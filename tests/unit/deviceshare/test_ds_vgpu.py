@@ -277,3 +277,52 @@ def test_metrics_and_queue_accounting_read_the_ledger_and_annotations() -> None:
     m = vgpu_card_metrics(led)[0]
     assert (m["memory_allocated"], m["cores_allocated"], m["memory_limit"], m["shared_pods"]) == (3000, 30, 16384, 1)
     assert vgpu_usage_of({ann.VGPU_IDS_NEW: "GPU-0,NVIDIA,2000,10:;GPU-1,NVIDIA,3000,20:"}) == (5000, 30)
+
+
+def test_exclusivity_rules_match_all_labels_and_leave_mig_cards_alone() -> None:
+    from dshelpers import A100_GEOMETRY
+
+    from scheduler.plugins.deviceshare.config import parse_device_config
+    from scheduler.plugins.deviceshare.exclusive import ExclusiveRules, matching_rules, parse_rules
+    from scheduler.plugins.deviceshare.vgpu import VgpuLedger
+
+    rules = parse_rules([{"app": "train", "team": "ml"}, {"workload": "infer"}])
+    assert matching_rules({"app": "train", "team": "ml", "x": "1"}, rules) == {0}
+    assert matching_rules({"app": "train"}, rules) == set()
+    assert matching_rules({"workload": "infer", "app": "train", "team": "ml"}, rules) == {0, 1}
+    ex = ExclusiveRules(rules)
+    holder = pod("holder", labels={"workload": "infer"})
+    asker = pod("asker", labels={"workload": "infer"})
+    ex.track(holder)
+    core = VgpuLedger.from_node(vgpu_node("h", cards(2)), parse_device_config(None))[0]
+    core.add_pod(holder.uid, "", [[ann.DeviceEntry("GPU-1", 100, 0)]])
+    assert ex.closed_cards(asker, core) == [1]
+    assert ex.closed_cards(pod("free"), core) == []  # matches no rule
+    mig = VgpuLedger.from_node(vgpu_node("m", cards(1, devmem=81920, type_="NVIDIA-A100-SXM4-80GB", mode="mig")),
+                               parse_device_config(A100_GEOMETRY))[0]
+    assert mig.mode == "mig"
+    mig.add_pod(holder.uid, "", [[ann.DeviceEntry("GPU-0[group1-0]", 100, 0)]])
+    assert ex.closed_cards(asker, mig) == []  # MIG slices are isolated in hardware
+
+
+def test_garbled_vgpu_registration_keeps_pods_off_the_node_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    # upstream: no ledger, the deviceshare predicate passes, the pod is bound and the plugin fails it
+    import copy
+
+    from scheduler.conf import parse
+    from scheduler.framework import registry
+    from scheduler.framework.session import SessionOptions
+    from scheduler.plugins.deviceshare import DeviceSharePlugin
+    from scheduler.sim.simulate import simulate
+    from tests import builders as b
+
+    monkeypatch.setitem(registry.PLUGINS, "deviceshare", DeviceSharePlugin)
+    extra = {ann.VGPU_NUMBER: "10", ann.VGPU_MEMORY: "16384", ann.VGPU_CORES: "100"}
+    objects = [b.queue("default"),
+               b.node("bad", extra=extra, annotations={ann.VGPU_REGISTER: "GPU-a,10,16384:"}),
+               b.pod("p", cpu="1", limits=vgpu_limits(1, 1000))]
+    conf = b.tiers("enqueue, allocate", ["predicates", "deviceshare"], args={"deviceshare": {"deviceshare.VGPUEnable": True}})
+    out = simulate(copy.deepcopy(objects), parse(conf), cycles=1, seed=0, options=SessionOptions(deterministic=True))
+    assert out.bindings == {}
+    assert "garbled vGPU registration entry 'GPU-a,10,16384': 3 fields, need 6" in out.pending["c1/p"]
+    assert any("node bad: garbled vGPU registration" in w for w in out.warnings)

@@ -128,3 +128,15 @@ def test_garbled_registration_is_a_warning_and_the_node_does_not_fit() -> None:
     out = simulate([b.queue("default"), nodes[0], npu_pod("q", "Ascend310P")], parse(CONF), cycles=1, seed=0,
                    options=SessionOptions(deterministic=True))
     assert out.bindings == {} and "count '7' is not an integer" in out.pending["c1/q"]
+
+
+def test_ascend_state_is_rebuilt_from_annotations_in_the_next_cycle() -> None:
+    nodes = make_nodes([parse_node_spec("1:npu=1xAscend310P")])
+    objects = [b.queue("default"), *nodes, npu_pod("whole", "Ascend310P")]
+    first = simulate(objects, parse(CONF), cycles=1, seed=0, options=SessionOptions(deterministic=True))
+    assert first.bindings == {"c1/whole": "npu-node-0"}
+    # the next cycle sees the bound pod only through its annotations: the chip is full
+    objects.append(npu_pod("late", "Ascend310P", memory=1000))
+    out = simulate(objects, parse(CONF), cycles=2, seed=0, options=SessionOptions(deterministic=True))
+    assert "c1/late" not in out.bindings
+    assert "no enough ascend device available on node npu-node-0" in out.pending["c1/late"]

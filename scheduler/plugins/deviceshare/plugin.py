@@ -379,6 +379,8 @@ class DeviceSharePlugin(Plugin):
         if not self.args.node_lock or task.status == TaskStatus.PIPELINED:
             # a pipelined task is not bound this session: no device plugin will release a lock for it
             return
+        if any(n == node.name and k == key for n, k, _ in self._locks.get(task.uid, ())):
+            return  # the pod already holds it (several HAMi Ascend chip kinds share one lock name)
         ssn = self.ssn
         now = self._now()
         held = ssn is not None and any(n == node.name and k == key for n, k, _ in ssn.node_locks)

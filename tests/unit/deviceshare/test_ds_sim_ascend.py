@@ -140,3 +140,20 @@ def test_ascend_state_is_rebuilt_from_annotations_in_the_next_cycle() -> None:
     out = simulate(objects, parse(CONF), cycles=2, seed=0, options=SessionOptions(deterministic=True))
     assert "c1/late" not in out.bindings
     assert "no enough ascend device available on node npu-node-0" in out.pending["c1/late"]
+
+
+def test_a_pod_using_two_chip_kinds_takes_the_shared_node_lock_once() -> None:
+    a, c = make_nodes([parse_node_spec("1:npu=1xAscend310P"), parse_node_spec("1:npu=1xAscend910B3")])
+    a["metadata"]["annotations"].update(c["metadata"]["annotations"])
+    for k in ("capacity", "allocatable"):
+        a["status"][k].update(c["status"][k])
+    p = npu_pod("two", "Ascend310P")
+    p["spec"]["containers"][0]["resources"]["limits"]["huawei.com/Ascend910B3"] = "1"
+    conf = b.tiers("enqueue, allocate", ["predicates", "deviceshare"],
+                   args={"deviceshare": {"deviceshare.AscendHAMiVNPUEnable": True, "deviceshare.NodeLockEnable": True}})
+    out = simulate([device_configmap(), b.queue("default"), a, p], parse(conf), cycles=1, seed=0,
+                   options=SessionOptions(deterministic=True))
+    assert out.bindings == {"c1/two": "npu-node-0"}, out.pending
+    got = out.annotations["c1/two"]
+    assert "hami.io/Ascend310P-devices-allocated" in got and "hami.io/Ascend910B3-devices-allocated" in got
+    assert [k for _, k, _ in out.cycles[0].node_locks] == [ann.LOCK_HAMI]

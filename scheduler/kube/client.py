@@ -12,6 +12,7 @@ rate limiter does for `--kube-api-qps` / `--kube-api-burst`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
@@ -20,8 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
+from yarl import URL
 
 try:  # several times faster on the 150,000-pod initial list when installed; the same result either way
     from orjson import loads as json_loads
@@ -149,11 +152,33 @@ _REASONS = {
 }
 
 
+def _resolve_env_once(api: k8s.ApiClient) -> None:
+    """Read the proxy environment once instead of on every request.
+
+    kubernetes_asyncio opens its aiohttp session with `trust_env=True`, which makes every request
+    look up ~/.netrc and the proxy variables in a worker thread: two thread hand-offs per Binding.
+    client-go reads HTTPS_PROXY/NO_PROXY (never netrc), so we resolve the proxy for the API
+    server's address here, hand it to the REST client, and switch the per-request lookups off.
+    """
+    rest = getattr(api, "rest_client", None)
+    session = getattr(rest, "pool_manager", None)
+    if rest is None or session is None or not getattr(session, "_trust_env", False):
+        return
+    if not getattr(rest, "proxy", None):
+        with contextlib.suppress(LookupError, ValueError):
+            proxy, proxy_auth = get_env_proxy_for_url(URL(str(api.configuration.host)))
+            rest.proxy = str(proxy)
+            if proxy_auth is not None:
+                rest.proxy_headers = {**(rest.proxy_headers or {}), "Proxy-Authorization": proxy_auth.encode()}
+    session._trust_env = False
+
+
 class KubeClient:
     """Raw JSON access to the API server through kubernetes_asyncio's authenticated session."""
 
     def __init__(self, api: k8s.ApiClient, options: ClientOptions) -> None:
         self.api = api
+        _resolve_env_once(api)
         self.core = k8s.CoreV1Api(api)
         self.options = options
         self.bucket = TokenBucket(options.qps, options.burst)
@@ -256,23 +281,12 @@ class KubeClient:
             resp.release()
 
     async def bind(self, namespace: str, name: str, body: dict[str, Any]) -> None:
-        """POST pods/{name}/binding. The API answers a Status, not a Binding, hence raw content."""
-        await self.bucket.acquire()
-        self.requests += 1
-        try:
-            resp = await self.core.create_namespaced_pod_binding(
-                name, namespace, body, _preload_content=False, _request_timeout=self.options.request_timeout
-            )
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise ApiError(0, "ConnectionError", f"bind {namespace}/{name}: {type(exc).__name__}: {exc}") from None
-        try:
-            data = await resp.read()
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise ApiError(0, "ConnectionError", f"bind {namespace}/{name}: {type(exc).__name__}: {exc}") from None
-        finally:
-            resp.release()
-        if not 200 <= resp.status < 300:
-            raise _status_error(resp.status, data, resp.headers)
+        """POST pods/{name}/binding. The API answers a Status, not a Binding: the answer is ignored.
+
+        A plain request rather than the generated `create_namespaced_pod_binding`, whose model
+        validation and serialisation cost more CPU than the request itself at 1,000 binds a second.
+        """
+        await self.request("POST", resource_path("/api/v1", "pods", namespace, name, "binding"), body=body)
 
 
 def resource_path(prefix: str, plural: str, namespace: str = "", name: str = "", sub: str = "") -> str:

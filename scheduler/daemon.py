@@ -268,6 +268,7 @@ class Daemon:
             late = [i.resource.kind for i in self.informers if not i.synced.is_set()]
             # never schedule on a partial view (it would overcommit nodes): keep waiting, loudly
             log.error("initial sync timed out; scheduling waits for it", waiting_for=late, timeout_s=timeout)
+            gc.enable()  # a sync that keeps failing must not run for long without the collector
             await asyncio.wait(pending)
         sync_ms = round((time.monotonic() - t0) * 1000)
         settle_gc()

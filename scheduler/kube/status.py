@@ -331,8 +331,10 @@ class StatusWriter:
         await self.recorder.queue.stop()
 
     # ----------------------------------------------------------------- status subresource --
-    async def _patch_status(self, plural: str, status_path: str, body: dict[str, Any]) -> Any:
-        """Merge-patch `body` into `.../status`, or into the object when the CRD has no status subresource.
+    async def _patch_status(
+        self, plural: str, on_status: Callable[[], Awaitable[Any]], on_object: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        """Patch `.../status` (`on_status`), or the object (`on_object`) when the CRD has no status subresource.
 
         Volcano's CRDs declare the status subresource, but clusters installed from older or
         hand-edited manifests do not; there the API server answers 404 for `.../status` although
@@ -340,17 +342,14 @@ class StatusWriter:
         once on the object: if that works, this kind is written that way from then on; if it is
         404 too, the object is really gone and the caller ignores the write.
         """
-        client = self.client
-        assert client is not None
-        object_path = status_path.rsplit("/", 1)[0]
         if plural in self._no_status_subresource:
-            return await with_retry(lambda: client.request("PATCH", object_path, body=body, content_type=MERGE_PATCH))
+            return await with_retry(on_object)
         try:
-            return await with_retry(lambda: client.request("PATCH", status_path, body=body, content_type=MERGE_PATCH))
+            return await with_retry(on_status)
         except ApiError as exc:
             if exc.status != 404:
                 raise
-        out = await with_retry(lambda: client.request("PATCH", object_path, body=body, content_type=MERGE_PATCH))
+        out = await with_retry(on_object)
         if plural not in self._no_status_subresource:
             self._no_status_subresource.add(plural)
             log.warning(
@@ -373,11 +372,17 @@ class StatusWriter:
         self._pg_written[uid] = (decision, cur_rv, "")
         ns, _, name = uid.partition("/")
         body = {"status": podgroup_status_body(st)}
+        client = self.client
         path = resource_path(PG_PREFIX, "podgroups", ns, name, "status")
+        object_path = resource_path(PG_PREFIX, "podgroups", ns, name)
 
         async def write() -> None:
             try:
-                out = await self._patch_status("podgroups", path, body)
+                out = await self._patch_status(
+                    "podgroups",
+                    lambda: client.request("PATCH", path, body=body, content_type=MERGE_PATCH),
+                    lambda: client.request("PATCH", object_path, body=body, content_type=MERGE_PATCH),
+                )
             except ApiError as exc:
                 self._pg_written.pop(uid, None)
                 if exc.status != 404:  # a PodGroup deleted meanwhile needs no status
@@ -495,11 +500,19 @@ class StatusWriter:
         return written
 
     def _submit_queue(self, q: str, body: dict[str, Any], decision: str) -> None:
+        client = self.client
+        assert client is not None
         path = resource_path(PG_PREFIX, "queues", "", q, "status")
+        object_path = resource_path(PG_PREFIX, "queues", "", q)
+        patch = {"status": body}
 
         async def write() -> None:
             try:
-                await self._patch_status("queues", path, {"status": body})
+                await self._patch_status(
+                    "queues",
+                    lambda: client.request("PATCH", path, body=patch, content_type=MERGE_PATCH),
+                    lambda: client.request("PATCH", object_path, body=patch, content_type=MERGE_PATCH),
+                )
                 self.queue_writes += 1
             except ApiError as exc:
                 self._queue_retry = True  # count again next session even if nothing else changed

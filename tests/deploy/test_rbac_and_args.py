@@ -36,6 +36,8 @@ DOCUMENTED: set[tuple[str, str, str]] = {
     ("", "nodes", "patch"),                                               # deviceshare node locks
     ("scheduling.volcano.sh", "podgroups/status", "patch"),
     ("scheduling.volcano.sh", "queues/status", "patch"),
+    ("scheduling.volcano.sh", "podgroups", "patch"),                     # status when the CRD has no
+    ("scheduling.volcano.sh", "queues", "patch"),                         # status subresource (404)
     ("", "events", "create"), ("", "events", "patch"),                    # events, deduplicated by count
     ("coordination.k8s.io", "leases", "get"), ("coordination.k8s.io", "leases", "create"),
     ("coordination.k8s.io", "leases", "update"),                          # leader election

@@ -216,22 +216,30 @@ def _shape(raw_containers: list[Any], raw_inits: list[Any], spec: dict[str, Any]
 
 
 _INTERNED: dict[str, Any] = {}
+_LAST: list[Any] = [None, None, None]  # the previous pod's node selector, affinity, tolerations
 
 
-def _interned(value: Any) -> Any:
+def _interned(value: Any, slot: int) -> Any:
     """One shared copy of equal selectors, affinities and toleration lists (read-only in the core).
 
     Every pod of a workload carries the same ones (admission adds the same two tolerations to
     every pod), and kept per pod they would be a large part of the daemon's memory at 150,000 pods.
+    Consecutive pods are usually of one workload: comparing with the previous pod's value (`slot`
+    says which field) is cheaper than the repr lookup. Python equality is the core's own test for
+    these raw values, so an equal value is the same value to it.
     """
     if not value:
         return value
+    last = _LAST[slot]
+    if last is not None and last == value:
+        return last
     key = repr(value)
     got = _INTERNED.get(key)
     if got is None:
         if len(_INTERNED) >= _SHAPES_MAX:
             _INTERNED.clear()
         _INTERNED[key] = got = value
+    _LAST[slot] = got
     return got
 
 
@@ -316,9 +324,9 @@ def pod_to_task(
         priority=priority,
         priority_class_name=pcn,
         creation=parse_time(md.get("creationTimestamp")),
-        node_selector=_interned(_str_map(spec, "nodeSelector", where)),
-        affinity=_interned(_dict(spec, "affinity", where)),
-        tolerations=_interned([t for t in _list(spec, "tolerations", where) if isinstance(t, dict)]),
+        node_selector=_interned(_str_map(spec, "nodeSelector", where), 0),
+        affinity=_interned(_dict(spec, "affinity", where), 1),
+        tolerations=_interned([t for t in _list(spec, "tolerations", where) if isinstance(t, dict)], 2),
         host_ports=host_ports,
         topology_spread=[t for t in _list(spec, "topologySpreadConstraints", where) if isinstance(t, dict)],
         containers=shape.containers,

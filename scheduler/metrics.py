@@ -226,6 +226,8 @@ class SchedulerMetrics:
     def observe_job_shares(self, shares: dict[str, float]) -> None:
         """drf's share per job (uid -> share), labelled (job_ns, job_id = PodGroup name) as Volcano does."""
         last = self._job_shares
+        if shares == last:  # one comparison in C: an idle cluster's shares do not move
+            return
         for uid, share in shares.items():
             v = _finite(share)
             if last.get(uid) == v:

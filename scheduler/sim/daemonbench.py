@@ -95,7 +95,12 @@ def preload(store: Any, nodes: int, running: int, pending: int, gang: int) -> No
         group = f"run-{g // gang:06d}"
         size = min(gang, running - g)
         store.create(make_podgroup(group, RUN_NS, size))
-        store.patch("podgroups", RUN_NS, group, {"status": {"phase": "Running", "running": size}}, subresource="status")
+        # the status a scheduler that ran before the restart left: a restart rewrites none of them
+        store.patch("podgroups", RUN_NS, group, {"status": {
+            "phase": "Running", "running": size, "succeeded": 0, "failed": 0,
+            "conditions": [{"type": "Scheduled", "status": "True", "reason": "tasks in gang are ready to be scheduled",
+                            "message": "", "transitionID": "preloaded", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
+            subresource="status")
         for k in range(size):
             i = g + k
             name = f"{group}-worker-{k}"
@@ -215,8 +220,18 @@ class DaemonLog:
         self.errors: list[str] = []
         self.started = asyncio.Event()
 
-    async def follow(self, stream: asyncio.StreamReader) -> None:
+    async def follow(self, stream: asyncio.StreamReader, copy_to: str = "") -> None:
+        sink = open(copy_to, "wb") if copy_to else None  # noqa: SIM115 - closed below
+        try:
+            await self._follow(stream, sink)
+        finally:
+            if sink is not None:
+                sink.close()
+
+    async def _follow(self, stream: asyncio.StreamReader, sink: Any) -> None:
         while line := await stream.readline():
+            if sink is not None:
+                sink.write(line)
             try:
                 rec = json.loads(line)
             except ValueError:
@@ -275,7 +290,7 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
                                                       stderr=asyncio.subprocess.PIPE, env=env)
         assert daemon.stderr is not None
         dlog = DaemonLog()
-        follower = asyncio.ensure_future(dlog.follow(daemon.stderr))
+        follower = asyncio.ensure_future(dlog.follow(daemon.stderr, args.daemon_log or ""))
         first = 0.0
         deadline = time.monotonic() + args.timeout
         while time.monotonic() < deadline:
@@ -444,6 +459,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--idle-seconds", type=float, default=10.0, help="how long idle sessions are measured")
     p.add_argument("--timeout", type=float, default=900.0, help="give up when the backlog is not bound by then")
     p.add_argument("--daemon-flag", action="append", default=[], help="an extra daemon flag (repeatable)")
+    p.add_argument("--daemon-log", help="also write the daemon's log (JSON lines) to this file")
     p.add_argument("--profile", help="run the daemon under cProfile and write its profile here (slows it down)")
     p.add_argument("--output", help="rewrite this benchmark's section of this Markdown file")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")

@@ -114,6 +114,9 @@ class Daemon:
         self._tasks: list[asyncio.Task[Any]] = []
         self._last_generation = -1
         self._pruned_at = -1
+        # the process's garbage collector is tuned around the initial sync (see settle_gc) only
+        # when the daemon owns the process, never when it is embedded (tests, other programs)
+        self.manage_gc = False
         self.heartbeat = time.monotonic()
         self.sessions = 0
         self.session_errors = 0
@@ -243,7 +246,8 @@ class Daemon:
         # The initial lists allocate hundreds of thousands of objects that all stay alive in the
         # cache: every generation-2 collection during the sync would walk all of them again for
         # nothing (a third of the sync time at 150,000 pods). Collect once after the sync instead.
-        gc.disable()
+        if self.manage_gc:
+            gc.disable()
         for res, handler in self._informer_specs():
             inf = Informer(self.client, res, handler)
             self.informers.append(inf)
@@ -268,10 +272,12 @@ class Daemon:
             late = [i.resource.kind for i in self.informers if not i.synced.is_set()]
             # never schedule on a partial view (it would overcommit nodes): keep waiting, loudly
             log.error("initial sync timed out; scheduling waits for it", waiting_for=late, timeout_s=timeout)
-            gc.enable()  # a sync that keeps failing must not run for long without the collector
+            if self.manage_gc:
+                gc.enable()  # a sync that keeps failing must not run for long without the collector
             await asyncio.wait(pending)
         sync_ms = round((time.monotonic() - t0) * 1000)
-        settle_gc()
+        if self.manage_gc:
+            settle_gc()
         self.synced.set()
         self._wake.set()
         s = self.cache.state
@@ -400,7 +406,7 @@ class Daemon:
 
     async def _shutdown(self) -> None:
         o = self.opts
-        if not gc.isenabled():  # stopped before the initial sync finished
+        if self.manage_gc and not gc.isenabled():  # stopped before the initial sync finished
             gc.enable()
         log.info("shutting down: no new sessions, draining writes", in_flight_binds=self.binder.in_flight() if self.binder else 0)
         if self.binder is not None and not await self.binder.drain(o.drain_timeout):
@@ -478,6 +484,7 @@ def _install_loop_policy() -> str:
 
 async def _serve(opts: Options) -> int:
     daemon = Daemon(opts)
+    daemon.manage_gc = True
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):

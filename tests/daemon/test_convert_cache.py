@@ -1,0 +1,43 @@
+"""pod_to_task parses each container shape once, yet every pod gets exactly its own requests."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from scheduler.model.convert import ConvertError, pod_to_task
+from tests.builders import pod
+
+
+def _pod(name: str, cpu: str = "1", memory: str = "2Gi") -> dict:
+    p = pod(name, group="g")
+    p["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu, "memory": memory}}
+    p["spec"]["tolerations"] = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}]
+    return p
+
+
+def test_pods_of_one_shape_share_their_parsed_requests() -> None:
+    a, b = pod_to_task(_pod("a")), pod_to_task(_pod("b"))
+    assert a.resreq is b.resreq and a.pod.containers is b.pod.containers
+    assert a.pod.tolerations is b.pod.tolerations  # one copy of equal raw tolerations
+    assert a.resreq.milli_cpu == 1000 and a.resreq.memory == 2 * 2**30
+
+
+def test_a_different_shape_is_parsed_for_itself() -> None:
+    pod_to_task(_pod("a"))
+    c = pod_to_task(_pod("c", cpu="250m"))
+    assert c.resreq.milli_cpu == 250
+    d = _pod("d")
+    d["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+    assert pod_to_task(d).pod.host_ports == [("TCP", "0.0.0.0", 8080)]
+    assert pod_to_task(_pod("e")).pod.host_ports == []
+
+
+@pytest.mark.parametrize("bad", ["lots", -1, True])
+def test_a_malformed_pod_is_refused_even_after_good_ones_of_the_same_layout(bad: object) -> None:
+    pod_to_task(_pod("a"))
+    p = copy.deepcopy(_pod("bad"))
+    p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = bad
+    with pytest.raises(ConvertError, match="Pod c1/bad"):
+        pod_to_task(p)

@@ -379,6 +379,8 @@ class Daemon:
             "session",
             session=res.uid[:8],
             ms=round(res.total_ms, 1),
+            open_ms=round(res.open_ms, 1),
+            action_ms={k: round(v, 1) for k, v in res.action_ms.items()},
             jobs=len(res.jobs),
             binds=bound,
             decided=len(res.binds),

@@ -310,7 +310,10 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
             result["initial_sync_seconds"] = round(dlog.sync_ms / 1000, 2) if dlog.sync_ms is not None else None
             result["start_to_synced_seconds"] = round(dlog.sync_wall - t0, 2)
         if dlog.sessions:
-            result["first_session_ms"] = dlog.sessions[0].get("ms")
+            first_ssn = dlog.sessions[0]
+            result["first_session_ms"] = first_ssn.get("ms")
+            result["first_session_open_ms"] = first_ssn.get("open_ms")
+            result["first_session_action_ms"] = first_ssn.get("action_ms")
         result["backlog_seconds"] = round(last - first, 2)
         result["pods_per_second_first_to_last_bind"] = round(args.pending / max(last - first, 1e-3))
         result["pods_per_second_from_start"] = round(args.pending / max(last - t0, 1e-3))
@@ -407,6 +410,8 @@ def render(result: dict[str, Any], command: str, load_before: str) -> str:
         f"| of which initial sync (lists into the cache) | {r.get('initial_sync_seconds')} s | |",
         f"| process start → synced (imports, client, sync) | {r.get('start_to_synced_seconds')} s | |",
         f"| first session | {r.get('first_session_ms')} ms | |",
+        f"| of which open (snapshot, plugins) / actions | {r.get('first_session_open_ms')} ms / "
+        + ", ".join(f"{k} {v} ms" for k, v in (r.get("first_session_action_ms") or {}).items()) + " | |",
         f"| backlog, first to last bind | {r['backlog_seconds']} s | |",
         f"| pods/s end to end (first to last bind) | {r['pods_per_second_first_to_last_bind']:,} | ≥ 1,000: {goal_rate} |",
         f"| pods/s from daemon start | {r['pods_per_second_from_start']:,} | |",

@@ -147,12 +147,17 @@ def _shape_key(task: TaskInfo) -> tuple | None:
 
 
 class _Entry:
-    __slots__ = ("complete", "errors", "feasible", "scores", "seq")
+    __slots__ = ("base", "complete", "errors", "feasible", "parts", "scores", "seq")
 
     def __init__(self) -> None:
         self.seq = 0
         self.feasible: dict[str, NodeInfo] = {}
+        # node -> final score when no normalised part applies
         self.scores: dict[str, float] = {}
+        # node -> (node-order sum, per-node parts of the batch functions)
+        self.parts: dict[str, tuple[float, tuple[int, ...]]] = {}
+        # node -> node-order sum, when some batch function cannot be split
+        self.base: dict[str, float] = {}
         self.errors = FitErrors()
         self.complete = False
 
@@ -171,6 +176,7 @@ class PlacementCache:
         self.entries: dict[tuple, _Entry] = {}
         # Another pod's required anti-affinity can be hit by any placement in its topology domain.
         self.enabled = not ssn.has_required_anti_affinity
+        self.splits = ssn.batch_node_order_splits()
 
     def feasible(self, task: TaskInfo, errors: FitErrors) -> list[NodeInfo]:
         key = _shape_key(task) if self.enabled else None
@@ -208,6 +214,8 @@ class PlacementCache:
             if name not in entry.feasible and name not in entry.errors.nodes:
                 continue  # outside this shape's sample
             entry.scores.pop(name, None)
+            entry.parts.pop(name, None)
+            entry.base.pop(name, None)
             r = self.check(task, node)
             if r is None:
                 entry.feasible[name] = node
@@ -221,12 +229,59 @@ class PlacementCache:
         entry = self.entries.get(key) if key is not None else None
         if entry is None:
             return score_nodes(self.ssn, task, nodes)
-        missing = [n for n in nodes if n.name not in entry.scores]
+        splits = self.splits
+        if splits is None:
+            return self._scores_unsplit(entry, task, nodes)
+        # Per node: the node-order sum and each batch function's per-node part are kept until the
+        # node changes; only the normalised parts are computed per call, and usually are empty.
+        rests = [sp.rest(task, nodes) for sp in splits]
+        parts = entry.parts
+        finals = entry.scores
+        ssn = self.ssn
+        if not any(rests):
+            out: dict[str, float] = {}
+            for n in nodes:
+                name = n.name
+                f = finals.get(name)
+                if f is None:
+                    base = ssn.node_order_score(task, n)
+                    per = tuple(sp.per_node(task, n) for sp in splits)
+                    parts[name] = (base, per)
+                    f = finals[name] = _combine(base, per, None, name)
+                out[name] = f
+            return out
+        out = {}
+        for n in nodes:
+            name = n.name
+            got = parts.get(name)
+            if got is None:
+                got = parts[name] = (ssn.node_order_score(task, n), tuple(sp.per_node(task, n) for sp in splits))
+                finals[name] = _combine(got[0], got[1], None, name)
+            out[name] = _combine(got[0], got[1], rests, name)
+        return out
+
+    def _scores_unsplit(self, entry: _Entry, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+        base = entry.base
+        missing = [n for n in nodes if n.name not in base]
         for n in missing:
-            entry.scores[n.name] = self.ssn.node_order_score(task, n)
-        out = {n.name: entry.scores[n.name] for n in nodes}
+            base[n.name] = self.ssn.node_order_score(task, n)
+        out = {n.name: base[n.name] for n in nodes}
         if self.ssn.has("batch_node_order"):
             for name, s in self.ssn.batch_node_order_scores(task, nodes).items():
                 if name in out:
                     out[name] += s
         return out
+
+
+def _combine(base: float, per: tuple[int, ...], rests: list[dict[str, int]] | None, name: str) -> float:
+    """base + the batch total, added in the order score_nodes adds them (same float result)."""
+    if not per:
+        return base
+    total = 0.0
+    if rests is None:
+        for p in per:
+            total += p
+    else:
+        for p, r in zip(per, rests, strict=True):
+            total += p + r.get(name, 0)
+    return base + total

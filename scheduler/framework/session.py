@@ -79,6 +79,19 @@ class EventHandler:
 
 
 @dataclass(slots=True)
+class BatchScoreSplit:
+    """A batch node-order score as per_node(task, node) + rest(task, nodes)[node] (0 if absent).
+
+    per_node may depend only on the task's shape and the node's own state (so it can be kept until
+    the node changes); rest holds what needs the whole candidate list (normalised scores). Both
+    must be integers so that the sum is exactly the batch function's result.
+    """
+
+    per_node: Callable[[TaskInfo, NodeInfo], int]
+    rest: Callable[[TaskInfo, list[NodeInfo]], dict[str, int]]
+
+
+@dataclass(slots=True)
 class ValidateResult:
     passed: bool
     reason: str = ""
@@ -137,6 +150,7 @@ class Session:
         self.event_handlers: list[EventHandler] = []
         self._tiered: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
         self._registered: dict[str, dict[str, Callable[..., Any]]] = {p: {} for p in POINTS}
+        self._batch_splits: dict[str, BatchScoreSplit] = {}
         self.decisions = SessionDecisions()
         self.node_locks = self.decisions.node_locks
         self.warnings: list[str] = []
@@ -175,8 +189,19 @@ class Session:
     def add_node_order_fn(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], float]) -> None:
         self._add("node_order", plugin, fn)
 
-    def add_batch_node_order_fn(self, plugin: str, fn: Callable[[TaskInfo, list[NodeInfo]], dict[str, float]]) -> None:
+    def add_batch_node_order_fn(
+        self,
+        plugin: str,
+        fn: Callable[[TaskInfo, list[NodeInfo]], dict[str, float]],
+        split: BatchScoreSplit | None = None,
+    ) -> None:
+        """`split`, when given, computes exactly what `fn` does in two parts, so that placement
+        caches can keep the per-node part across calls and only redo the normalised part."""
         self._add("batch_node_order", plugin, fn)
+        if split is not None:
+            self._batch_splits[plugin] = split
+        else:
+            self._batch_splits.pop(plugin, None)
 
     def add_best_node_fn(self, plugin: str, fn: Callable[[TaskInfo, dict[float, list[NodeInfo]]], NodeInfo | None]) -> None:
         self._add("best_node", plugin, fn)
@@ -335,6 +360,17 @@ class Session:
             for name, s in fn(task, nodes).items():
                 total[name] = total.get(name, 0.0) + s
         return total
+
+    def batch_node_order_splits(self) -> list[BatchScoreSplit] | None:
+        """The enabled batch node-order functions as splits, in tier order; None when one has none."""
+        out: list[BatchScoreSplit] = []
+        for tier in self._tiered["batch_node_order"]:
+            for plugin, _ in tier:
+                split = self._batch_splits.get(plugin)
+                if split is None:
+                    return None
+                out.append(split)
+        return out
 
     def best_node(self, task: TaskInfo, scores: dict[float, list[NodeInfo]]) -> NodeInfo | None:
         for fn in self._fns("best_node"):

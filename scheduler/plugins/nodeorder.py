@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.session import BatchScoreSplit, Session
 from scheduler.model.objects import NodeInfo, TaskInfo
 from scheduler.plugins.k8s.interpod import (
     normalize_min_max,
@@ -76,6 +76,7 @@ class NodeOrderPlugin(Plugin):
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.weights = {key: arguments.get_int(key, default) for key, default in DEFAULT_WEIGHTS.items()}
+        self.taint_constant = False
 
     def on_session_open(self, ssn: Session) -> None:
         w = self.weights
@@ -84,38 +85,57 @@ class NodeOrderPlugin(Plugin):
         if not active:
             return
         sp = session_pods(ssn)
+        # Without any taint in the cluster every node's TaintToleration raw score is 0, which
+        # normalises (reversed) to 100 on every node whatever the candidates: a per-node constant.
+        self.taint_constant = not any(n.taints for n in ssn.node_list)
 
         def batch(task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
             return self.scores(sp, task, nodes)
 
-        ssn.add_batch_node_order_fn(self.name, batch)
+        def rest(task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, int]:
+            return self.normalized(sp, task, nodes)
+
+        ssn.add_batch_node_order_fn(self.name, batch, BatchScoreSplit(self.per_node, rest))
 
     def scores(self, sp: SessionPods, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+        """Sum of weight x score over the active scorers: per-node part plus the normalised part."""
+        per_node = self.per_node
+        total = {n.name: float(per_node(task, n)) for n in nodes}
+        for name, s in self.normalized(sp, task, nodes).items():
+            total[name] += s
+        return total
+
+    def per_node(self, task: TaskInfo, node: NodeInfo) -> int:
+        """The scores that need no normalisation: they depend on the task and this node only."""
         w = self.weights
-        pod = task.pod
         req = task.resreq
-        total = dict.fromkeys((n.name for n in nodes), 0.0)
-        if not nodes:
-            return total
         wl, wm, wb = w[LEAST_REQUESTED], w[MOST_REQUESTED], w[BALANCED_RESOURCE]
         if wb and requests_none_of(req):
             wb = 0
-        if wl or wm or wb:
-            for n in nodes:
-                s = 0
-                if wl:
-                    s += wl * least_allocated(n, req)
-                if wm:
-                    s += wm * most_allocated(n, req)
-                if wb:
-                    s += wb * balanced_allocation(n, req)
-                total[n.name] += s
+        s = 0
+        if wl:
+            s += wl * least_allocated(node, req)
+        if wm:
+            s += wm * most_allocated(node, req)
+        if wb:
+            s += wb * balanced_allocation(node, req)
+        if w[TAINT_TOLERATION] and self.taint_constant:
+            s += 100 * w[TAINT_TOLERATION]
+        return s
+
+    def normalized(self, sp: SessionPods, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, int]:
+        """The scores normalised over the candidate list (empty when none applies to the task)."""
+        w = self.weights
+        pod = task.pod
+        total: dict[str, int] = {}
+        if not nodes:
+            return total
         if w[NODE_AFFINITY]:
             terms = preferred_terms(pod.affinity)
             if terms:
                 raw = {n.name: preferred_score(terms, n.name, n.labels) for n in nodes}
                 self._add(total, default_normalize(raw), w[NODE_AFFINITY])
-        if w[TAINT_TOLERATION]:
+        if w[TAINT_TOLERATION] and not self.taint_constant:
             tolerations = prefer_no_schedule_tolerations(pod.tolerations)
             raw = {n.name: count_intolerable_prefer_no_schedule(n.taints, tolerations) if n.taints else 0 for n in nodes}
             self._add(total, default_normalize(raw, reverse=True), w[TAINT_TOLERATION])
@@ -126,9 +146,9 @@ class NodeOrderPlugin(Plugin):
         return total
 
     @staticmethod
-    def _add(total: dict[str, float], scores: dict[str, int], weight: int) -> None:
+    def _add(total: dict[str, int], scores: dict[str, int], weight: int) -> None:
         for name, s in scores.items():
-            total[name] += s * weight
+            total[name] = total.get(name, 0) + s * weight
 
     @staticmethod
     def _pod_affinity(sp: SessionPods, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, int]:

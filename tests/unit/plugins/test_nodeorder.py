@@ -149,3 +149,47 @@ def test_default_normalize_divides_by_the_maximum_and_can_reverse() -> None:
 def test_a_non_integer_weight_is_rejected() -> None:
     with pytest.raises(ArgumentError):
         NodeOrderPlugin.validate(Arguments({"nodeaffinity.weight": "high"}, "nodeorder"))
+
+
+def _cached_vs_fresh(w: World) -> list[tuple[dict[str, float], dict[str, float]]]:
+    from scheduler.conf import parse
+    from scheduler.framework.cycle import open_session
+    from scheduler.framework.fiterrors import FitErrors
+    from scheduler.framework.placement import PlacementCache, allocate_predicate, score_nodes
+    from scheduler.model.objects import QueueInfo, TaskStatus
+    from scheduler.model.snapshot import Snapshot
+
+    conf = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n  - name: nodeorder\n  - name: binpack\n'
+    snap = Snapshot(nodes=w.nodes, jobs=w.jobs, queues={"default": QueueInfo("default", 1)}, namespaces={},
+                    has_required_anti_affinity=False)
+    ssn = open_session(snap, parse(conf))
+    tasks = sorted((t for j in ssn.jobs.values() for t in j.tasks.values() if t.status == TaskStatus.PENDING),
+                   key=lambda t: t.name)
+    cache = PlacementCache(ssn, allocate_predicate(ssn))
+    assert cache.enabled and cache.splits is not None  # the cached, split path is the one taken
+    pairs = []
+    for t in tasks:
+        nodes = cache.feasible(t, FitErrors())
+        pairs.append((cache.scores(t, nodes), score_nodes(ssn, t, nodes)))
+        ssn.place(t, max(nodes, key=lambda n: n.name), TaskStatus.ALLOCATED)
+    return pairs
+
+
+@pytest.mark.parametrize("tainted", [False, True])
+def test_cached_split_scores_equal_fresh_scores_after_placements(tainted: bool) -> None:
+    w = World()
+    soft = [{"key": "a", "effect": "PreferNoSchedule"}]
+    w.node("n1", cpu=3, labels={"zone": "a"})
+    w.node("n2", cpu=7, mem_gi=5, taints=soft if tainted else None)
+    w.node("n3", cpu=5, labels={"zone": "a"})
+    aff = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 20, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}]}}
+    for i in range(3):
+        w.pod(f"plain{i}", ns="p", cpu=0.7, mem_gi=0.3)
+        w.pod(f"aff{i}", ns="q", cpu=0.3, mem_gi=0.9, affinity=aff)
+    pairs = _cached_vs_fresh(w)
+    assert len(pairs) == 6
+    for cached, fresh in pairs:
+        assert cached == fresh
+    # the placements moved the scores: the cache must have followed them
+    assert pairs[0][1] != pairs[1][1] or pairs[0][1] != pairs[2][1]

@@ -8,11 +8,16 @@ what keeps a 5,000-node session from checking every node for every pod.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import compress, repeat
+from operator import attrgetter, eq, not_
+from typing import Any
 
 from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.session import Session
 from scheduler.framework.status import Unfit
 from scheduler.model.objects import NodeInfo, TaskInfo
+
+_name = attrgetter("name")
 
 NodePredicate = Callable[[TaskInfo, NodeInfo], Unfit | list[str] | None]
 
@@ -99,14 +104,24 @@ def select_best(
         return None
     if len(nodes) == 1:
         return nodes[0]
-    scores = cache.scores(task, nodes) if cache is not None else score_nodes(ssn, task, nodes)
-    by_score: dict[float, list[NodeInfo]] = {}
-    for n in nodes:
-        by_score.setdefault(scores[n.name], []).append(n)
-    best = ssn.best_node(task, by_score) if ssn.has("best_node") else None
-    if best is not None:
-        return best
-    top = by_score[max(by_score)]
+    if cache is not None:
+        vals = cache.score_values(task, nodes)
+    else:
+        scores = score_nodes(ssn, task, nodes)
+        vals = [scores[n.name] for n in nodes]
+    if ssn.has("best_node"):
+        by_score: dict[float, list[NodeInfo]] = {}
+        for n, v in zip(nodes, vals, strict=True):
+            by_score.setdefault(v, []).append(n)
+        best = ssn.best_node(task, by_score)
+        if best is not None:
+            return best
+    # The top-scoring nodes in candidate order, found with C-level passes (this runs per task).
+    m = max(vals)
+    if vals.count(m) == 1:
+        top = [nodes[vals.index(m)]]
+    else:
+        top = list(compress(nodes, map(eq, vals, repeat(m))))
     if len(top) == 1 or ssn.options.deterministic:
         return min(top, key=lambda n: n.name) if ssn.options.deterministic else top[0]
     return ssn.rng.choice(top)
@@ -116,8 +131,11 @@ def prioritize(
     ssn: Session, task: TaskInfo, candidates: list[NodeInfo], cache: PlacementCache | None = None
 ) -> NodeInfo | None:
     """Prefer nodes where the task fits Idle now; only otherwise those where it fits FutureIdle."""
-    req = task.init_resreq
-    idle_fit = [n for n in candidates if req.less_equal(n.idle)]
+    if cache is not None:
+        idle_fit = cache.idle_fit(task, candidates)
+    else:
+        req = task.init_resreq
+        idle_fit = [n for n in candidates if req.less_equal(n.idle)]
     group = idle_fit or candidates
     return select_best(ssn, task, group, cache)
 
@@ -146,18 +164,33 @@ def _shape_key(task: TaskInfo) -> tuple | None:
     )
 
 
-class _Entry:
-    __slots__ = ("base", "complete", "errors", "feasible", "parts", "scores", "seq")
+class _NodeValues:
+    """Per-node values that depend on the task's shape but not on its job: scores and Idle fit.
 
-    def __init__(self) -> None:
-        self.seq = 0
-        self.feasible: dict[str, NodeInfo] = {}
+    Shared by the jobs whose pods have the same shape, and emptied for a node when it changes.
+    """
+
+    __slots__ = ("base", "fits_idle", "parts", "scores", "seq")
+
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
         # node -> final score when no normalised part applies
         self.scores: dict[str, float] = {}
         # node -> (node-order sum, per-node parts of the batch functions)
         self.parts: dict[str, tuple[float, tuple[int, ...]]] = {}
         # node -> node-order sum, when some batch function cannot be split
         self.base: dict[str, float] = {}
+        # node -> the task's InitResreq fits the node's Idle
+        self.fits_idle: dict[str, bool] = {}
+
+
+class _Entry:
+    __slots__ = ("complete", "errors", "feasible", "seq", "values")
+
+    def __init__(self, values: _NodeValues) -> None:
+        self.seq = 0
+        self.feasible: dict[str, NodeInfo] = {}
+        self.values = values
         self.errors = FitErrors()
         self.complete = False
 
@@ -174,12 +207,40 @@ class PlacementCache:
         self.ssn = ssn
         self.check = check
         self.entries: dict[tuple, _Entry] = {}
+        self.values: dict[tuple, _NodeValues] = {}
         # Another pod's required anti-affinity can be hit by any placement in its topology domain.
         self.enabled = not ssn.has_required_anti_affinity
         self.splits = ssn.batch_node_order_splits()
+        self._last: tuple[TaskInfo | None, tuple | None] = (None, None)
+
+    def _key(self, task: TaskInfo) -> tuple | None:
+        """The task's shape key; asked several times per task in a row, so the last one is kept."""
+        last_task, last_key = self._last
+        if task is last_task:
+            return last_key
+        key = _shape_key(task) if self.enabled else None
+        self._last = (task, key)
+        return key
+
+    def _values(self, task: TaskInfo) -> _NodeValues | None:
+        key = self._key(task)
+        entry = self.entries.get(key) if key is not None else None
+        if entry is None:
+            return None
+        vals = entry.values
+        log = self.ssn.node_changes
+        if vals.seq != len(log):
+            changed = set(log[vals.seq :])
+            vals.seq = len(log)
+            for name in changed:
+                vals.scores.pop(name, None)
+                vals.parts.pop(name, None)
+                vals.base.pop(name, None)
+                vals.fits_idle.pop(name, None)
+        return vals
 
     def feasible(self, task: TaskInfo, errors: FitErrors) -> list[NodeInfo]:
-        key = _shape_key(task) if self.enabled else None
+        key = self._key(task)
         if key is None:
             return predicate_nodes(self.ssn, task, self.ssn.node_list, self.check, errors)
         entry = self.entries.get(key)
@@ -193,7 +254,14 @@ class PlacementCache:
 
     def _scan(self, task: TaskInfo) -> _Entry:
         ssn = self.ssn
-        entry = _Entry()
+        key = self._key(task)
+        assert key is not None
+        # job and role do not change scores or fits: the rest of the key is shared across jobs
+        vkey = key[2:]
+        values = self.values.get(vkey)
+        if values is None:
+            values = self.values[vkey] = _NodeValues(len(ssn.node_changes))
+        entry = _Entry(values)
         found = predicate_nodes(ssn, task, ssn.node_list, self.check, entry.errors)
         # every node examined: a rescan could not find more
         entry.complete = len(found) + len(entry.errors.nodes) >= len(ssn.node_list)
@@ -213,9 +281,6 @@ class PlacementCache:
                 continue
             if name not in entry.feasible and name not in entry.errors.nodes:
                 continue  # outside this shape's sample
-            entry.scores.pop(name, None)
-            entry.parts.pop(name, None)
-            entry.base.pop(name, None)
             r = self.check(task, node)
             if r is None:
                 entry.feasible[name] = node
@@ -224,44 +289,62 @@ class PlacementCache:
                 entry.feasible.pop(name, None)
                 entry.errors.set_node_error(name, r.reason if isinstance(r, Unfit) else r)
 
-    def scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
-        key = _shape_key(task) if self.enabled else None
-        entry = self.entries.get(key) if key is not None else None
-        if entry is None:
-            return score_nodes(self.ssn, task, nodes)
+    def idle_fit(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
+        """The nodes where the task's InitResreq fits Idle, in the given order."""
+        vals = self._values(task)
+        req = task.init_resreq
+        if vals is None:
+            return [n for n in nodes if req.less_equal(n.idle)]
+        fits = vals.fits_idle
+        try:
+            flags = list(map(fits.__getitem__, map(_name, nodes)))
+        except KeyError:
+            for n in _missing(nodes, fits):
+                fits[n.name] = req.less_equal(n.idle)
+            flags = list(map(fits.__getitem__, map(_name, nodes)))
+        return list(compress(nodes, flags))
+
+    def score_values(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
+        """The nodes' scores, in the given order: what score_nodes gives, from the cache."""
+        vals = self._values(task)
+        if vals is None:
+            scores = score_nodes(self.ssn, task, nodes)
+            return [scores[n.name] for n in nodes]
         splits = self.splits
         if splits is None:
-            return self._scores_unsplit(entry, task, nodes)
+            scores = self._scores_unsplit(vals, task, nodes)
+            return [scores[n.name] for n in nodes]
         # Per node: the node-order sum and each batch function's per-node part are kept until the
         # node changes; only the normalised parts are computed per call, and usually are empty.
         rests = [sp.rest(task, nodes) for sp in splits]
-        parts = entry.parts
-        finals = entry.scores
+        parts = vals.parts
+        finals = vals.scores
         ssn = self.ssn
         if not any(rests):
-            out: dict[str, float] = {}
-            for n in nodes:
-                name = n.name
-                f = finals.get(name)
-                if f is None:
+            try:
+                return list(map(finals.__getitem__, map(_name, nodes)))
+            except KeyError:
+                for n in _missing(nodes, finals):
                     base = ssn.node_order_score(task, n)
                     per = tuple(sp.per_node(task, n) for sp in splits)
-                    parts[name] = (base, per)
-                    f = finals[name] = _combine(base, per, None, name)
-                out[name] = f
-            return out
-        out = {}
+                    parts[n.name] = (base, per)
+                    finals[n.name] = _combine(base, per, None, n.name)
+                return list(map(finals.__getitem__, map(_name, nodes)))
+        out: list[float] = []
         for n in nodes:
             name = n.name
             got = parts.get(name)
             if got is None:
                 got = parts[name] = (ssn.node_order_score(task, n), tuple(sp.per_node(task, n) for sp in splits))
                 finals[name] = _combine(got[0], got[1], None, name)
-            out[name] = _combine(got[0], got[1], rests, name)
+            out.append(_combine(got[0], got[1], rests, name))
         return out
 
-    def _scores_unsplit(self, entry: _Entry, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
-        base = entry.base
+    def scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+        return dict(zip(map(_name, nodes), self.score_values(task, nodes), strict=True))
+
+    def _scores_unsplit(self, vals: _NodeValues, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+        base = vals.base
         missing = [n for n in nodes if n.name not in base]
         for n in missing:
             base[n.name] = self.ssn.node_order_score(task, n)
@@ -271,6 +354,11 @@ class PlacementCache:
                 if name in out:
                     out[name] += s
         return out
+
+
+def _missing(nodes: list[NodeInfo], have: dict[str, Any]) -> list[NodeInfo]:
+    """The nodes without a value in `have`, found with C-level passes (usually one or none)."""
+    return list(compress(nodes, map(not_, map(have.__contains__, map(_name, nodes)))))
 
 
 def _combine(base: float, per: tuple[int, ...], rests: list[dict[str, int]] | None, name: str) -> float:

@@ -151,7 +151,7 @@ def test_a_non_integer_weight_is_rejected() -> None:
         NodeOrderPlugin.validate(Arguments({"nodeaffinity.weight": "high"}, "nodeorder"))
 
 
-def _cached_vs_fresh(w: World) -> list[tuple[dict[str, float], dict[str, float]]]:
+def _cached_vs_fresh(w: World, fits: list | None = None) -> list[tuple[dict[str, float], dict[str, float]]]:
     from scheduler.conf import parse
     from scheduler.framework.cycle import open_session
     from scheduler.framework.fiterrors import FitErrors
@@ -171,6 +171,9 @@ def _cached_vs_fresh(w: World) -> list[tuple[dict[str, float], dict[str, float]]
     for t in tasks:
         nodes = cache.feasible(t, FitErrors())
         pairs.append((cache.scores(t, nodes), score_nodes(ssn, t, nodes)))
+        if fits is not None:
+            fits.append(([n.name for n in cache.idle_fit(t, nodes)],
+                         [n.name for n in nodes if t.init_resreq.less_equal(n.idle)]))
         ssn.place(t, max(nodes, key=lambda n: n.name), TaskStatus.ALLOCATED)
     return pairs
 
@@ -187,9 +190,25 @@ def test_cached_split_scores_equal_fresh_scores_after_placements(tainted: bool) 
     for i in range(3):
         w.pod(f"plain{i}", ns="p", cpu=0.7, mem_gi=0.3)
         w.pod(f"aff{i}", ns="q", cpu=0.3, mem_gi=0.9, affinity=aff)
+        w.pod(f"same{i}", ns="r", cpu=0.7, mem_gi=0.3)  # another job of plain's shape shares its scores
     pairs = _cached_vs_fresh(w)
-    assert len(pairs) == 6
+    assert len(pairs) == 9
     for cached, fresh in pairs:
         assert cached == fresh
     # the placements moved the scores: the cache must have followed them
     assert pairs[0][1] != pairs[1][1] or pairs[0][1] != pairs[2][1]
+
+
+def test_cached_idle_fit_follows_placements() -> None:
+    from scheduler.model.objects import TaskStatus
+
+    w = World()
+    w.node("n1", cpu=4)
+    w.node("n2", cpu=2)
+    # n2 keeps fitting FutureIdle thanks to the releasing pod after the first placement eats Idle
+    w.pod("leaving", ns="old", on="n2", cpu=1, mem_gi=0.1, status=TaskStatus.RELEASING)
+    for i in range(2):
+        w.pod(f"p{i}", ns="p", cpu=0.7, mem_gi=0.1)
+    fits: list = []
+    _cached_vs_fresh(w, fits)
+    assert fits == [(["n1", "n2"], ["n1", "n2"]), (["n1"], ["n1"])]

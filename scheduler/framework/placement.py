@@ -170,7 +170,7 @@ class _NodeValues:
     Shared by the jobs whose pods have the same shape, and emptied for a node when it changes.
     """
 
-    __slots__ = ("base", "fits_idle", "parts", "scores", "seq")
+    __slots__ = ("base", "fits_idle", "parts", "scores", "seq", "verdicts")
 
     def __init__(self, seq: int) -> None:
         self.seq = seq
@@ -182,6 +182,8 @@ class _NodeValues:
         self.base: dict[str, float] = {}
         # node -> the task's InitResreq fits the node's Idle
         self.fits_idle: dict[str, bool] = {}
+        # node -> allocate's predicate answer (None: fits)
+        self.verdicts: dict[str, Unfit | list[str] | None] = {}
 
 
 class _Entry:
@@ -227,17 +229,57 @@ class PlacementCache:
         entry = self.entries.get(key) if key is not None else None
         if entry is None:
             return None
-        vals = entry.values
-        log = self.ssn.node_changes
-        if vals.seq != len(log):
-            changed = set(log[vals.seq :])
-            vals.seq = len(log)
-            for name in changed:
-                vals.scores.pop(name, None)
-                vals.parts.pop(name, None)
-                vals.base.pop(name, None)
-                vals.fits_idle.pop(name, None)
+        return self._fresh(entry.values, task)
+
+    def _fresh(self, vals: _NodeValues, task: TaskInfo) -> _NodeValues:
+        """Bring the shared values up to the change log: what was known of a changed node is
+        recomputed now (usually one node, the last placement), so that lookups stay C-level."""
+        ssn = self.ssn
+        log = ssn.node_changes
+        if vals.seq == len(log):
+            return vals
+        changed = set(log[vals.seq :])
+        vals.seq = len(log)
+        finals, parts, base, fits = vals.scores, vals.parts, vals.base, vals.fits_idle
+        req = task.init_resreq
+        for name in changed:
+            vals.verdicts.pop(name, None)
+            node = ssn.nodes.get(name)
+            had_score = parts.pop(name, None) is not None
+            finals.pop(name, None)
+            had_base = base.pop(name, None) is not None
+            had_fit = fits.pop(name, None) is not None
+            if node is None:
+                continue
+            if had_score:
+                self._fill_split(vals, task, node)
+            if had_base:
+                base[name] = ssn.node_order_score(task, node)
+            if had_fit:
+                fits[name] = req.less_equal(node.idle)
         return vals
+
+    def _fill_split(self, vals: _NodeValues, task: TaskInfo, node: NodeInfo) -> None:
+        splits = self.splits
+        assert splits is not None
+        b = self.ssn.node_order_score(task, node)
+        per = tuple(sp.per_node(task, node) for sp in splits)
+        vals.parts[node.name] = (b, per)
+        vals.scores[node.name] = _combine(b, per, None, node.name)
+
+    def _cached_check(self, vals: _NodeValues) -> NodePredicate:
+        """allocate's predicate, answered from the shape's verdicts while the node is unchanged."""
+        verdicts = vals.verdicts
+        check = self.check
+
+        def cached(task: TaskInfo, node: NodeInfo) -> Unfit | list[str] | None:
+            name = node.name
+            if name in verdicts:
+                return verdicts[name]
+            r = verdicts[name] = check(task, node)
+            return r
+
+        return cached
 
     def feasible(self, task: TaskInfo, errors: FitErrors) -> list[NodeInfo]:
         key = self._key(task)
@@ -245,24 +287,23 @@ class PlacementCache:
             return predicate_nodes(self.ssn, task, self.ssn.node_list, self.check, errors)
         entry = self.entries.get(key)
         if entry is None or (not entry.feasible and not entry.complete):
-            entry = self._scan(task)
+            entry = self._scan(task, key)
             self.entries[key] = entry
         else:
             self._refresh(task, entry)
         errors.nodes.update(entry.errors.nodes)
         return list(entry.feasible.values())
 
-    def _scan(self, task: TaskInfo) -> _Entry:
+    def _scan(self, task: TaskInfo, key: tuple) -> _Entry:
         ssn = self.ssn
-        key = self._key(task)
-        assert key is not None
-        # job and role do not change scores or fits: the rest of the key is shared across jobs
+        # job and role change neither predicates nor scores: the rest of the key is shared by jobs
         vkey = key[2:]
         values = self.values.get(vkey)
         if values is None:
             values = self.values[vkey] = _NodeValues(len(ssn.node_changes))
+        self._fresh(values, task)
         entry = _Entry(values)
-        found = predicate_nodes(ssn, task, ssn.node_list, self.check, entry.errors)
+        found = predicate_nodes(ssn, task, ssn.node_list, self._cached_check(values), entry.errors)
         # every node examined: a rescan could not find more
         entry.complete = len(found) + len(entry.errors.nodes) >= len(ssn.node_list)
         entry.feasible = {n.name: n for n in found}
@@ -275,13 +316,14 @@ class PlacementCache:
             return
         changed = set(log[entry.seq :])
         entry.seq = len(log)
+        check = self._cached_check(self._fresh(entry.values, task))
         for name in changed:
             node = self.ssn.nodes.get(name)
             if node is None:
                 continue
             if name not in entry.feasible and name not in entry.errors.nodes:
                 continue  # outside this shape's sample
-            r = self.check(task, node)
+            r = check(task, node)
             if r is None:
                 entry.feasible[name] = node
                 entry.errors.nodes.pop(name, None)
@@ -319,24 +361,20 @@ class PlacementCache:
         rests = [sp.rest(task, nodes) for sp in splits]
         parts = vals.parts
         finals = vals.scores
-        ssn = self.ssn
         if not any(rests):
             try:
                 return list(map(finals.__getitem__, map(_name, nodes)))
             except KeyError:
                 for n in _missing(nodes, finals):
-                    base = ssn.node_order_score(task, n)
-                    per = tuple(sp.per_node(task, n) for sp in splits)
-                    parts[n.name] = (base, per)
-                    finals[n.name] = _combine(base, per, None, n.name)
+                    self._fill_split(vals, task, n)
                 return list(map(finals.__getitem__, map(_name, nodes)))
         out: list[float] = []
         for n in nodes:
             name = n.name
             got = parts.get(name)
             if got is None:
-                got = parts[name] = (ssn.node_order_score(task, n), tuple(sp.per_node(task, n) for sp in splits))
-                finals[name] = _combine(got[0], got[1], None, name)
+                self._fill_split(vals, task, n)
+                got = parts[name]
             out.append(_combine(got[0], got[1], rests, name))
         return out
 

@@ -32,10 +32,8 @@ from scheduler.plugins.k8s.interpod import (
 )
 from scheduler.plugins.k8s.nodeaffinity import preferred_score, preferred_terms
 from scheduler.plugins.k8s.noderesources import (
-    balanced_allocation,
-    least_allocated,
-    most_allocated,
     requests_none_of,
+    resource_scores,
 )
 from scheduler.plugins.k8s.podindex import SessionPods, session_pods
 from scheduler.plugins.k8s.spread import spread_scores
@@ -112,13 +110,7 @@ class NodeOrderPlugin(Plugin):
         wl, wm, wb = w[LEAST_REQUESTED], w[MOST_REQUESTED], w[BALANCED_RESOURCE]
         if wb and requests_none_of(req):
             wb = 0
-        s = 0
-        if wl:
-            s += wl * least_allocated(node, req)
-        if wm:
-            s += wm * most_allocated(node, req)
-        if wb:
-            s += wb * balanced_allocation(node, req)
+        s = resource_scores(node, req, wl, wm, wb) if wl or wm or wb else 0
         if w[TAINT_TOLERATION] and self.taint_constant:
             s += 100 * w[TAINT_TOLERATION]
         return s

@@ -212,3 +212,29 @@ def test_cached_idle_fit_follows_placements() -> None:
     fits: list = []
     _cached_vs_fresh(w, fits)
     assert fits == [(["n1", "n2"], ["n1", "n2"]), (["n1"], ["n1"])]
+
+
+def test_resource_scores_fast_path_equals_the_three_scorers() -> None:
+    import random
+
+    from scheduler.model.objects import NodeInfo
+    from scheduler.model.resources import Resource
+    from scheduler.plugins.k8s.noderesources import (
+        balanced_allocation,
+        least_allocated,
+        most_allocated,
+        resource_scores,
+    )
+
+    rng = random.Random(3)
+    gi = 2**30
+    for i in range(400):
+        cpu = rng.choice([0, 1000, 3000, 32000])
+        mem = rng.choice([0, 1 * gi, 7 * gi, 128 * gi])
+        node = NodeInfo(f"n{i}", Resource(cpu, mem))
+        node.used = Resource(rng.randrange(0, 40000), rng.randrange(0, 140) * gi // 3)
+        scalars = {"nvidia.com/gpu": 1000.0} if i % 7 == 0 else None
+        req = Resource(rng.choice([0, 100, 1500, 4000]), rng.choice([0, gi // 5, 3 * gi]), scalars)
+        for wl, wm, wb in [(1, 0, 1), (2, 3, 0), (0, 1, 5), (1, 1, 1)]:
+            want = wl * least_allocated(node, req) + wm * most_allocated(node, req) + wb * balanced_allocation(node, req)
+            assert resource_scores(node, req, wl, wm, wb) == want, (node.name, wl, wm, wb)

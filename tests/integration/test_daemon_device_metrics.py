@@ -78,3 +78,45 @@ async def scrape_until(port: int, ok: Callable[[str], Any], timeout: float = 10.
         if ok(text) or time.monotonic() > deadline:
             return text
         await asyncio.sleep(0.1)
+
+
+def vgpu_pod(name: str, memory: str, cores: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "annotations": {"scheduling.k8s.io/group-name": name}},
+            "spec": {"schedulerName": "volcano", "containers": [
+                {"name": "main", "image": "cuda", "resources": {"limits": {
+                    "volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": memory, "volcano.sh/vgpu-cores": cores}}}]}}
+
+
+async def test_a_restarted_daemon_rebuilds_card_usage_from_pod_annotations(cluster: Cluster) -> None:
+    """Two 16 GiB cards: after a restart the daemon must still know which card the first pod holds.
+
+    The node's scalar vgpu-memory (32,768) would admit all three 10,000 MiB pods; only the cards'
+    ledgers, rebuilt from the pods' annotations, can tell that the third one fits on neither card.
+    """
+    cluster.configmap(CONF)
+    two_cards = {**GPU, "volcano.sh/vgpu-number": "20", "volcano.sh/vgpu-memory": "32768", "volcano.sh/vgpu-cores": "200"}
+    cluster.create({"apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": "g1", "labels": {"kubernetes.io/hostname": "g1"},
+                                 "annotations": {"volcano.sh/node-vgpu-register":
+                                                 "GPU-a,10,16384,NVIDIA-Tesla V100-PCIE-16GB,true,hami-core:"
+                                                 "GPU-b,10,16384,NVIDIA-Tesla V100-PCIE-16GB,true,hami-core:"}},
+                    "status": {"capacity": dict(two_cards), "allocatable": dict(two_cards),
+                               "conditions": [{"type": "Ready", "status": "True"}]}})
+    cluster.podgroup("first", 1)
+    cluster.create(vgpu_pod("first", "10000", "30"))
+    d = await cluster.start_daemon("--leader-elect=false")
+    await wait_for(lambda: cluster.node_of("first") == "g1", 10, "the first vGPU pod bound")
+    await cluster.stop_daemon(d)
+    ann = cluster.store.get("pods", "default", "first")["metadata"]["annotations"]
+    assert "GPU-" in ann.get("volcano.sh/vgpu-ids-new", ""), ann
+
+    for name in ("second", "third"):
+        cluster.podgroup(name, 1)
+        cluster.create(vgpu_pod(name, "10000", "30"))
+    await cluster.start_daemon("--leader-elect=false")
+    await wait_for(lambda: any(cluster.node_of(n) for n in ("second", "third")), 10, "one more pod bound after the restart")
+    await asyncio.sleep(0.8)
+    bound = sorted(n for n in ("first", "second", "third") if cluster.node_of(n))
+    assert len(bound) == 2, f"6,384 MiB are left on each card, yet {bound} are bound"
+    assert set(cluster.successful_binds_per_pod().values()) == {1}

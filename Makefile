@@ -31,8 +31,18 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check scheduler tests
 	$(VENV)/bin/ruff format --check scheduler tests || true
 
+# The sandbox with the seed walkthroughs: 6 CPUs on three 2-CPU nodes (one with two V100 cards
+# under HAMi's vGPU plugin), three priority Jobs and two vGPU pods, scheduled by the real daemon.
+# Runs until Ctrl-C; tests/sandbox/test_demo.py runs these exact arguments with --exit-after-settle.
+DEMO_ARGS := -f config/examples/sandbox-demo.yaml \
+	--nodes 2:cpu=2,memory=8Gi --nodes 1:cpu=2,memory=8Gi,gpu=2xV100-32GB,mode=hami-core \
+	--kubeconfig-out $(VENV)/demo.kubeconfig \
+	--scheduler-conf config/examples/sandbox-demo.conf --listen-address=127.0.0.1:18080
+DEMO_FLAGS ?=
+
 demo: build
-	$(PY) -m scheduler simulate -f config/examples/demo-cluster.yaml --conf config/volcano-scheduler.conf --cycles 2 -o table
+	@$(PY) -c 'from tests.k8stools import ensure_binaries; ensure_binaries()' 2>/dev/null || true
+	$(PY) -m scheduler sandbox $(DEMO_ARGS) $(DEMO_FLAGS)
 
 bench: build
 	$(PY) -m scheduler bench --nodes 5000 --pods 50000 --output docs/performance.md

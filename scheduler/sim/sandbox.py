@@ -3,7 +3,9 @@ device plugins, and (unless `--no-scheduler`) the real daemon scheduling against
 
 Unknown flags are passed to the daemon (`--scheduler-conf`, `--schedule-period`, ...), which runs
 as a child process exactly as it would in a cluster. Prints one line saying where it serves and how
-to use kubectl, then runs until SIGINT/SIGTERM and stops everything cleanly.
+to use kubectl, then runs until SIGINT/SIGTERM and stops everything cleanly. Bounded runs
+(`--run-for`, `--exit-after-settle`) stop by themselves and print the final pods and PodGroups:
+that is how `make demo` is tested.
 """
 
 from __future__ import annotations
@@ -11,12 +13,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import logging
 import os
+import shutil
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from scheduler.sim.controllers import JobController, PodGroupController, ensure_default_queues
@@ -48,7 +54,103 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-scheduler", action="store_true", help="do not start the scheduler daemon")
     p.add_argument("--pod-start-delay", type=float, default=0.2, help="seconds before a bound pod turns Running")
     p.add_argument("--log-level", default="WARNING")
+    p.add_argument("--run-for", type=float, metavar="SECONDS",
+                   help="stop after SECONDS and print the final pods and PodGroups (default: run until Ctrl-C)")
+    p.add_argument("--exit-after-settle", action="store_true",
+                   help="stop once pods, PodGroups and Jobs have not changed for --settle-seconds "
+                        "(at most --run-for, default 120 s) and print them")
+    p.add_argument("--settle-seconds", type=float, default=3.0, help="quiet time that counts as settled")
     return p
+
+
+# what "settled" watches: the objects a user looks at, not Leases or Events the daemon keeps writing
+SETTLE_KEYS = frozenset({"pods", "podgroups.scheduling.volcano.sh", "jobs.batch.volcano.sh"})
+DEVICE_ANNOTATIONS = ("volcano.sh/vgpu-ids-new", "volcano.sh/gpu-index", "huawei.com/Ascend310P", "hami.io/vnpu-ids")
+
+
+def kubectl_command() -> str:
+    """How to call kubectl here: on PATH, else the one the Makefile extracts into the venv."""
+    found = shutil.which("kubectl")
+    if found:
+        return "kubectl"
+    bundled = Path(sys.prefix) / "k8s-bin" / "kubectl"
+    return str(bundled) if bundled.is_file() else "kubectl"
+
+
+def final_table(store: Any) -> str:
+    """The pods (phase, node, device annotations) and PodGroups (phase) as plain columns."""
+    rows = [("NAMESPACE", "POD", "PHASE", "NODE", "DEVICES")]
+    for p in store.list("pods"):
+        md, spec, status = p["metadata"], p.get("spec") or {}, p.get("status") or {}
+        ann = md.get("annotations") or {}
+        devices = " ".join(f"{k}={ann[k]}" for k in DEVICE_ANNOTATIONS if k in ann)
+        rows.append((md.get("namespace") or "", md["name"], str(status.get("phase") or "Pending"),
+                     str(spec.get("nodeName") or "-"), devices or "-"))
+    out = [_columns(rows), ""]
+    groups = [("NAMESPACE", "PODGROUP", "PHASE", "MINMEMBER", "RUNNING")]
+    for pg in store.list("podgroups"):
+        md, st = pg["metadata"], pg.get("status") or {}
+        groups.append((md.get("namespace") or "", md["name"], str(st.get("phase") or "-"),
+                       str((pg.get("spec") or {}).get("minMember", "-")), str(st.get("running", 0))))
+    out.append(_columns(groups))
+    return "\n".join(out)
+
+
+def _columns(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+
+async def jobs_expanded(store: Any, timeout: float = 10.0) -> None:
+    """Wait until the Job controller has created the pods of every Volcano Job given at start.
+
+    The daemon starts after this, so its first session sees each job whole, as it would on a
+    cluster where the jobs were submitted before the scheduler came up.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        # the controller records a phase once the job's PodGroup and pods exist (or it failed)
+        if all(((j.get("status") or {}).get("state") or {}).get("phase") for j in store.iter_objects("jobs.batch.volcano.sh")):
+            return
+        await asyncio.sleep(0.05)
+    log.warning("the Job controller did not expand every Job within %.0f s; starting the scheduler anyway", timeout)
+
+
+def all_decided(store: Any) -> bool:
+    """Every pod of ours is bound or carries the scheduler's PodScheduled condition (it was looked at)."""
+    for p in store.iter_objects("pods"):
+        spec = p.get("spec") or {}
+        if spec.get("schedulerName") != "volcano" or spec.get("nodeName"):
+            continue
+        if not any(c.get("type") == "PodScheduled" for c in (p.get("status") or {}).get("conditions") or []):
+            return False
+    return True
+
+
+async def wait_bounded(store: Any, run_for: float | None, settle: bool, settle_seconds: float,
+                       scheduler: bool) -> None:
+    """Return after `run_for` seconds, or (with `settle`) once the watched kinds stayed quiet.
+
+    With a scheduler, quiet time counts only once it has decided on every pod: a daemon still
+    starting up must not look like a settled cluster.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + (run_for if run_for is not None else 120.0)
+    last_change = [time.monotonic()]
+
+    def seen(_type: str, key: str, _obj: Any) -> None:
+        if key in SETTLE_KEYS:
+            last_change[0] = time.monotonic()
+
+    unsubscribe = store.subscribe(seen)
+    try:
+        while loop.time() < deadline:
+            await asyncio.sleep(0.2)
+            if settle and time.monotonic() - last_change[0] >= settle_seconds and (not scheduler or all_decided(store)):
+                return
+    finally:
+        unsubscribe()
 
 
 async def create_objects(client: RestClient, objects: list[dict[str, Any]], skipped: list[Skipped]) -> int:
@@ -96,18 +198,22 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
         if any((s.gpus and s.mode != "gpushare") or s.npus for s in specs):
             objects.insert(0, device_configmap())
         await create_objects(client, nodes + objects, skipped)
+        # the initial cluster lives as long as the sandbox: keep it out of full collections, whose
+        # pauses at 100,000s of objects would stall every watch (see docs/performance.md)
+        gc.freeze()
         for s in skipped:
             print(f"skipped {s.where}: {s.reason}", file=sys.stderr)
         kubelets = SimulatedKubelets(client, start_delay=args.pod_start_delay)
         for comp in (kubelets.run(), JobController(client).run(), PodGroupController(client).run()):
             components.append(asyncio.ensure_future(comp))
+        await jobs_expanded(server.store)
         if not args.no_scheduler:
             cmd = [sys.executable, "-m", "scheduler", "--kubeconfig", kubeconfig, *daemon_args]
             daemon = await asyncio.create_subprocess_exec(*cmd)
         print(
             f"sandbox API server at {server.url} ({len(nodes)} generated nodes"
             f"{', scheduler running' if daemon else ', no scheduler'}); "
-            f"use: kubectl --kubeconfig {kubeconfig} get pods -A",
+            f"use: {kubectl_command()} --kubeconfig {kubeconfig} get pods,podgroups -A -w",
             flush=True,
         )
         stop = asyncio.Event()
@@ -115,6 +221,11 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         waiters = [asyncio.ensure_future(stop.wait())]
+        bounded = args.run_for is not None or args.exit_after_settle
+        if bounded:
+            waiters.append(asyncio.ensure_future(
+                wait_bounded(server.store, args.run_for, args.exit_after_settle, args.settle_seconds,
+                             daemon is not None)))
         if daemon is not None:
             waiters.append(asyncio.ensure_future(daemon.wait()))
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
@@ -123,6 +234,8 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
         if daemon is not None and daemon.returncode is not None and not stop.is_set():
             print(f"sandbox: the scheduler daemon exited with code {daemon.returncode}", file=sys.stderr)
             return daemon.returncode or 1
+        if bounded:
+            print(final_table(server.store), flush=True)
         return 0
     finally:
         if daemon is not None and daemon.returncode is None:
@@ -148,6 +261,10 @@ def main(argv: Sequence[str]) -> int:
     parser = build_parser()
     args, daemon_args = parser.parse_known_args(list(argv))
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING), format="%(levelname)s %(name)s: %(message)s")
+    if args.run_for is not None and args.run_for <= 0:
+        parser.error("--run-for must be positive")
+    if args.settle_seconds <= 0:
+        parser.error("--settle-seconds must be positive")
     try:
         for s in args.nodes:
             parse_node_spec(s)

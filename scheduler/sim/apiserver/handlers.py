@@ -60,6 +60,13 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
     return web.Response(body=codec.dumps(body), status=status, headers={**(headers or {}), "Content-Type": content_type})
 
 
+def written_response(store: Store, res: ResourceInfo, obj: dict[str, Any], status: int = 200) -> web.Response:
+    """The answer to a write: the object's bytes are the ones its watch event sends (encoded once)."""
+    ev = store.history(res).last()
+    body = ev.obj_bytes() if ev is not None and ev.obj is obj else codec.dumps(obj)
+    return web.Response(body=body, status=status, headers={"Content-Type": JSON})
+
+
 def error_response(err: ApiError) -> web.Response:
     return json_response(err.status(), err.code, err.headers)
 
@@ -241,14 +248,14 @@ async def handle_post(store: Store, request: web.Request, rr: ResourceRequest, b
     if rr.name is not None:
         raise method_not_allowed()
     obj = store.create(_check_kind(rr, body), rr.namespace, rr.res, dry_run=_is_dry_run(request))
-    return json_response(obj, 201)
+    return written_response(store, rr.res, obj, 201)
 
 
 async def handle_put(store: Store, request: web.Request, rr: ResourceRequest, body: Any) -> web.Response:
     if rr.name is None or rr.subresource not in (None, "status"):
         raise method_not_allowed()
     obj = store.update(_check_kind(rr, body), rr.namespace, rr.res, rr.subresource, rr.name, dry_run=_is_dry_run(request))
-    return json_response(obj)
+    return written_response(store, rr.res, obj)
 
 
 BUILT_IN_GROUPS = frozenset({"", "apps", "policy", "rbac.authorization.k8s.io", "scheduling.k8s.io",
@@ -269,7 +276,7 @@ async def handle_patch(store: Store, request: web.Request, rr: ResourceRequest, 
         raise ApiError(415, "UnsupportedMediaType", "strategic merge patch is not supported for custom resources; use merge-patch+json or json-patch+json")
     patch = decode_body(raw)
     obj = store.patch(rr.res, rr.namespace, rr.name, patch, ptype, rr.subresource, dry_run=_is_dry_run(request))
-    return json_response(obj)
+    return written_response(store, rr.res, obj)
 
 
 async def handle_apply(store: Store, request: web.Request, rr: ResourceRequest, raw: bytes) -> web.Response:
@@ -297,10 +304,10 @@ async def handle_apply(store: Store, request: web.Request, rr: ResourceRequest, 
             raise bad_request(f"the name of the object ({md.get('name')}) does not match the name on the URL ({rr.name})")
         md["name"] = rr.name
         obj = store.create({**body, "metadata": md}, rr.namespace, rr.res, dry_run=dry)
-        return json_response(obj, 201)
+        return written_response(store, rr.res, obj, 201)
     ptype = "strategic" if rr.res.group in BUILT_IN_GROUPS else "merge"
     obj = store.patch(rr.res, rr.namespace, str(rr.name), body, ptype, rr.subresource, dry_run=dry)
-    return json_response(obj)
+    return written_response(store, rr.res, obj)
 
 
 async def handle_delete(store: Store, request: web.Request, rr: ResourceRequest, raw: bytes) -> web.Response:

@@ -75,6 +75,10 @@ class History:
             return None
         return self._buf[seq % self.capacity]
 
+    def last(self) -> Event | None:
+        """The newest retained event, if any."""
+        return self._buf[(self.seq - 1) % self.capacity] if self.seq > self.first_seq else None
+
     def since(self, seq: int) -> list[Event]:
         """The retained events from position `seq` to the newest (empty when `seq` is gone or current)."""
         lo = max(seq, self.first_seq)

@@ -36,7 +36,7 @@ lint: $(STAMP)
 # Runs until Ctrl-C; tests/sandbox/test_demo.py runs these exact arguments with --exit-after-settle.
 DEMO_ARGS := -f config/examples/sandbox-demo.yaml \
 	--nodes 2:cpu=2,memory=8Gi --nodes 1:cpu=2,memory=8Gi,gpu=2xV100-32GB,mode=hami-core \
-	--kubeconfig-out $(VENV)/demo.kubeconfig \
+	--kubeconfig-out $(VENV)/demo.kubeconfig --daemon-log $(VENV)/demo-scheduler.log \
 	--scheduler-conf config/examples/sandbox-demo.conf --listen-address=127.0.0.1:18080
 DEMO_FLAGS ?=
 

@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-scheduler", action="store_true", help="do not start the scheduler daemon")
     p.add_argument("--pod-start-delay", type=float, default=0.2, help="seconds before a bound pod turns Running")
     p.add_argument("--log-level", default="WARNING")
+    p.add_argument("--daemon-log", metavar="FILE", help="write the scheduler daemon's log here instead of to stderr")
     p.add_argument("--run-for", type=float, metavar="SECONDS",
                    help="stop after SECONDS and print the final pods and PodGroups (default: run until Ctrl-C)")
     p.add_argument("--exit-after-settle", action="store_true",
@@ -209,19 +210,25 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
         await jobs_expanded(server.store)
         if not args.no_scheduler:
             cmd = [sys.executable, "-m", "scheduler", "--kubeconfig", kubeconfig, *daemon_args]
-            daemon = await asyncio.create_subprocess_exec(*cmd)
+            if args.daemon_log:
+                with open(args.daemon_log, "ab") as log_file:  # the child keeps its own descriptor
+                    daemon = await asyncio.create_subprocess_exec(*cmd, stdout=log_file, stderr=log_file)
+            else:
+                daemon = await asyncio.create_subprocess_exec(*cmd)
         print(
             f"sandbox API server at {server.url} ({len(nodes)} generated nodes"
             f"{', scheduler running' if daemon else ', no scheduler'}); "
             f"use: {kubectl_command()} --kubeconfig {kubeconfig} get pods,podgroups -A -w",
             flush=True,
         )
+        bounded = args.run_for is not None or args.exit_after_settle
+        if daemon is not None and args.daemon_log:
+            print(f"scheduler log: {args.daemon_log}{'' if bounded else '; stop with Ctrl-C'}", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         waiters = [asyncio.ensure_future(stop.wait())]
-        bounded = args.run_for is not None or args.exit_after_settle
         if bounded:
             waiters.append(asyncio.ensure_future(
                 wait_bounded(server.store, args.run_for, args.exit_after_settle, args.settle_seconds,

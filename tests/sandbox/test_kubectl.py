@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -275,3 +276,47 @@ async def test_helm_install_upgrade_uninstall(kubectl: Kubectl, server: ApiServe
     assert "sbx" in await helm("list", "-n", "default")
     await helm("uninstall", "sbx", "-n", "default")
     assert server.store.get("queues", None, "sbx-queue") is None and server.store.list("secrets") == []
+
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED_CLUSTERS = ("priority-gang-seed003", "gpu-share-seed000", "vgpu-binpack-seed004")
+
+
+async def test_seed_manifests_apply_create_get_describe_delete(kubectl: Kubectl, server: ApiServer) -> None:
+    """The seed scenarios' own files and the demo's manifest, as a user would feed them to kubectl."""
+    s = server.store
+    # the demo's manifest: PriorityClasses, three Volcano Jobs and vGPU pods, created (not applied)
+    await kubectl.run("create", "namespace", "demo")
+    rc, _, err = await kubectl.run("create", "-n", "demo", "-f", str(ROOT / "config" / "examples" / "sandbox-demo.yaml"),
+                                   check=False)
+    # the manifest names default: kubectl refuses its namespaced objects, as on a cluster, while the
+    # cluster-scoped PriorityClasses are created
+    assert rc != 0 and "does not match the namespace" in err
+    assert s.get("priorityclasses", None, "med-priority")["value"] == 50 and s.list("pods", "demo") == []
+    rc, out, err = await kubectl.run("create", "-f", str(ROOT / "config" / "examples" / "sandbox-demo.yaml"), check=False)
+    assert rc != 0 and err.count("AlreadyExists") == 3 and 'priorityclasses.scheduling.k8s.io "high-priority" already exists' in err
+    assert "job.batch.volcano.sh/priority-low created" in out and "pod/two-vgpu-pod created" in out, out
+    _, out, _ = await kubectl.run("get", "vcjob")
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["priority-high", "priority-low", "priority-med"]
+    _, out, _ = await kubectl.run("describe", "vcjob", "priority-med")
+    assert re.search(r"Min Available:\s+3", out) and re.search(r"Queue:\s+default", out), out
+    _, out, _ = await kubectl.run("delete", "-f", str(ROOT / "config" / "examples" / "sandbox-demo.yaml"))
+    assert 'job.batch.volcano.sh "priority-high" deleted' in out and 'pod "hami-pod" deleted' in out
+    assert s.get("vcjob", "default", "priority-high") is None and s.get("pods", "default", "two-vgpu-pod") is None
+    # the seed scenarios' clusters, applied one after the other (they share the default queue)
+    for seed in SEED_CLUSTERS:
+        _, out, _ = await kubectl.run("apply", "-f", str(ROOT / "tests" / "scenarios" / seed / "cluster.yaml"))
+        assert "created" in out or "configured" in out or "unchanged" in out, out
+    assert [s.get("priorityclasses", None, n)["value"] for n in ("high-priority", "med-priority", "low-priority")] == [100, 50, 10]
+    assert s.get("podgroups", "default", "priority-high")["spec"]["minMember"] == 3
+    vgpu = s.get("pods", "default", "hami-pod")["spec"]["containers"][0]["resources"]
+    assert vgpu["requests"]["volcano.sh/vgpu-memory"] == "3000"  # requests defaulted from the limits
+    _, out, _ = await kubectl.run("get", "pg", "priority-high", "-o", "yaml")
+    pg = yaml.safe_load(out)
+    assert (pg["kind"], pg["spec"]["priorityClassName"], pg["spec"]["minResources"]) == ("PodGroup", "high-priority", {"cpu": "6"})
+    _, out, _ = await kubectl.run("describe", "podgroup", "priority-med")
+    assert re.search(r"Min Member:\s+3", out) and re.search(r"Priority Class Name:\s+med-priority", out), out
+    _, out, _ = await kubectl.run("describe", "queue", "default")
+    assert re.search(r"^Name:\s+default$", out, re.MULTILINE) and re.search(r"Weight:\s+1", out), out
+    _, out, _ = await kubectl.run("get", "q", "-o", "name")
+    assert out.split() == ["queue.scheduling.volcano.sh/default"]

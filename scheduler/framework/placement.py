@@ -8,7 +8,7 @@ what keeps a 5,000-node session from checking every node for every pod.
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import compress, repeat
+from itertools import chain, compress, islice, repeat
 from operator import attrgetter, eq, not_
 from typing import Any
 
@@ -18,6 +18,7 @@ from scheduler.framework.status import Unfit
 from scheduler.model.objects import NodeInfo, TaskInfo
 
 _name = attrgetter("name")
+_UNSET: Any = object()
 
 NodePredicate = Callable[[TaskInfo, NodeInfo], Unfit | list[str] | None]
 
@@ -303,12 +304,44 @@ class PlacementCache:
             values = self.values[vkey] = _NodeValues(len(ssn.node_changes))
         self._fresh(values, task)
         entry = _Entry(values)
-        found = predicate_nodes(ssn, task, ssn.node_list, self._cached_check(values), entry.errors)
+        found = self._scan_nodes(task, values.verdicts, entry.errors)
         # every node examined: a rescan could not find more
         entry.complete = len(found) + len(entry.errors.nodes) >= len(ssn.node_list)
         entry.feasible = {n.name: n for n in found}
         entry.seq = len(ssn.node_changes)
         return entry
+
+    def _scan_nodes(
+        self, task: TaskInfo, verdicts: dict[str, Unfit | list[str] | None], errors: FitErrors
+    ) -> list[NodeInfo]:
+        """predicate_nodes over the session's nodes, reading known answers from `verdicts`:
+        the same rotating start, the same stop after numNodesToFind, the same errors."""
+        ssn = self.ssn
+        nodes = ssn.node_list
+        total = len(nodes)
+        if total == 0:
+            return []
+        want = num_feasible_nodes_to_find(ssn, total)
+        start = ssn.predicate_round_robin % total
+        check = self.check
+        feasible: list[NodeInfo] = []
+        processed = 0
+        for node in chain(islice(nodes, start, None), islice(nodes, 0, start)):
+            processed += 1
+            name = node.name
+            r = verdicts.get(name, _UNSET)
+            if r is _UNSET:
+                r = verdicts[name] = check(task, node)
+            if r is None:
+                feasible.append(node)
+                if len(feasible) >= want:
+                    break
+            elif isinstance(r, Unfit):
+                errors.set_node_error(name, r.reason)
+            else:
+                errors.set_node_error(name, r)
+        ssn.predicate_round_robin = (start + processed) % total
+        return feasible
 
     def _refresh(self, task: TaskInfo, entry: _Entry) -> None:
         log = self.ssn.node_changes

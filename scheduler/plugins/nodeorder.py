@@ -146,7 +146,7 @@ class NodeOrderPlugin(Plugin):
     def _pod_affinity(sp: SessionPods, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, int]:
         terms = pod_terms(sp, task.pod)
         # Nothing to score unless the pod has preferred terms or some pod has any affinity.
-        if not (terms.preferred_affinity or terms.preferred_anti) and not sp.affinity_pods():
+        if not (terms.preferred_affinity or terms.preferred_anti) and not sp.has_affinity_pods():
             return {}
         topo = preferred_topology_scores(sp, task.pod)
         if not topo:

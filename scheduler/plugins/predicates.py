@@ -138,7 +138,10 @@ class PredicatesPlugin(Plugin):
             return st
 
         def pre_predicate(task: TaskInfo) -> Unfit | None:
-            prepare(task)
+            # The task's state is built on its first node check, which placement caches often
+            # answer without asking; built later it is the same state, since `follow` keeps a
+            # prepared state in step with every pod move the session makes.
+            current[0] = None
             return None
 
         def predicate(task: TaskInfo, node: NodeInfo) -> Unfit | None:

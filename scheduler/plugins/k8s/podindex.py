@@ -181,6 +181,10 @@ class SessionPods:
             return False
         return any(has_required_anti_affinity(p) for p, _ in self._affinity_map().values())
 
+    def has_affinity_pods(self) -> bool:
+        """Whether some counted pod has a pod (anti-)affinity term (asked per task: no copy)."""
+        return bool(self._affinity_map())
+
     def affinity_pods(self) -> list[tuple[PodInfo, str]]:
         """Counted pods with any pod (anti-)affinity term, and their nodes."""
         return list(self._affinity_map().values())

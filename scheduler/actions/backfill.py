@@ -12,7 +12,11 @@ from scheduler.model.objects import JobInfo, TaskInfo, TaskStatus
 def backfill(ssn: Session) -> None:
     tasks: list[TaskInfo] = []
     by_queue: dict[str, list[JobInfo]] = {}
+    pending, pipelined = TaskStatus.PENDING, TaskStatus.PIPELINED
     for j in ssn.jobs.values():
+        idx = j.task_status_index
+        if not idx.get(pending) and not idx.get(pipelined):
+            continue  # nothing to backfill (checked first: most jobs of a busy cluster)
         if j.is_pending():
             continue
         if any(t.best_effort for t in j.tasks_in(TaskStatus.PENDING, TaskStatus.PIPELINED)):

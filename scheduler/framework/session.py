@@ -61,6 +61,8 @@ POINTS = (
     "target_job",
     "reserved_nodes",
 )
+# PodGroup phases of jobs that nothing in a session can change unless they changed in the cluster
+_QUIET_PHASES = ("Running", "Completed")
 # Points without a switch in Volcano: always consulted.
 _UNSWITCHED = frozenset({"job_valid", "victim_queue_order"})
 
@@ -484,17 +486,18 @@ class Session:
         dirty = self._dirty_jobs
         if dirty is None:
             return list(self.jobs.values())
-        out = []
-        for uid, job in self.jobs.items():
-            if (
-                uid in dirty
-                or not job._shared
-                or job.is_pending()
-                or job.task_status_index.get(TaskStatus.PENDING)
-                or job.pod_group_status.phase not in ("Running", "Completed")
-            ):
-                out.append(job)
-        return out
+        # is_pending() is "no PodGroup, or phase '' / Pending": the phase part is already covered
+        # by the quiet-phase test, so only pg_exists is read (this loop visits every job).
+        pending = TaskStatus.PENDING
+        return [
+            job
+            for uid, job in self.jobs.items()
+            if uid in dirty
+            or not job._shared
+            or not job.pg_exists
+            or job.pod_group_status.phase not in _QUIET_PHASES
+            or job.task_status_index.get(pending)
+        ]
 
     def own(self, task: TaskInfo) -> TaskInfo:
         """The session-private copy of a task, made on first change (copy-on-write)."""

@@ -36,9 +36,19 @@ class DrfPlugin(Plugin):
         allocated: dict[str, Resource] = {}
         owned: set[str] = set()
         shares: dict[str, float] = {}
+        # Jobs of the same size have the same share: computed once per (cpu, memory) allocation.
+        memo: dict[tuple[float, float], float] = {}
         for job in ssn.jobs.values():
-            allocated[job.uid] = job.allocated
-            shares[job.uid] = share_of(job.allocated, total)
+            a = job.allocated
+            allocated[job.uid] = a
+            if a.scalars:
+                shares[job.uid] = share_of(a, total)
+                continue
+            k = (a.milli_cpu, a.memory)
+            s = memo.get(k)
+            if s is None:
+                s = memo[k] = share_of(a, total)
+            shares[job.uid] = s
         self.shares = shares
 
         def mine(uid: str) -> Resource | None:

@@ -132,7 +132,11 @@ class ProportionPlugin(Plugin):
                 a = QueueAttr(q, max(q.weight, 0), q.capability, real, q.guarantee.clone())
                 attrs[q.name] = a
             a.allocated.add(job.allocated)
-            a.request.add(job.allocated).add(job.pending_request)
+            a.request.add(job.allocated)
+            p = job.pending_request
+            # adding an all-zero vector without scalars changes nothing: skipped for running jobs
+            if p.milli_cpu or p.memory or p.pods or p.scalars:
+                a.request.add(p)
             phase = job.pod_group_status.phase
             if phase == PodGroupPhase.INQUEUE and job.min_resources is not None:
                 a.inqueue.add(job.min_resources)

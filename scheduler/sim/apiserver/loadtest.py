@@ -378,7 +378,11 @@ def render(result: dict[str, Any], command: str, load_before: str, load_after: s
         "measured); the phases follow each other: creations, bindings (`pods/binding`), status patches "
         "(strategic merge, as kubelets send them) at full speed, then creations paced at a fixed rate. "
         "Fan-out latency is, for every event and every watcher, the time from sending the write to that "
-        "watcher receiving the event: it includes the write's own queueing at full speed. "
+        "watcher receiving the event: it includes the write's own queueing at full speed. Every watcher "
+        "watches every pod, the worst case (kubelets watch only their node's pods): a status patch's event, "
+        "the largest, is sent 100 times, and the client reading all of it shares the 2 cores with the server. "
+        + ("" if result["fast_json"] else "JSON is the standard library's; `orjson`, when installed, replaces it "
+           "(`scheduler/sim/apiserver/codec.py`; not a dependency). ")
         + ("After the preload the server moves its heap out of the garbage collector's reach (`gc.freeze()`), "
            "as `vc-scheduler sandbox` does after creating its initial objects: without it, full collections "
            "over the preloaded objects stall every request and watch for up to a second "

@@ -105,7 +105,8 @@ def _allocate_tasks(
                 continue
             break
         candidates = _nominated_first(ssn, task, check, errors)
-        if not candidates:
+        from_cache = not candidates
+        if from_cache:
             candidates = cache.feasible(task, errors)
         if not candidates:
             ssn.record_fit_errors(job, task, errors)
@@ -114,7 +115,7 @@ def _allocate_tasks(
             if job.need_continue_allocating():
                 continue
             break
-        placed = _place(ssn, stmt, task, candidates, errors, cache)
+        placed = _place(ssn, stmt, task, candidates, errors, cache, from_cache)
         if not placed:
             ssn.record_fit_errors(job, task, errors)
             continue
@@ -139,12 +140,21 @@ def _nominated_first(ssn: Session, task: TaskInfo, check: object, errors: FitErr
 
 
 def _place(
-    ssn: Session, stmt: Statement, task: TaskInfo, candidates: list, errors: FitErrors, cache: PlacementCache
+    ssn: Session,
+    stmt: Statement,
+    task: TaskInfo,
+    candidates: list,
+    errors: FitErrors,
+    cache: PlacementCache,
+    from_cache: bool = False,
 ) -> bool:
     """Try the best node; if a device handler refuses it, drop it and try the next best."""
     remaining = list(candidates)
+    first = from_cache
     while remaining:
-        best = prioritize(ssn, task, remaining, cache)
+        # the cache answers for the very list its feasible() gave; after a refusal, prioritize
+        best = cache.best(task, remaining) if first else prioritize(ssn, task, remaining, cache)
+        first = False
         if best is None:
             return False
         try:

@@ -110,6 +110,11 @@ def select_best(
     else:
         scores = score_nodes(ssn, task, nodes)
         vals = [scores[n.name] for n in nodes]
+    return _pick(ssn, task, nodes, vals)
+
+
+def _pick(ssn: Session, task: TaskInfo, nodes: list[NodeInfo], vals: list[float]) -> NodeInfo | None:
+    """select_best's choice among `nodes` scored `vals` (aligned)."""
     if ssn.has("best_node"):
         by_score: dict[float, list[NodeInfo]] = {}
         for n, v in zip(nodes, vals, strict=True):
@@ -188,7 +193,7 @@ class _NodeValues:
 
 
 class _Entry:
-    __slots__ = ("complete", "errors", "feasible", "seq", "values")
+    __slots__ = ("complete", "errors", "feasible", "fit_flags", "index", "order", "score_list", "seq", "touched", "values")
 
     def __init__(self, values: _NodeValues) -> None:
         self.seq = 0
@@ -196,6 +201,14 @@ class _Entry:
         self.values = values
         self.errors = FitErrors()
         self.complete = False
+        # The candidates as feasible() lists them, with their scores and Idle fits aligned, kept
+        # up to date in place while the candidate list itself does not change (see best()).
+        self.order: list[NodeInfo] | None = None
+        self.index: dict[str, int] = {}
+        self.score_list: list[float] = []
+        self.fit_flags: list[bool] = []
+        # candidates that changed since the aligned lists were last brought up to date
+        self.touched: set[str] = set()
 
 
 class PlacementCache:
@@ -358,11 +371,67 @@ class PlacementCache:
                 continue  # outside this shape's sample
             r = check(task, node)
             if r is None:
+                if name in entry.feasible:
+                    entry.touched.add(name)
+                else:
+                    entry.order = None  # appended: the candidate list changes
                 entry.feasible[name] = node
                 entry.errors.nodes.pop(name, None)
             else:
-                entry.feasible.pop(name, None)
+                if entry.feasible.pop(name, None) is not None:
+                    entry.order = None
                 entry.errors.set_node_error(name, r.reason if isinstance(r, Unfit) else r)
+
+    def best(self, task: TaskInfo, candidates: list[NodeInfo]) -> NodeInfo | None:
+        """prioritize(ssn, task, candidates, self) for the list feasible() just returned.
+
+        Between two pods of a job only the node the first went to changes, so the candidates'
+        scores and Idle fits are kept as lists aligned with the candidate list and updated in
+        place; the choice is then a few C-level passes. Falls back to prioritize whenever the
+        candidate list changed or a normalised score applies (it depends on the whole list)."""
+        key = self._key(task)
+        entry = self.entries.get(key) if key is not None else None
+        splits = self.splits
+        if entry is None or splits is None:
+            return prioritize(self.ssn, task, candidates, self)
+        vals = self._fresh(entry.values, task)
+        if any(sp.rest(task, candidates) for sp in splits):
+            return prioritize(self.ssn, task, candidates, self)
+        finals, fits = vals.scores, vals.fits_idle
+        order = entry.order
+        if order is None or len(order) != len(candidates) or order[0] is not candidates[0] or order[-1] is not candidates[-1]:
+            order = entry.order = list(candidates)
+            entry.index = {n.name: i for i, n in enumerate(order)}
+            self.idle_fit(task, order)  # fills the shape's Idle fits for every candidate
+            entry.fit_flags = list(map(fits.__getitem__, map(_name, order)))
+            entry.score_list = self.score_values(task, order)
+            entry.touched.clear()
+        elif entry.touched:
+            req = task.init_resreq
+            index, score_list, fit_flags = entry.index, entry.score_list, entry.fit_flags
+            for name in entry.touched:
+                i = index[name]
+                node = order[i]
+                f = fits.get(name)
+                if f is None:
+                    f = fits[name] = req.less_equal(node.idle)
+                fit_flags[i] = f
+                v = finals.get(name)
+                if v is None:
+                    self._fill_split(vals, task, node)
+                    v = finals[name]
+                score_list[i] = v
+            entry.touched.clear()
+        flags = entry.fit_flags
+        nfit = flags.count(True)
+        if nfit == len(order) or nfit == 0:
+            group, gvals = order, entry.score_list
+        else:
+            group = list(compress(order, flags))
+            gvals = list(compress(entry.score_list, flags))
+        if len(group) == 1:
+            return group[0]
+        return _pick(self.ssn, task, group, gvals)
 
     def idle_fit(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
         """The nodes where the task's InitResreq fits Idle, in the given order."""

@@ -71,12 +71,12 @@ def open_session(
     opts = options or SessionOptions()
     # Jobs whose queue is not in the snapshot are left out silently, as Volcano does.
     snapshot.jobs = {uid: j for uid, j in snapshot.jobs.items() if j.queue in snapshot.queues and j.pg_exists}
+    # the global default class, looked up once instead of once per job
+    default_priority = next((p.value for p in snapshot.priority_classes.values() if p.global_default), 0)
+    classes = snapshot.priority_classes
     for job in snapshot.jobs.values():
-        pc = snapshot.priority_classes.get(job.priority_class_name) if job.priority_class_name else None
-        if pc is not None:
-            job.priority = pc.value
-        else:
-            job.priority = next((p.value for p in snapshot.priority_classes.values() if p.global_default), 0)
+        pc = classes.get(job.priority_class_name) if job.priority_class_name else None
+        job.priority = pc.value if pc is not None else default_priority
     ssn = Session(snapshot, conf, rng=rng, now=now, options=opts)
     for tier in conf.tiers:
         for popt in tier.plugins:

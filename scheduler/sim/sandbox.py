@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import shutil
@@ -178,6 +177,7 @@ async def create_objects(client: RestClient, objects: list[dict[str, Any]], skip
 
 async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
     from scheduler.sim.apiserver import ApiServer
+    from scheduler.sim.apiserver.server import settle_heap
 
     specs = [parse_node_spec(s) for s in args.nodes]
     skipped: list[Skipped] = []
@@ -201,7 +201,7 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
         await create_objects(client, nodes + objects, skipped)
         # the initial cluster lives as long as the sandbox: keep it out of full collections, whose
         # pauses at 100,000s of objects would stall every watch (see docs/performance.md)
-        gc.freeze()
+        settle_heap()
         for s in skipped:
             print(f"skipped {s.where}: {s.reason}", file=sys.stderr)
         kubelets = SimulatedKubelets(client, start_delay=args.pod_start_delay)

@@ -187,7 +187,11 @@ async def handle_get(store: Store, request: web.Request, rr: ResourceRequest) ->
         doc = list_objects(store, request, rr)
         if table:
             return json_response(tables.to_table(rr.res, doc["items"], doc["metadata"], request.query.get("includeObject")))
-        return json_response(doc)
+        # the same bytes as json_response(doc), from each object's cached encoding
+        body = b"".join((b'{"kind":', codec.dumps(doc["kind"]), b',"apiVersion":', codec.dumps(doc["apiVersion"]),
+                         b',"metadata":', codec.dumps(doc["metadata"]), b',"items":[',
+                         b",".join([store.encoded(rr.res, o) for o in doc["items"]]), b"]}"))
+        return web.Response(body=body, status=200, headers={"Content-Type": JSON})
     if rr.subresource not in (None, "status"):
         raise method_not_allowed()
     obj = store.must_get(rr.res, rr.namespace, rr.name)

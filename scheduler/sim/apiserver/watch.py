@@ -103,7 +103,7 @@ class WatchStream:
         if self.initial:
             # everything that exists now, as ADDED, then the changes after it
             cursor = history.seq
-            batch = [b'{"type":"ADDED","object":' + codec.dumps(o) + b"}\n"
+            batch = [b'{"type":"ADDED","object":' + self.store.encoded(self.res, o) + b"}\n"
                      for o in self.store.iter_objects(self.res, self.selector)]
             if self.opts.send_initial_events and self.opts.bookmarks:
                 batch.append(self._bookmark({INITIAL_EVENTS_END: "true"}))

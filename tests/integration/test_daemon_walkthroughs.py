@@ -92,7 +92,9 @@ async def test_a_gang_that_cannot_fit_whole_binds_nothing(cluster: Cluster) -> N
                    5, "big-0 marked unschedulable")
     big = cluster.store.get("pods", "default", "big-0")
     [cond] = [c for c in big["status"]["conditions"] if c["type"] == "PodScheduled"]
-    assert cond["reason"] == "Unschedulable"
+    # Volcano's reasons: "Unschedulable" (no node fits the pod) or "Schedulable" (it fit in the
+    # session, but its gang was discarded as a whole); which one depends on the task order
+    assert cond["reason"] in ("Unschedulable", "Schedulable"), cond
 
 
 async def test_queues_share_the_cluster_by_weight(cluster: Cluster) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from scheduler.sim.apiserver import ApiError, Store
@@ -33,8 +33,11 @@ def objects(draw: st.DrawFn) -> dict[str, Any]:
     return obj
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+# derandomized so CI answers the same every run; explore with a larger max_examples and without it
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None, derandomize=True)
 @given(objects(), values, st.sampled_from(["merge", "strategic", "json"]))
+@example({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": True}, None, "merge")
+@example({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}}, {"containers": [{"name": []}]}, "strategic")
 def test_store_answers_malformed_objects_with_api_errors(obj: dict[str, Any], patch: Any, ptype: str) -> None:
     store = Store(history_size=10, create_defaults=False)
     store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})

@@ -110,19 +110,20 @@ def _merge_keyed_list(current: list[Any], patch: list[Any], key: str) -> list[An
     if any(isinstance(p, dict) and p.get("$patch") == "replace" for p in patch):
         return [_strip_directives(p) for p in patch if not (isinstance(p, dict) and p.get("$patch") == "replace")]
     out = list(current)
-    index = {item.get(key): i for i, item in enumerate(out) if isinstance(item, dict) and key in item}
+    # keys are compared by value; a malformed key (a list, say) must not crash the lookup
+    index = {_hashable(item.get(key)): i for i, item in enumerate(out) if isinstance(item, dict) and key in item}
     for p in patch:
         if not isinstance(p, dict) or key not in p:
             # elements without the key cannot be matched: append them as the server does
             out.append(_strip_directives(p))
             continue
-        i = index.get(p[key])
+        i = index.get(_hashable(p[key]))
         if p.get("$patch") == "delete":
             if i is not None:
                 out[i] = None
             continue
         if i is None:
-            index[p[key]] = len(out)
+            index[_hashable(p[key])] = len(out)
             out.append(_strip_directives(p))
         else:
             out[i] = strategic_merge_patch(out[i], p)

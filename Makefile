@@ -24,12 +24,12 @@ install: $(STAMP)
 build: $(STAMP)
 	$(PY) setup.py -q build_ext --inplace
 
-test: build
+test: build lint
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check scheduler tests
-	$(VENV)/bin/ruff format --check scheduler tests || true
+	$(VENV)/bin/ruff format --check scheduler tests
 
 # The sandbox with the seed walkthroughs: 6 CPUs on three 2-CPU nodes (one with two V100 cards
 # under HAMi's vGPU plugin), three priority Jobs and two vGPU pods, scheduled by the real daemon.

@@ -20,7 +20,9 @@ def _simulate(argv: Sequence[str]) -> int:
     from scheduler.sim.manifests import ManifestError, Skipped, load_files
     from scheduler.sim.simulate import format_table, simulate
 
-    p = argparse.ArgumentParser(prog="vc-scheduler simulate", description="Run scheduling sessions on manifests.")
+    p = argparse.ArgumentParser(
+        prog="vc-scheduler simulate", description="Run scheduling sessions on manifests."
+    )
     p.add_argument("-f", "--filename", action="append", required=True, help="manifest file (repeatable)")
     p.add_argument("--conf", help="scheduler configuration (volcano-scheduler.conf format)")
     p.add_argument("--cycles", type=int, default=1, help="number of scheduling cycles (default 1)")
@@ -53,7 +55,9 @@ def _simulate(argv: Sequence[str]) -> int:
 def _check_config(argv: Sequence[str]) -> int:
     from scheduler.conf import ConfigError, load_file
 
-    p = argparse.ArgumentParser(prog="vc-scheduler check-config", description="Validate a scheduler configuration.")
+    p = argparse.ArgumentParser(
+        prog="vc-scheduler check-config", description="Validate a scheduler configuration."
+    )
     p.add_argument("file")
     args = p.parse_args(argv)
     try:

@@ -161,14 +161,18 @@ def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
 
     actions_raw = data.get("actions")
     if not isinstance(actions_raw, str):
-        raise ConfigError(f"{source}: field 'actions' must be a comma-separated string, got {_type_name(actions_raw)}")
+        raise ConfigError(
+            f"{source}: field 'actions' must be a comma-separated string, got {_type_name(actions_raw)}"
+        )
     actions: list[str] = []
     for raw in actions_raw.split(","):
         name = raw.strip()
         if name in KNOWN_ACTIONS:
             actions.append(name)
         elif name in VOLCANO_ONLY_ACTIONS:
-            raise ConfigError(f"{source}: action {name!r} is not supported by vc-scheduler; supported: {', '.join(KNOWN_ACTIONS)}")
+            raise ConfigError(
+                f"{source}: action {name!r} is not supported by vc-scheduler; supported: {', '.join(KNOWN_ACTIONS)}"
+            )
         else:
             shown = repr(name) if name else "'' (empty name: a trailing or doubled comma?)"
             raise ConfigError(
@@ -186,7 +190,9 @@ def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
     for ti, tier in enumerate(tiers_raw):
         where_t = f"tiers[{ti}]"
         if not isinstance(tier, dict) or set(tier) - {"plugins"}:
-            raise ConfigError(f"{source}: {where_t} must be a mapping with the single key 'plugins', got {tier!r}")
+            raise ConfigError(
+                f"{source}: {where_t} must be a mapping with the single key 'plugins', got {tier!r}"
+            )
         plugins_raw = tier.get("plugins") or []
         if not isinstance(plugins_raw, list):
             raise ConfigError(f"{source}: {where_t}.plugins must be a list, got {_type_name(plugins_raw)}")
@@ -198,8 +204,12 @@ def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
     # drf hierarchy and proportion in one tier conflict (Volcano rejects this too).
     for ti, tier in enumerate(tiers):
         names = {p.name for p in tier.plugins}
-        if "proportion" in names and any(p.name == "drf" and "hierarchy" in p.enabled_extra for p in tier.plugins):
-            raise ConfigError(f"{source}: tiers[{ti}]: drf with enableHierarchy: true conflicts with proportion in the same tier")
+        if "proportion" in names and any(
+            p.name == "drf" and "hierarchy" in p.enabled_extra for p in tier.plugins
+        ):
+            raise ConfigError(
+                f"{source}: tiers[{ti}]: drf with enableHierarchy: true conflicts with proportion in the same tier"
+            )
 
     configurations: dict[str, Arguments] = {}
     conf_raw = data.get("configurations") or []
@@ -266,7 +276,9 @@ def _parse_plugin(popt: Any, where: str, known: list[str], warnings: list[str]) 
             enabled_extra.add(OFF_BY_DEFAULT[key])
     args_raw = popt.get("arguments") or {}
     if not isinstance(args_raw, dict):
-        raise ConfigError(f"{where} ({name}): field 'arguments' must be a mapping, got {_type_name(args_raw)}")
+        raise ConfigError(
+            f"{where} ({name}): field 'arguments' must be a mapping, got {_type_name(args_raw)}"
+        )
     arguments = Arguments(args_raw, name)
     implemented = True
     if name in PLUGINS:
@@ -276,9 +288,13 @@ def _parse_plugin(popt: Any, where: str, known: list[str], warnings: list[str]) 
             raise ConfigError(f"{where}: {exc}") from None
     elif name in VOLCANO_ONLY_PLUGINS:
         implemented = False
-        warnings.append(f"plugin {name!r} is a Volcano plugin that vc-scheduler does not implement; it is skipped")
+        warnings.append(
+            f"plugin {name!r} is a Volcano plugin that vc-scheduler does not implement; it is skipped"
+        )
     else:
-        raise ConfigError(f"{where}: unknown plugin {name!r}" + _suggest(name, known + list(VOLCANO_ONLY_PLUGINS)))
+        raise ConfigError(
+            f"{where}: unknown plugin {name!r}" + _suggest(name, known + list(VOLCANO_ONLY_PLUGINS))
+        )
     return PluginOption(name, arguments, frozenset(disabled), frozenset(enabled_extra), implemented)
 
 

@@ -56,7 +56,9 @@ __all__ = ["Daemon", "Options", "build_parser", "main", "parse_args", "parse_dur
 
 def configure_logging(fmt: str, verbosity: int) -> None:
     level = logging.DEBUG if verbosity >= 4 else logging.INFO
-    renderer: Any = structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=False)
+    renderer: Any = (
+        structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=False)
+    )
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
@@ -68,7 +70,9 @@ def configure_logging(fmt: str, verbosity: int) -> None:
         cache_logger_on_first_use=False,
     )
     # libraries (aiohttp, kubernetes_asyncio) log through the standard library: warnings only
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )
 
 
 class Daemon:
@@ -127,14 +131,22 @@ class Daemon:
     def _wire_writers(self) -> None:
         o = self.opts
         identity = self.elector.identity if self.elector else ""
-        self.recorder = EventRecorder(self.client, component=o.scheduler_names[0], instance=identity, dry_run=o.dry_run)
+        self.recorder = EventRecorder(
+            self.client, component=o.scheduler_names[0], instance=identity, dry_run=o.dry_run
+        )
         self.status = StatusWriter(self.client, self.cache, self.recorder, dry_run=o.dry_run)
-        self.binder = Binder(self.client, self.cache, self.status, self.recorder, self.metrics, dry_run=o.dry_run)
-        self.evictor = Evictor(self.client, self.cache, self.recorder, o.scheduler_names[0], dry_run=o.dry_run)
+        self.binder = Binder(
+            self.client, self.cache, self.status, self.recorder, self.metrics, dry_run=o.dry_run
+        )
+        self.evictor = Evictor(
+            self.client, self.cache, self.recorder, o.scheduler_names[0], dry_run=o.dry_run
+        )
 
     def _config_event(self, reason: str, message: str, _kind: str) -> None:
         if self.recorder is not None:
-            ref = ObjectRef("ConfigMap", self.opts.scheduler_configmap_namespace, self.opts.scheduler_configmap)
+            ref = ObjectRef(
+                "ConfigMap", self.opts.scheduler_configmap_namespace, self.opts.scheduler_configmap
+            )
             self.recorder.record(ref, "Warning", reason, message)
 
     def _informer_specs(self) -> list[tuple[Resource, Any]]:
@@ -147,16 +159,24 @@ class Daemon:
             (Resource("Queue", f"{VOLCANO_API}/queues"), c.queues),
             (Resource("Namespace", "/api/v1/namespaces"), c.namespaces),
             (
-                Resource("ConfigMap", f"/api/v1/namespaces/{DEVICE_CONFIGMAP[0]}/configmaps", f"metadata.name={DEVICE_CONFIGMAP[1]}"),
+                Resource(
+                    "ConfigMap",
+                    f"/api/v1/namespaces/{DEVICE_CONFIGMAP[0]}/configmaps",
+                    f"metadata.name={DEVICE_CONFIGMAP[1]}",
+                ),
                 c.configmaps,
             ),
             (
-                Resource("SchedulerConfigMap", f"/api/v1/namespaces/{cm_ns}/configmaps", f"metadata.name={cm_name}"),
+                Resource(
+                    "SchedulerConfigMap", f"/api/v1/namespaces/{cm_ns}/configmaps", f"metadata.name={cm_name}"
+                ),
                 self.reloader,  # the scheduler ConfigMap feeds the reloader, not the cache
             ),
         ]
         if o.priority_class:
-            specs.append((Resource("PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses"), c.priority_classes))
+            specs.append(
+                (Resource("PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses"), c.priority_classes)
+            )
         return specs
 
     # ------------------------------------------------------------------ probes --
@@ -205,7 +225,10 @@ class Daemon:
         try:
             self.reloader.load_initial(strict=o.disable_default_scheduler_config)
         except Exception as exc:
-            log.error("invalid scheduler configuration and --disable-default-scheduler-config is set", error=str(exc))
+            log.error(
+                "invalid scheduler configuration and --disable-default-scheduler-config is set",
+                error=str(exc),
+            )
             return 1
         if self.client is None:
             try:
@@ -213,12 +236,16 @@ class Daemon:
                     ClientOptions(o.kubeconfig, o.master, o.kube_api_qps, o.kube_api_burst)
                 )
             except Exception as exc:
-                log.error("cannot load the Kubernetes client configuration", error=f"{type(exc).__name__}: {exc}")
+                log.error(
+                    "cannot load the Kubernetes client configuration", error=f"{type(exc).__name__}: {exc}"
+                )
                 return 1
         if o.leader_elect and not o.dry_run:
             self.elector = LeaderElector(
                 self.client,
-                LeaderConfig(o.lease_namespace, o.lease_name, "", o.lease_duration, o.renew_deadline, o.retry_period),
+                LeaderConfig(
+                    o.lease_namespace, o.lease_name, "", o.lease_duration, o.renew_deadline, o.retry_period
+                ),
                 on_started=self._on_leading,
                 on_stopped=lambda: self.metrics.is_leader.set(0),
             )
@@ -346,9 +373,12 @@ class Daemon:
         assert self.recorder is not None
         bound = self.binder.submit(res.binds, res.node_locks)
         evicted = self.evictor.submit(res.evictions)
-        pg_writes = sum(self.status.podgroup_status(uid, res.podgroup_status[uid]) for uid in res.podgroup_changed)
+        pg_writes = sum(
+            self.status.podgroup_status(uid, res.podgroup_status[uid]) for uid in res.podgroup_changed
+        )
         cond_writes = sum(
-            self.status.pod_condition(c.task, c.reason, c.message, c.nominated_node) for c in res.pod_conditions
+            self.status.pod_condition(c.task, c.reason, c.message, c.nominated_node)
+            for c in res.pod_conditions
         )
         for uid, etype, reason, message in res.job_events:
             if self.cache.is_real_podgroup(uid) and not self.opts.dry_run:
@@ -401,7 +431,9 @@ class Daemon:
             job = res.jobs.get(uid)
             if job is not None:
                 done = not job.task_status_index.get(TaskStatus.PENDING)
-                m.observe_job_placed(job.name, job.queue, job.namespace, job.creation, job.schedule_start, done)
+                m.observe_job_placed(
+                    job.name, job.queue, job.namespace, job.creation, job.schedule_start, done
+                )
         if self.cache.generation != self._pruned_at:  # nothing can have gone away otherwise
             self._pruned_at = self.cache.generation
             m.prune(self.cache.state.jobs.keys(), self.cache.state.queues.keys())
@@ -410,7 +442,10 @@ class Daemon:
         o = self.opts
         if self.manage_gc and not gc.isenabled():  # stopped before the initial sync finished
             gc.enable()
-        log.info("shutting down: no new sessions, draining writes", in_flight_binds=self.binder.in_flight() if self.binder else 0)
+        log.info(
+            "shutting down: no new sessions, draining writes",
+            in_flight_binds=self.binder.in_flight() if self.binder else 0,
+        )
         if self.binder is not None and not await self.binder.drain(o.drain_timeout):
             log.warning("binds still in flight at shutdown", count=self.binder.in_flight())
         if self.evictor is not None:

@@ -14,7 +14,16 @@ from typing import Any
 
 from scheduler.reload import DEFAULT_CONFIGMAP, DEFAULT_CONFIGMAP_NAMESPACE
 
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION_UNITS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "μs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
 _DURATION_RE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 
@@ -132,41 +141,91 @@ def build_parser() -> argparse.ArgumentParser:
 
     def bool_flag(name: str, default: bool, help: str) -> None:
         # pflag style: `--flag`, `--flag=true|false`
-        p.add_argument(name, nargs="?", const=True, default=default, type=_bool_arg, metavar="BOOL", help=help)
+        p.add_argument(
+            name, nargs="?", const=True, default=default, type=_bool_arg, metavar="BOOL", help=help
+        )
 
-    flag("--scheduler-name", action="append", help="handle pods with this spec.schedulerName (repeatable; default volcano)")
-    flag("--scheduler-conf", default="", help="scheduler configuration file (volcano-scheduler.conf); empty: built-in default")
-    flag("--schedule-period", type=_duration_arg, default=1.0, help="period between sessions (Go duration, default 1s)")
+    flag(
+        "--scheduler-name",
+        action="append",
+        help="handle pods with this spec.schedulerName (repeatable; default volcano)",
+    )
+    flag(
+        "--scheduler-conf",
+        default="",
+        help="scheduler configuration file (volcano-scheduler.conf); empty: built-in default",
+    )
+    flag(
+        "--schedule-period",
+        type=_duration_arg,
+        default=1.0,
+        help="period between sessions (Go duration, default 1s)",
+    )
     flag("--default-queue", default="default", help="queue of PodGroups that name none (default 'default')")
     flag("--listen-address", default=":8080", help="address of /metrics, /healthz, /readyz (default :8080)")
-    flag("--healthz-address", default=":11251", help="extra address serving /healthz with --enable-healthz (default :11251)")
+    flag(
+        "--healthz-address",
+        default=":11251",
+        help="extra address serving /healthz with --enable-healthz (default :11251)",
+    )
     bool_flag("--enable-healthz", False, "also serve the health endpoints on --healthz-address")
     bool_flag("--enable-metrics", False, "serve Prometheus metrics on /metrics")
     bool_flag("--priority-class", True, "honour PriorityClasses (default true)")
-    flag("--kubeconfig", default="", help="kubeconfig file (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
+    flag(
+        "--kubeconfig",
+        default="",
+        help="kubeconfig file (default: in-cluster, then $KUBECONFIG or ~/.kube/config)",
+    )
     flag("--master", default="", help="API server address (overrides the kubeconfig)")
     flag("--kube-api-qps", type=float, default=2000.0, help="API requests per second (default 2000)")
     flag("--kube-api-burst", type=int, default=2000, help="API request burst (default 2000)")
     flag("--minimum-feasible-nodes", type=int, default=100)
     flag("--minimum-percentage-nodes-to-find", type=int, default=5)
     flag("--percentage-nodes-to-find", type=int, default=0, help="<= 0: adaptive")
-    flag("--node-selector", action="append", default=[], help="key:value; only nodes matching one are scheduled on (repeatable)")
-    flag("--resource-sync-timeout", type=_duration_arg, default=60.0, help="how long to wait for the initial sync before complaining (default 60s)")
-    bool_flag("--disable-default-scheduler-config", False, "exit instead of using the built-in default when --scheduler-conf is invalid")
+    flag(
+        "--node-selector",
+        action="append",
+        default=[],
+        help="key:value; only nodes matching one are scheduled on (repeatable)",
+    )
+    flag(
+        "--resource-sync-timeout",
+        type=_duration_arg,
+        default=60.0,
+        help="how long to wait for the initial sync before complaining (default 60s)",
+    )
+    bool_flag(
+        "--disable-default-scheduler-config",
+        False,
+        "exit instead of using the built-in default when --scheduler-conf is invalid",
+    )
     bool_flag("--leader-elect", True, "run only while holding the leader Lease (default true)")
     flag("--leader-elect-lease-duration", type=_duration_arg, default=15.0)
     flag("--leader-elect-renew-deadline", type=_duration_arg, default=10.0)
     flag("--leader-elect-retry-period", type=_duration_arg, default=2.0)
     flag("--leader-elect-resource-lock", default="leases", help="only 'leases' is supported")
-    flag("--leader-elect-resource-name", default="", help="Lease name (default: the scheduler name, or volcano)")
+    flag(
+        "--leader-elect-resource-name",
+        default="",
+        help="Lease name (default: the scheduler name, or volcano)",
+    )
     flag("--leader-elect-resource-namespace", default="", help="Lease namespace (default volcano-system)")
     flag("--lock-object-namespace", default="", help="deprecated alias of --leader-elect-resource-namespace")
-    flag("--scheduler-configmap", default=DEFAULT_CONFIGMAP, help="ConfigMap watched for configuration changes")
+    flag(
+        "--scheduler-configmap", default=DEFAULT_CONFIGMAP, help="ConfigMap watched for configuration changes"
+    )
     flag("--scheduler-configmap-namespace", default=DEFAULT_CONFIGMAP_NAMESPACE)
     flag("-v", "--v", dest="verbosity", type=_verbosity_arg, default=0, help="log verbosity (>= 4: debug)")
     flag("--log-format", choices=("json", "console"), default="json")
-    bool_flag("--dry-run", False, "shadow mode: decide and log what would be bound, write nothing, take no lease")
-    flag("--drain-timeout", type=_duration_arg, default=10.0, help="how long SIGTERM waits for binds in flight (default 10s)")
+    bool_flag(
+        "--dry-run", False, "shadow mode: decide and log what would be bound, write nothing, take no lease"
+    )
+    flag(
+        "--drain-timeout",
+        type=_duration_arg,
+        default=10.0,
+        help="how long SIGTERM waits for binds in flight (default 10s)",
+    )
     flag("--version", action="store_true", help="print the version and exit")
     for name in _ACCEPTED_ONLY:
         p.add_argument(name, nargs="?", const="true", default=None, help=argparse.SUPPRESS)
@@ -187,11 +246,16 @@ def parse_args(argv: list[str]) -> Options:
     if a.schedule_period <= 0:
         parser.error("--schedule-period must be positive")
     if a.leader_elect_resource_lock not in ("leases", "lease"):
-        parser.error(f"--leader-elect-resource-lock {a.leader_elect_resource_lock!r}: only 'leases' is supported")
+        parser.error(
+            f"--leader-elect-resource-lock {a.leader_elect_resource_lock!r}: only 'leases' is supported"
+        )
     if a.leader_elect and not a.leader_elect_renew_deadline < a.leader_elect_lease_duration:
         parser.error("--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration")
-    notes = [f"flag {n} is accepted for compatibility and ignored: {why}" for n, why in _ACCEPTED_ONLY.items()
-             if getattr(a, n.lstrip("-").replace("-", "_")) is not None]
+    notes = [
+        f"flag {n} is accepted for compatibility and ignored: {why}"
+        for n, why in _ACCEPTED_ONLY.items()
+        if getattr(a, n.lstrip("-").replace("-", "_")) is not None
+    ]
     return Options(
         scheduler_names=names,
         scheduler_conf=a.scheduler_conf,

@@ -77,85 +77,214 @@ class SchedulerMetrics:
         r = self.registry = CollectorRegistry(auto_describe=True)
 
         def hist(name: str, doc: str, lo: float, hi: float, n: int, labels: Iterable[str] = ()) -> Histogram:
-            return Histogram(name, doc, list(labels), registry=r, buckets=exponential_buckets_range(lo, hi, n))
+            return Histogram(
+                name, doc, list(labels), registry=r, buckets=exponential_buckets_range(lo, hi, n)
+            )
 
         self.e2e_latency = hist(
             f"{NS}_e2e_scheduling_latency_milliseconds",
             "Duration of a single scheduling session execution in milliseconds.",
-            1, 5000, 20,
+            1,
+            5000,
+            20,
         )
         self.open_session = hist(
             f"{NS}_open_session_duration_milliseconds",
             "Duration of opening a scheduling session in milliseconds, including cache snapshot and session initialization.",
-            1, 5000, 20,
+            1,
+            5000,
+            20,
         )
         self.e2e_job_latency = hist(
             f"{NS}_e2e_job_scheduling_latency_milliseconds",
             "End-to-end job scheduling latency in milliseconds (creation to last task assumed)",
-            100, 120000, 30,
+            100,
+            120000,
+            30,
         )
         job_labels = ["job_name", "queue", "job_namespace"]
-        self.e2e_job_duration = Gauge(f"{NS}_e2e_job_scheduling_duration", "Per-job duration from job creation to last task assumed in scheduler cache, in milliseconds", job_labels, registry=r)
-        self.e2e_job_start = Gauge(f"{NS}_e2e_job_scheduling_start_time", "E2E job scheduling start time", job_labels, registry=r)
-        self.e2e_job_last = Gauge(f"{NS}_e2e_job_scheduling_last_time", "E2E job scheduling last time", job_labels, registry=r)
+        self.e2e_job_duration = Gauge(
+            f"{NS}_e2e_job_scheduling_duration",
+            "Per-job duration from job creation to last task assumed in scheduler cache, in milliseconds",
+            job_labels,
+            registry=r,
+        )
+        self.e2e_job_start = Gauge(
+            f"{NS}_e2e_job_scheduling_start_time", "E2E job scheduling start time", job_labels, registry=r
+        )
+        self.e2e_job_last = Gauge(
+            f"{NS}_e2e_job_scheduling_last_time", "E2E job scheduling last time", job_labels, registry=r
+        )
         self.plugin_latency = hist(
-            f"{NS}_plugin_scheduling_latency_milliseconds", "Plugin scheduling latency in milliseconds",
-            0.1, 100, 15, ("plugin", "OnSession"),
+            f"{NS}_plugin_scheduling_latency_milliseconds",
+            "Plugin scheduling latency in milliseconds",
+            0.1,
+            100,
+            15,
+            ("plugin", "OnSession"),
         )
         self.action_latency = hist(
-            f"{NS}_action_scheduling_latency_milliseconds", "Action scheduling latency in milliseconds",
-            1, 2000, 20, ("action",),
+            f"{NS}_action_scheduling_latency_milliseconds",
+            "Action scheduling latency in milliseconds",
+            1,
+            2000,
+            20,
+            ("action",),
         )
         self.task_latency = hist(
             f"{NS}_task_scheduling_latency_milliseconds",
             "Task scheduling latency from creation to various stages in milliseconds",
-            50, 60000, 30, ("stage",),
+            50,
+            60000,
+            30,
+            ("stage",),
         )
         self.stage_duration = hist(
             f"{NS}_scheduling_stage_duration_milliseconds",
             "Duration of per-task scheduling stages (Predicate, Scoring, PreBind, Bind) in milliseconds",
-            0.1, 500, 20, ("stage",),
+            0.1,
+            500,
+            20,
+            ("stage",),
         )
         # Registered like Volcano's, which has no caller incrementing it.
-        self.schedule_attempts = Counter(f"{NS}_schedule_attempts_total", "Number of attempts to schedule pods, by the result.", ["result"], registry=r)
-        self.preemption_victims = Gauge(f"{NS}_pod_preemption_victims", "Number of selected preemption victims", registry=r)
-        self.preemption_attempts = LegacyCounter(f"{NS}_total_preemption_attempts", "Total preemption attempts in the cluster till now")
-        self.eviction_transactions = Counter(f"{NS}_eviction_transactions_total", "Total number of committed eviction transactions, by action", ["action"], registry=r)
-        self.unschedule_task_count = Gauge(f"{NS}_unschedule_task_count", "Number of tasks could not be scheduled", ["job_id"], registry=r)
-        self.unschedule_job_count = Gauge(f"{NS}_unschedule_job_count", "Number of jobs could not be scheduled", registry=r)
+        self.schedule_attempts = Counter(
+            f"{NS}_schedule_attempts_total",
+            "Number of attempts to schedule pods, by the result.",
+            ["result"],
+            registry=r,
+        )
+        self.preemption_victims = Gauge(
+            f"{NS}_pod_preemption_victims", "Number of selected preemption victims", registry=r
+        )
+        self.preemption_attempts = LegacyCounter(
+            f"{NS}_total_preemption_attempts", "Total preemption attempts in the cluster till now"
+        )
+        self.eviction_transactions = Counter(
+            f"{NS}_eviction_transactions_total",
+            "Total number of committed eviction transactions, by action",
+            ["action"],
+            registry=r,
+        )
+        self.unschedule_task_count = Gauge(
+            f"{NS}_unschedule_task_count", "Number of tasks could not be scheduled", ["job_id"], registry=r
+        )
+        self.unschedule_job_count = Gauge(
+            f"{NS}_unschedule_job_count", "Number of jobs could not be scheduled", registry=r
+        )
         self.job_share = Gauge(f"{NS}_job_share", "Share for one job", ["job_ns", "job_id"], registry=r)
-        self.job_retry_counts = LegacyCounter(f"{NS}_job_retry_counts", "Number of retry counts for one job", ("job_id",))
+        self.job_retry_counts = LegacyCounter(
+            f"{NS}_job_retry_counts", "Number of retry counts for one job", ("job_id",)
+        )
         self.queue: dict[str, tuple[Gauge, Gauge, Gauge]] = {}
         for kind in _RESOURCE_KINDS:
             what = kind.replace("_", " ").capitalize()
             self.queue[kind] = (
-                Gauge(f"{NS}_queue_{kind}_milli_cpu", f"{what} CPU count for one queue", ["queue_name"], registry=r),
-                Gauge(f"{NS}_queue_{kind}_memory_bytes", f"{what} memory for one queue", ["queue_name"], registry=r),
-                Gauge(f"{NS}_queue_{kind}_scalar_resources", f"{what} scalar resources for one queue", ["queue_name", "resource"], registry=r),
+                Gauge(
+                    f"{NS}_queue_{kind}_milli_cpu",
+                    f"{what} CPU count for one queue",
+                    ["queue_name"],
+                    registry=r,
+                ),
+                Gauge(
+                    f"{NS}_queue_{kind}_memory_bytes",
+                    f"{what} memory for one queue",
+                    ["queue_name"],
+                    registry=r,
+                ),
+                Gauge(
+                    f"{NS}_queue_{kind}_scalar_resources",
+                    f"{what} scalar resources for one queue",
+                    ["queue_name", "resource"],
+                    registry=r,
+                ),
             )
         self.queue_share = Gauge(f"{NS}_queue_share", "Share for one queue", ["queue_name"], registry=r)
         self.queue_weight = Gauge(f"{NS}_queue_weight", "Weight for one queue", ["queue_name"], registry=r)
-        self.queue_overused = Gauge(f"{NS}_queue_overused", "If one queue is overused", ["queue_name"], registry=r)
+        self.queue_overused = Gauge(
+            f"{NS}_queue_overused", "If one queue is overused", ["queue_name"], registry=r
+        )
         # ours, beyond Volcano's set
-        self.pods_bound = Counter(f"{NS}_pods_bound_total", "Pods bound to a node by this scheduler (Binding accepted by the API server)", registry=r)
-        self.bind_errors = Counter(f"{NS}_bind_errors_total", "Binding requests that failed, by HTTP status (0 = no answer)", ["code"], registry=r)
-        self.dry_run_binds = Counter(f"{NS}_dry_run_binds_total", "Binds decided but not written because of --dry-run", registry=r)
-        self.config_reloads = Counter(f"{NS}_config_reloads_total", "Scheduler configurations accepted at runtime, by source", ["source"], registry=r)
-        self.config_reload_failures = Counter(f"{NS}_config_reload_failures_total", "Scheduler configurations refused at runtime (the last good one stays), by source", ["source"], registry=r)
-        self.is_leader = Gauge(f"{NS}_leader", "1 when this replica holds the leader lease (or leader election is off)", registry=r)
+        self.pods_bound = Counter(
+            f"{NS}_pods_bound_total",
+            "Pods bound to a node by this scheduler (Binding accepted by the API server)",
+            registry=r,
+        )
+        self.bind_errors = Counter(
+            f"{NS}_bind_errors_total",
+            "Binding requests that failed, by HTTP status (0 = no answer)",
+            ["code"],
+            registry=r,
+        )
+        self.dry_run_binds = Counter(
+            f"{NS}_dry_run_binds_total", "Binds decided but not written because of --dry-run", registry=r
+        )
+        self.config_reloads = Counter(
+            f"{NS}_config_reloads_total",
+            "Scheduler configurations accepted at runtime, by source",
+            ["source"],
+            registry=r,
+        )
+        self.config_reload_failures = Counter(
+            f"{NS}_config_reload_failures_total",
+            "Scheduler configurations refused at runtime (the last good one stays), by source",
+            ["source"],
+            registry=r,
+        )
+        self.is_leader = Gauge(
+            f"{NS}_leader",
+            "1 when this replica holds the leader lease (or leader election is off)",
+            registry=r,
+        )
         # Volcano's vGPU card gauges (labels devID = card UUID, NodeName), as its vgpu package exports them
         card = ["devID", "NodeName"]
-        self.vgpu_shared = Gauge(f"{NS}_vgpu_device_shared_number", "The number of vgpu tasks sharing this card", card, registry=r)
-        self.vgpu_memory = Gauge(f"{NS}_vgpu_device_allocated_memory", "The number of vgpu memory allocated in this card", card, registry=r)
-        self.vgpu_cores = Gauge(f"{NS}_vgpu_device_allocated_cores", "The percentage of gpu compute cores allocated in this card", card, registry=r)
-        self.vgpu_limit = Gauge(f"{NS}_vgpu_device_memory_limit", "The number of total device memory in this card", card, registry=r)
+        self.vgpu_shared = Gauge(
+            f"{NS}_vgpu_device_shared_number", "The number of vgpu tasks sharing this card", card, registry=r
+        )
+        self.vgpu_memory = Gauge(
+            f"{NS}_vgpu_device_allocated_memory",
+            "The number of vgpu memory allocated in this card",
+            card,
+            registry=r,
+        )
+        self.vgpu_cores = Gauge(
+            f"{NS}_vgpu_device_allocated_cores",
+            "The percentage of gpu compute cores allocated in this card",
+            card,
+            registry=r,
+        )
+        self.vgpu_limit = Gauge(
+            f"{NS}_vgpu_device_memory_limit",
+            "The number of total device memory in this card",
+            card,
+            registry=r,
+        )
         # ours: Volcano exports nothing for gpu-share (gpu-memory/gpu-number) nodes
         node = ["NodeName"]
-        self.share_memory_used = Gauge(f"{NS}_gpushare_node_memory_allocated", "GPU memory (MiB) allocated to gpu-share pods on this node", node, registry=r)
-        self.share_memory_total = Gauge(f"{NS}_gpushare_node_memory_total", "GPU memory (MiB) of this node's shared cards", node, registry=r)
-        self.share_cards_busy = Gauge(f"{NS}_gpushare_node_cards_busy", "Shared cards of this node holding at least one pod", node, registry=r)
+        self.share_memory_used = Gauge(
+            f"{NS}_gpushare_node_memory_allocated",
+            "GPU memory (MiB) allocated to gpu-share pods on this node",
+            node,
+            registry=r,
+        )
+        self.share_memory_total = Gauge(
+            f"{NS}_gpushare_node_memory_total",
+            "GPU memory (MiB) of this node's shared cards",
+            node,
+            registry=r,
+        )
+        self.share_cards_busy = Gauge(
+            f"{NS}_gpushare_node_cards_busy",
+            "Shared cards of this node holding at least one pod",
+            node,
+            registry=r,
+        )
         self.share_cards = Gauge(f"{NS}_gpushare_node_cards", "Shared cards of this node", node, registry=r)
-        self.sessions_skipped = Counter(f"{NS}_sessions_skipped_total", "Schedule periods with no session because nothing changed and nothing is pending", registry=r)
+        self.sessions_skipped = Counter(
+            f"{NS}_sessions_skipped_total",
+            "Schedule periods with no session because nothing changed and nothing is pending",
+            registry=r,
+        )
         self._job_labels: dict[str, tuple[str, str, str]] = {}
         self._unsched_jobs: set[str] = set()
         self._job_names: dict[str, str] = {}  # job uid -> the name its job_id series carry
@@ -173,9 +302,10 @@ class SchedulerMetrics:
             self._sync_devices()
         except Exception as exc:  # a ledger we cannot read costs the device gauges, never /metrics
             log.warning("device gauges not updated", error=f"{type(exc).__name__}: {exc}")
-        return generate_latest(self.registry) + (
-            self.preemption_attempts.render() + self.job_retry_counts.render()
-        ).encode()
+        return (
+            generate_latest(self.registry)
+            + (self.preemption_attempts.render() + self.job_retry_counts.render()).encode()
+        )
 
     # ------------------------------------------------------------------ sessions --
     def observe_session(self, res: Any, proportion_attrs: dict[str, Any] | None = None) -> None:
@@ -209,7 +339,10 @@ class SchedulerMetrics:
         unsched_jobs = {
             uid
             for uid, st in res.podgroup_status.items()
-            if any(c.type == "Unschedulable" and c.status == "True" and c.transition_id == res.uid for c in st.conditions)
+            if any(
+                c.type == "Unschedulable" and c.status == "True" and c.transition_id == res.uid
+                for c in st.conditions
+            )
         }
         for uid in unsched_jobs:
             name = name_of(uid)
@@ -246,7 +379,9 @@ class SchedulerMetrics:
             self.preemption_attempts.inc()
             self.preemption_victims.set(n_preempt)
 
-    def observe_job_placed(self, name: str, queue: str, namespace: str, creation: float, start: float, done: bool) -> None:
+    def observe_job_placed(
+        self, name: str, queue: str, namespace: str, creation: float, start: float, done: bool
+    ) -> None:
         now = time.time()
         uid = f"{namespace}/{name}"
         self._job_labels[uid] = (name, queue, namespace)
@@ -278,7 +413,11 @@ class SchedulerMetrics:
             known |= set(current)
         self.queue_share.labels(name).set(_finite(attr.share))
         self.queue_weight.labels(name).set(attr.weight)
-        overused = attr.deserved is not None and attr.deserved.less_equal(attr.allocated) and not attr.allocated.is_empty()
+        overused = (
+            attr.deserved is not None
+            and attr.deserved.less_equal(attr.allocated)
+            and not attr.allocated.is_empty()
+        )
         self.queue_overused.labels(name).set(1 if overused else 0)
 
     # ------------------------------------------------------------------ devices --
@@ -299,8 +438,10 @@ class SchedulerMetrics:
         for led in vgpu:
             for m in vgpu_card_metrics(led):
                 cards[(str(m["uuid"]), str(m["node"]))] = (
-                    float(m["shared_pods"]), float(m["memory_allocated"]),  # type: ignore[arg-type]
-                    float(m["cores_allocated"]), float(m["memory_limit"]),  # type: ignore[arg-type]
+                    float(m["shared_pods"]),
+                    float(m["memory_allocated"]),  # type: ignore[arg-type]
+                    float(m["cores_allocated"]),
+                    float(m["memory_limit"]),  # type: ignore[arg-type]
                 )
         gauges = (self.vgpu_shared, self.vgpu_memory, self.vgpu_cores, self.vgpu_limit)
         for key, values in cards.items():
@@ -315,8 +456,10 @@ class SchedulerMetrics:
         for led in share:
             m = gpushare_node_metrics(led)
             nodes[str(m["node"])] = (
-                float(m["memory_used"]), float(m["memory_total"]),  # type: ignore[arg-type]
-                float(m["cards_busy"]), float(m["cards_total"]),  # type: ignore[arg-type]
+                float(m["memory_used"]),
+                float(m["memory_total"]),  # type: ignore[arg-type]
+                float(m["cards_busy"]),
+                float(m["cards_total"]),  # type: ignore[arg-type]
             )
         sgauges = (self.share_memory_used, self.share_memory_total, self.share_cards_busy, self.share_cards)
         for name, values in nodes.items():

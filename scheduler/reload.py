@@ -138,14 +138,22 @@ class ConfigReloader:
         self.configmap_exists = True
         data = obj.get("data")
         if not isinstance(data, dict):
-            return self._failed("configmap", f"ConfigMap {self.namespace}/{self.configmap}: data must be an object")
+            return self._failed(
+                "configmap", f"ConfigMap {self.namespace}/{self.configmap}: data must be an object"
+            )
         text = data.get(self.key)
         if text is None:
             if not self._cm_digest:
-                log.info("scheduler ConfigMap has no configuration key", configmap=f"{self.namespace}/{self.configmap}", key=self.key)
+                log.info(
+                    "scheduler ConfigMap has no configuration key",
+                    configmap=f"{self.namespace}/{self.configmap}",
+                    key=self.key,
+                )
             return False
         if not isinstance(text, str):
-            return self._failed("configmap", f"ConfigMap {self.namespace}/{self.configmap}: key {self.key!r} must be a string")
+            return self._failed(
+                "configmap", f"ConfigMap {self.namespace}/{self.configmap}: key {self.key!r} must be a string"
+            )
         d = digest(text)
         if d == self._cm_digest:
             return False
@@ -192,7 +200,11 @@ class ConfigReloader:
         self.failures += 1
         self.last_error = error
         if emit:
-            log.error("scheduler configuration refused, keeping the last good one", error=error, kept=self.current_source)
+            log.error(
+                "scheduler configuration refused, keeping the last good one",
+                error=error,
+                kept=self.current_source,
+            )
         if self.on_failure:
             self.on_failure(kind, error)
         if self.warn_event and self.configmap_exists:

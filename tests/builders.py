@@ -9,22 +9,47 @@ from scheduler.framework.session import SessionOptions
 from scheduler.sim.simulate import SimulationResult, simulate
 
 
-def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: str = "110", labels: dict | None = None,
-         taints: list | None = None, extra: dict | None = None, annotations: dict | None = None) -> dict[str, Any]:
+def node(
+    name: str,
+    cpu: str = "4",
+    memory: str = "8Gi",
+    pods: str = "110",
+    labels: dict | None = None,
+    taints: list | None = None,
+    extra: dict | None = None,
+    annotations: dict | None = None,
+) -> dict[str, Any]:
     alloc = {"cpu": cpu, "memory": memory, "pods": pods, **(extra or {})}
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}},
         "spec": {"taints": taints or []},
-        "status": {"capacity": dict(alloc), "allocatable": alloc, "conditions": [{"type": "Ready", "status": "True"}]},
+        "status": {
+            "capacity": dict(alloc),
+            "allocatable": alloc,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
     }
 
 
-def pod(name: str, cpu: str = "1", memory: str = "1Gi", ns: str = "c1", group: str | None = None,
-        node_name: str = "", phase: str = "Pending", role: str = "", priority: int | None = None,
-        priority_class: str = "", annotations: dict | None = None, labels: dict | None = None,
-        selector: dict | None = None, limits: dict | None = None, spec: dict | None = None) -> dict[str, Any]:
+def pod(
+    name: str,
+    cpu: str = "1",
+    memory: str = "1Gi",
+    ns: str = "c1",
+    group: str | None = None,
+    node_name: str = "",
+    phase: str = "Pending",
+    role: str = "",
+    priority: int | None = None,
+    priority_class: str = "",
+    annotations: dict | None = None,
+    labels: dict | None = None,
+    selector: dict | None = None,
+    limits: dict | None = None,
+    spec: dict | None = None,
+) -> dict[str, Any]:
     ann = dict(annotations or {})
     if group:
         ann["scheduling.k8s.io/group-name"] = group
@@ -56,8 +81,16 @@ def pod(name: str, cpu: str = "1", memory: str = "1Gi", ns: str = "c1", group: s
     }
 
 
-def podgroup(name: str, min_member: int = 1, ns: str = "c1", queue: str = "default", phase: str = "Inqueue",
-             priority_class: str = "", min_task_member: dict | None = None, min_resources: dict | None = None) -> dict[str, Any]:
+def podgroup(
+    name: str,
+    min_member: int = 1,
+    ns: str = "c1",
+    queue: str = "default",
+    phase: str = "Inqueue",
+    priority_class: str = "",
+    min_task_member: dict | None = None,
+    min_resources: dict | None = None,
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"minMember": min_member, "queue": queue}
     if priority_class:
         spec["priorityClassName"] = priority_class
@@ -74,8 +107,14 @@ def podgroup(name: str, min_member: int = 1, ns: str = "c1", queue: str = "defau
     }
 
 
-def queue(name: str, weight: int = 1, capability: dict | None = None, reclaimable: bool | None = None,
-          guarantee: dict | None = None, state: str = "Open") -> dict[str, Any]:
+def queue(
+    name: str,
+    weight: int = 1,
+    capability: dict | None = None,
+    reclaimable: bool | None = None,
+    guarantee: dict | None = None,
+    state: str = "Open",
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"weight": weight}
     if capability:
         spec["capability"] = capability
@@ -83,12 +122,22 @@ def queue(name: str, weight: int = 1, capability: dict | None = None, reclaimabl
         spec["reclaimable"] = reclaimable
     if guarantee:
         spec["guarantee"] = {"resource": guarantee}
-    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
-            "spec": spec, "status": {"state": state}}
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": spec,
+        "status": {"state": state},
+    }
 
 
 def priority_class(name: str, value: int) -> dict[str, Any]:
-    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
 
 
 def tiers(actions: str, *tier_plugins: list[str], args: dict[str, dict] | None = None) -> str:

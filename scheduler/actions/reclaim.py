@@ -31,7 +31,9 @@ def reclaim(ssn: Session) -> None:
             queues.push(q)
         if ssn.job_starving(job):
             pending = [
-                t for t in job.task_status_index.get(TaskStatus.PENDING, {}).values() if not t.scheduling_gated
+                t
+                for t in job.task_status_index.get(TaskStatus.PENDING, {}).values()
+                if not t.scheduling_gated
             ]
             if pending:
                 preemptors.setdefault(q.name, PriorityQueue(ssn.job_compare)).push(job)

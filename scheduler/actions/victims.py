@@ -101,7 +101,9 @@ def evict_until_fit(
     return True
 
 
-def _spare_device_victims(ssn: Session, trial: Statement, queue: QueueInfo, task: TaskInfo, node: NodeInfo) -> None:
+def _spare_device_victims(
+    ssn: Session, trial: Statement, queue: QueueInfo, task: TaskInfo, node: NodeInfo
+) -> None:
     """Give back the victims holding extended resources (devices) that the preemptor fits without.
 
     Evicting in victim order can take a sharer off a GPU that never frees up (another pod stays

@@ -128,10 +128,14 @@ def _task_condition(job: JobInfo, task: TaskInfo, job_err: str, nominated: dict[
             f"Pod {key} can possibly be assigned to {task.node_name}, once resource is released and minAvailable is satisfied",
             nominated.get(task.uid, ""),
         )
-    if task.status == TaskStatus.ALLOCATED or (task.last_tx is not None and task.last_tx[0] in ALLOCATED_STATUSES):
+    if task.status == TaskStatus.ALLOCATED or (
+        task.last_tx is not None and task.last_tx[0] in ALLOCATED_STATUSES
+    ):
         node = task.node_name or (task.last_tx[1] if task.last_tx else "")
         return PodCondition(
-            task, "Schedulable", f"Pod {key} can possibly be assigned to {node}, once minAvailable is satisfied"
+            task,
+            "Schedulable",
+            f"Pod {key} can possibly be assigned to {node}, once minAvailable is satisfied",
         )
     if task.last_tx is not None and task.last_tx[0] == TaskStatus.PIPELINED:
         return PodCondition(
@@ -183,7 +187,12 @@ def close_session(ssn: Session) -> SessionResult:
             if unplaced:
                 n_pending = job.count(TaskStatus.PENDING)
                 res.job_events.append(
-                    (job.uid, "Warning", "Unschedulable", f"{n_pending}/{len(job.tasks)} tasks in gang unschedulable: {job_err}")
+                    (
+                        job.uid,
+                        "Warning",
+                        "Unschedulable",
+                        f"{n_pending}/{len(job.tasks)} tasks in gang unschedulable: {job_err}",
+                    )
                 )
         elif changed:
             res.job_events.append((job.uid, "Normal", "Scheduled", "pod group is ready"))

@@ -15,7 +15,11 @@ def job_fit_error(job: JobInfo) -> str:
     if pending:
         reasons: dict[str, int] = {}
         for t in pending.values():
-            r = "Schedulable" if t.last_tx is not None and t.last_tx[0] in ALLOCATED_STATUSES else "Unschedulable"
+            r = (
+                "Schedulable"
+                if t.last_tx is not None and t.last_tx[0] in ALLOCATED_STATUSES
+                else "Unschedulable"
+            )
             reasons[r] = reasons.get(r, 0) + 1
         msg += "; Pending: " + ", ".join(sorted(f"{n} {r}" for r, n in reasons.items()))
     if job.fit_error:

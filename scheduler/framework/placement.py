@@ -38,7 +38,9 @@ def resource_fit_reasons(task: TaskInfo, node: NodeInfo) -> list[str] | None:
     if task.init_resreq.fits_future(node.idle, node.releasing, node.pipelined):
         return None
     fi = node.future_idle()
-    return [f"Insufficient {name}" for name in task.init_resreq.insufficient(fi)] or ["Insufficient resources"]
+    return [f"Insufficient {name}" for name in task.init_resreq.insufficient(fi)] or [
+        "Insufficient resources"
+    ]
 
 
 def allocate_predicate(ssn: Session) -> NodePredicate:
@@ -193,7 +195,18 @@ class _NodeValues:
 
 
 class _Entry:
-    __slots__ = ("complete", "errors", "feasible", "fit_flags", "index", "order", "score_list", "seq", "touched", "values")
+    __slots__ = (
+        "complete",
+        "errors",
+        "feasible",
+        "fit_flags",
+        "index",
+        "order",
+        "score_list",
+        "seq",
+        "touched",
+        "values",
+    )
 
     def __init__(self, values: _NodeValues) -> None:
         self.seq = 0
@@ -399,7 +412,12 @@ class PlacementCache:
             return prioritize(self.ssn, task, candidates, self)
         finals, fits = vals.scores, vals.fits_idle
         order = entry.order
-        if order is None or len(order) != len(candidates) or order[0] is not candidates[0] or order[-1] is not candidates[-1]:
+        if (
+            order is None
+            or len(order) != len(candidates)
+            or order[0] is not candidates[0]
+            or order[-1] is not candidates[-1]
+        ):
             order = entry.order = list(candidates)
             entry.index = {n.name: i for i, n in enumerate(order)}
             self.idle_fit(task, order)  # fills the shape's Idle fits for every candidate

@@ -143,7 +143,9 @@ class Session:
         self.total_resource = Resource()
         for n in self.node_list:
             self.total_resource.add(n.allocatable)
-        self.pod_group_old_status: dict[str, PodGroupStatus] = {uid: j.base_status for uid, j in self.jobs.items()}
+        self.pod_group_old_status: dict[str, PodGroupStatus] = {
+            uid: j.base_status for uid, j in self.jobs.items()
+        }
         self.has_required_anti_affinity = snapshot.has_required_anti_affinity
         self._dirty_jobs = snapshot.dirty_jobs
         # Tasks are shared with the cluster until the session changes them: uid -> private copy.
@@ -176,7 +178,9 @@ class Session:
     def add_queue_order_fn(self, plugin: str, fn: Callable[[QueueInfo, QueueInfo], int]) -> None:
         self._add("queue_order", plugin, fn)
 
-    def add_victim_queue_order_fn(self, plugin: str, fn: Callable[[QueueInfo, QueueInfo, QueueInfo], int]) -> None:
+    def add_victim_queue_order_fn(
+        self, plugin: str, fn: Callable[[QueueInfo, QueueInfo, QueueInfo], int]
+    ) -> None:
         self._add("victim_queue_order", plugin, fn)
 
     def add_task_order_fn(self, plugin: str, fn: Callable[[TaskInfo, TaskInfo], int]) -> None:
@@ -205,7 +209,9 @@ class Session:
         else:
             self._batch_splits.pop(plugin, None)
 
-    def add_best_node_fn(self, plugin: str, fn: Callable[[TaskInfo, dict[float, list[NodeInfo]]], NodeInfo | None]) -> None:
+    def add_best_node_fn(
+        self, plugin: str, fn: Callable[[TaskInfo, dict[float, list[NodeInfo]]], NodeInfo | None]
+    ) -> None:
         self._add("best_node", plugin, fn)
 
     def add_job_ready_fn(self, plugin: str, fn: Callable[[JobInfo], bool]) -> None:

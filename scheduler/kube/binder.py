@@ -67,7 +67,9 @@ class Binder:
             if self.cache.assume(d.task.key, d.task.uid, d.node, d.annotations):
                 claimed.append(d)
                 if d.task.pod.creation:
-                    self.metrics.task_latency.labels("Assumed").observe(max(time.time() - d.task.pod.creation, 0) * 1000)
+                    self.metrics.task_latency.labels("Assumed").observe(
+                        max(time.time() - d.task.pod.creation, 0) * 1000
+                    )
             else:
                 log.debug("bind skipped: pod already claimed or bound", pod=d.task.key)
         locks = list(node_locks)
@@ -102,7 +104,10 @@ class Binder:
         # for every pod it binds, with or without device pre-binding work
         prebind_ms = (time.perf_counter() - t0) * 1000
         now = time.time()
-        prebind, prebound = self.metrics.stage_duration.labels("PreBind"), self.metrics.task_latency.labels("PreBound")
+        prebind, prebound = (
+            self.metrics.stage_duration.labels("PreBind"),
+            self.metrics.task_latency.labels("PreBound"),
+        )
         for d in binds:
             prebind.observe(prebind_ms)
             if d.task.pod.creation:
@@ -112,13 +117,17 @@ class Binder:
         for r in results:
             k = r if isinstance(r, str) else "error"
             outcome[k] = outcome.get(k, 0) + 1
-        log.info("bind batch done", pods=len(binds), ms=round((time.perf_counter() - t0) * 1000, 1), **outcome)
+        log.info(
+            "bind batch done", pods=len(binds), ms=round((time.perf_counter() - t0) * 1000, 1), **outcome
+        )
 
     async def _lock_node(self, node: str, key: str, value: str) -> None:
         assert self.client is not None
         path = resource_path("/api/v1", "nodes", "", node)
         try:
-            await self.client.request("PATCH", path, body={"metadata": {"annotations": {key: value}}}, content_type=MERGE_PATCH)
+            await self.client.request(
+                "PATCH", path, body={"metadata": {"annotations": {key: value}}}, content_type=MERGE_PATCH
+            )
         except ApiError as exc:
             log.warning("node lock failed", node=node, lock=key, error=str(exc))
 
@@ -140,7 +149,12 @@ class Binder:
             md["uid"] = task.uid  # the API refuses the Binding if the pod was replaced meanwhile
         if d.annotations:
             md["annotations"] = dict(d.annotations)
-        body = {"apiVersion": "v1", "kind": "Binding", "metadata": md, "target": {"apiVersion": "v1", "kind": "Node", "name": d.node}}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": md,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": d.node},
+        }
         last: ApiError | None = None
         for attempt in range(self.attempts):
             t0 = time.perf_counter()
@@ -172,7 +186,9 @@ class Binder:
         self.metrics.pods_bound.inc()
         if task.pod.creation:
             self.metrics.task_latency.labels("Bound").observe(max(time.time() - task.pod.creation, 0) * 1000)
-        self.recorder.record(pod_ref(task), "Normal", "Scheduled", f"Successfully assigned {task.key} to {d.node}")
+        self.recorder.record(
+            pod_ref(task), "Normal", "Scheduled", f"Successfully assigned {task.key} to {d.node}"
+        )
 
     async def _conflict(self, d: BindDecision, exc: ApiError) -> str:
         """Someone (maybe our own earlier, unanswered attempt) bound it, or it is gone: ask the API."""
@@ -180,7 +196,9 @@ class Binder:
         task = d.task
         pod: dict[str, Any] | None
         try:
-            pod = await self.client.request("GET", resource_path("/api/v1", "pods", task.namespace, task.name))
+            pod = await self.client.request(
+                "GET", resource_path("/api/v1", "pods", task.namespace, task.name)
+            )
         except ApiError as gexc:
             pod = None if gexc.status == 404 else {}
         if pod == {}:
@@ -265,7 +283,9 @@ class Evictor:
                 pod = await self.client.request("GET", path)
                 if ((pod.get("metadata") or {}).get("uid")) not in (task.uid, None) and "/" not in task.uid:
                     return  # a different pod now carries the name
-                conds = [c for c in ((pod.get("status") or {}).get("conditions") or []) if isinstance(c, dict)]
+                conds = [
+                    c for c in ((pod.get("status") or {}).get("conditions") or []) if isinstance(c, dict)
+                ]
                 ready = {"type": "Ready", "status": "False", "reason": "Evict", "message": message}
                 old = next((c for c in conds if c.get("type") == "Ready"), None)
                 if old is not None and all(old.get(k) == v for k, v in ready.items()):

@@ -42,7 +42,9 @@ class _Handler:
 
     __slots__ = ("delete", "upsert")
 
-    def __init__(self, upsert: Callable[[dict[str, Any]], None], delete: Callable[[str, dict[str, Any] | None], None]):
+    def __init__(
+        self, upsert: Callable[[dict[str, Any]], None], delete: Callable[[str, dict[str, Any] | None], None]
+    ):
         self.upsert = upsert
         self.delete = delete
 

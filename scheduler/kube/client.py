@@ -108,7 +108,9 @@ async def load_configuration(kubeconfig: str = "", master: str = "") -> k8s.Conf
         "/var/run/secrets/kubernetes.io/serviceaccount/token"
     )
     if kubeconfig:
-        await k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=cfg, persist_config=False)
+        await k8s_config.load_kube_config(
+            config_file=kubeconfig, client_configuration=cfg, persist_config=False
+        )
     elif master and not in_cluster:
         cfg.host = master
     elif in_cluster:
@@ -169,7 +171,10 @@ def _resolve_env_once(api: k8s.ApiClient) -> None:
             proxy, proxy_auth = get_env_proxy_for_url(URL(str(api.configuration.host)))
             rest.proxy = str(proxy)
             if proxy_auth is not None:
-                rest.proxy_headers = {**(rest.proxy_headers or {}), "Proxy-Authorization": proxy_auth.encode()}
+                rest.proxy_headers = {
+                    **(rest.proxy_headers or {}),
+                    "Proxy-Authorization": proxy_auth.encode(),
+                }
     session._trust_env = False
 
 
@@ -237,7 +242,9 @@ class KubeClient:
         timeout: float | None = None,
     ) -> Any:
         """One call; the decoded JSON answer, or ApiError carrying the server's Status."""
-        resp = await self._send(method, path, query, body, content_type, timeout or self.options.request_timeout)
+        resp = await self._send(
+            method, path, query, body, content_type, timeout or self.options.request_timeout
+        )
         try:
             data = await resp.read()
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
@@ -265,7 +272,9 @@ class KubeClient:
                 try:
                     line = await resp.content.readline()
                 except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
-                    raise ApiError(0, "ConnectionError", f"watch {path}: {type(exc).__name__}: {exc}") from None
+                    raise ApiError(
+                        0, "ConnectionError", f"watch {path}: {type(exc).__name__}: {exc}"
+                    ) from None
                 if not line:
                     return
                 line = line.strip()

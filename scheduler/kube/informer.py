@@ -113,14 +113,18 @@ class Informer:
         try:
             self.handler.upsert(obj)
         except Exception as exc:  # a handler bug must not stop the stream for every other object
-            log.error("handler failed", kind=self.resource.kind, object=key, error=f"{type(exc).__name__}: {exc}")
+            log.error(
+                "handler failed", kind=self.resource.kind, object=key, error=f"{type(exc).__name__}: {exc}"
+            )
 
     def _deliver_delete(self, key: str, obj: dict[str, Any] | None) -> None:
         self.known.pop(key, None)
         try:
             self.handler.delete(key, obj)
         except Exception as exc:
-            log.error("handler failed", kind=self.resource.kind, object=key, error=f"{type(exc).__name__}: {exc}")
+            log.error(
+                "handler failed", kind=self.resource.kind, object=key, error=f"{type(exc).__name__}: {exc}"
+            )
 
     async def _page(self, cont: str) -> dict[str, Any]:
         q = {**self._query(), "limit": self.page_size}
@@ -199,7 +203,9 @@ class Informer:
                 code = obj.get("code")
                 if code in (410, "410") or obj.get("reason") in ("Expired", "Gone"):
                     return False
-                raise ApiError(int(code or 0), str(obj.get("reason") or "Error"), str(obj.get("message") or ""))
+                raise ApiError(
+                    int(code or 0), str(obj.get("reason") or "Error"), str(obj.get("message") or "")
+                )
             rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
             if rv:
                 self.resource_version = rv

@@ -115,7 +115,9 @@ class LeaderElector:
                 },
             }
             try:
-                created = await self.client.request("POST", self._collection, body=body, timeout=self.config.renew_deadline)
+                created = await self.client.request(
+                    "POST", self._collection, body=body, timeout=self.config.renew_deadline
+                )
             except ApiError as cexc:
                 if cexc.status == 409:  # another replica created it first
                     return False
@@ -138,7 +140,9 @@ class LeaderElector:
         spec.update(holderIdentity=self.identity, leaseDurationSeconds=duration)
         body = {**lease, "spec": spec}
         try:
-            updated = await self.client.request("PUT", self._path, body=body, timeout=self.config.renew_deadline)
+            updated = await self.client.request(
+                "PUT", self._path, body=body, timeout=self.config.renew_deadline
+            )
         except ApiError as exc:
             if exc.status == 409:  # someone else updated it since our GET
                 return False
@@ -157,7 +161,9 @@ class LeaderElector:
         try:
             return await self.try_acquire_or_renew()
         except (ApiError, TimeoutError) as exc:
-            log.warning("lease update failed", lease=f"{self.config.namespace}/{self.config.name}", error=str(exc))
+            log.warning(
+                "lease update failed", lease=f"{self.config.namespace}/{self.config.name}", error=str(exc)
+            )
             return False
 
     async def run(self) -> None:
@@ -172,7 +178,11 @@ class LeaderElector:
             if await self._attempt():
                 self.last_renew = self._clock()
                 self.leading.set()
-                log.info("became leader", lease=f"{self.config.namespace}/{self.config.name}", identity=self.identity)
+                log.info(
+                    "became leader",
+                    lease=f"{self.config.namespace}/{self.config.name}",
+                    identity=self.identity,
+                )
                 if self.on_started:
                     self.on_started()
                 return
@@ -187,10 +197,14 @@ class LeaderElector:
             if await self._attempt():
                 self.last_renew = self._clock()
                 continue
-            if (self.holder and self.holder != self.identity) or self._clock() - self.last_renew >= self.config.renew_deadline:
+            if (
+                self.holder and self.holder != self.identity
+            ) or self._clock() - self.last_renew >= self.config.renew_deadline:
                 break
         self.leading.clear()
-        log.warning("lost leadership, campaigning again", identity=self.identity, leader=self.holder or "<none>")
+        log.warning(
+            "lost leadership, campaigning again", identity=self.identity, leader=self.holder or "<none>"
+        )
         if self.on_stopped:
             self.on_stopped()
 

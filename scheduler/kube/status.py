@@ -161,7 +161,9 @@ def _event_suffix() -> str:
 class EventCorrelator:
     """Decides whether an event is new, a count bump to send now, or a bump to hold back."""
 
-    def __init__(self, window: float = EVENT_WINDOW_S, flush: float = EVENT_FLUSH_S, max_keys: int = 4096) -> None:
+    def __init__(
+        self, window: float = EVENT_WINDOW_S, flush: float = EVENT_FLUSH_S, max_keys: int = 4096
+    ) -> None:
         self.window = window
         self.flush = flush
         self.max_keys = max_keys
@@ -284,7 +286,13 @@ def podgroup_status_body(st: PodGroupStatus) -> dict[str, Any]:
 
 def _comparable(st: PodGroupStatus) -> str:
     return json.dumps(
-        [st.phase, st.running, st.succeeded, st.failed, [(c.type, c.status, c.reason, c.message) for c in st.conditions]]
+        [
+            st.phase,
+            st.running,
+            st.succeeded,
+            st.failed,
+            [(c.type, c.status, c.reason, c.message) for c in st.conditions],
+        ]
     )
 
 
@@ -300,7 +308,9 @@ QUEUE_PHASES = (
 class StatusWriter:
     """Turns a SessionResult into status writes and events; skips what is already true."""
 
-    def __init__(self, client: KubeClient | None, cache: SchedulerCache, recorder: EventRecorder, dry_run: bool = False) -> None:
+    def __init__(
+        self, client: KubeClient | None, cache: SchedulerCache, recorder: EventRecorder, dry_run: bool = False
+    ) -> None:
         self.client = client
         self.cache = cache
         self.recorder = recorder
@@ -397,7 +407,9 @@ class StatusWriter:
         return True
 
     # ----------------------------------------------------------------- pods --
-    def pod_condition(self, task: TaskInfo, reason: str, message: str, nominated: str = "", force: bool = False) -> bool:
+    def pod_condition(
+        self, task: TaskInfo, reason: str, message: str, nominated: str = "", force: bool = False
+    ) -> bool:
         """PodScheduled=False with reason/message (+ nominatedNodeName), and a FailedScheduling event."""
         if self.dry_run or self.client is None:
             return False
@@ -410,7 +422,12 @@ class StatusWriter:
         if not force and pod.scheduled_condition == desired and same_nominated:
             return False
         prev = self._pod_written.get(task.key)
-        if not force and prev is not None and prev[0] == desired and pod.resource_version in (prev[1], prev[2]):
+        if (
+            not force
+            and prev is not None
+            and prev[0] == desired
+            and pod.resource_version in (prev[1], prev[2])
+        ):
             return False
         self._pod_written[task.key] = (desired, pod.resource_version, "")
         status: dict[str, Any] = {
@@ -469,7 +486,9 @@ class StatusWriter:
         if signature is not None and signature == self._queue_signature and not self._queue_retry:
             return 0
         self._queue_signature, self._queue_retry = signature, False
-        counts: dict[str, dict[str, int]] = {q: {k: 0 for k, _ in QUEUE_PHASES} for q in self.cache.state.queues}
+        counts: dict[str, dict[str, int]] = {
+            q: {k: 0 for k, _ in QUEUE_PHASES} for q in self.cache.state.queues
+        }
         state = self.cache.state
         for uid, job in state.jobs.items():
             if uid in state.implicit_jobs or job.queue not in counts:

@@ -209,9 +209,17 @@ def _shape(raw_containers: list[Any], raw_inits: list[Any], spec: dict[str, Any]
         for p in c.get("ports") or []:
             if isinstance(p, dict) and p.get("hostPort"):
                 try:
-                    host_ports.append((str(p.get("protocol") or "TCP"), str(p.get("hostIP") or "0.0.0.0"), int(p["hostPort"])))
+                    host_ports.append(
+                        (
+                            str(p.get("protocol") or "TCP"),
+                            str(p.get("hostIP") or "0.0.0.0"),
+                            int(p["hostPort"]),
+                        )
+                    )
                 except (TypeError, ValueError):
-                    raise ConvertError(f"{where}: hostPort must be an integer, got {p.get('hostPort')!r}") from None
+                    raise ConvertError(
+                        f"{where}: hostPort must be an integer, got {p.get('hostPort')!r}"
+                    ) from None
     return _Shape(containers, inits, resreq, init_resreq, host_ports)
 
 
@@ -332,7 +340,9 @@ def pod_to_task(
         containers=shape.containers,
         init_containers=shape.init_containers,
         preemption_policy=str(spec.get("preemptionPolicy") or ""),
-        scheduling_gates=[str(g.get("name")) for g in _list(spec, "schedulingGates", where) if isinstance(g, dict)],
+        scheduling_gates=[
+            str(g.get("name")) for g in _list(spec, "schedulingGates", where) if isinstance(g, dict)
+        ],
         nominated_node=str(status.get("nominatedNodeName") or ""),
         owner_uid=owner_uid,
         scheduled_condition=cond,

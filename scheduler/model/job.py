@@ -210,7 +210,11 @@ class JobInfo:
 
     def ready_task_num(self) -> int:
         return self.count(
-            TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.SUCCEEDED
+            TaskStatus.BOUND,
+            TaskStatus.BINDING,
+            TaskStatus.RUNNING,
+            TaskStatus.ALLOCATED,
+            TaskStatus.SUCCEEDED,
         )
 
     def waiting_task_num(self) -> int:
@@ -237,7 +241,10 @@ class JobInfo:
         return self.ready_task_num() + self.pending_best_effort_num() >= self.min_available
 
     def is_pipelined(self) -> bool:
-        return self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_num() >= self.min_available
+        return (
+            self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_num()
+            >= self.min_available
+        )
 
     def is_starving(self) -> bool:
         return self.waiting_task_num() + self.ready_task_num() < self.min_available
@@ -258,7 +265,9 @@ class JobInfo:
         return all(counts.get(role, 0) >= need for role, need in self.task_min_available.items() if need > 0)
 
     def check_task_valid(self) -> bool:
-        return self._check_roles(ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING})
+        return self._check_roles(
+            ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
+        )
 
     def check_task_ready(self) -> bool:
         return self._check_roles(ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED})

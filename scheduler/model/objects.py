@@ -31,10 +31,14 @@ class TaskStatus(IntEnum):
         return self.name.capitalize()
 
 
-ALLOCATED_STATUSES = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
+ALLOCATED_STATUSES = frozenset(
+    {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING}
+)
 PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 COMPLETED_STATUSES = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
-SCHEDULED_STATUSES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+SCHEDULED_STATUSES = frozenset(
+    {TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.SUCCEEDED, TaskStatus.FAILED}
+)
 # Statuses that occupy node resources (everything that is on a node except completed pods).
 ON_NODE_STATUSES = frozenset(
     {
@@ -215,7 +219,10 @@ class PodGroupStatus:
     def clone(self) -> PodGroupStatus:
         return PodGroupStatus(
             self.phase,
-            [Condition(c.type, c.status, c.reason, c.message, c.transition_id, c.last_transition_time) for c in self.conditions],
+            [
+                Condition(c.type, c.status, c.reason, c.message, c.transition_id, c.last_transition_time)
+                for c in self.conditions
+            ],
             self.running,
             self.succeeded,
             self.failed,

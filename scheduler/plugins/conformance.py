@@ -12,7 +12,9 @@ SYSTEM_NAMESPACE = "kube-system"
 
 def evictable(tasks: list[TaskInfo]) -> list[TaskInfo]:
     return [
-        t for t in tasks if t.pod.priority_class_name not in CRITICAL_CLASSES and t.namespace != SYSTEM_NAMESPACE
+        t
+        for t in tasks
+        if t.pod.priority_class_name not in CRITICAL_CLASSES and t.namespace != SYSTEM_NAMESPACE
     ]
 
 

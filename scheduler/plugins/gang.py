@@ -35,7 +35,9 @@ class GangPlugin(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         def job_valid(job: JobInfo) -> ValidateResult | None:
             if not job.check_task_valid():
-                return ValidateResult(False, NOT_ENOUGH_PODS_OF_TASK, "Not enough valid pods of each task for gang-scheduling")
+                return ValidateResult(
+                    False, NOT_ENOUGH_PODS_OF_TASK, "Not enough valid pods of each task for gang-scheduling"
+                )
             valid = job.valid_task_num()
             if valid < job.min_available:
                 return ValidateResult(
@@ -103,7 +105,13 @@ class GangPlugin(Plugin):
             else:
                 set_condition(
                     job,
-                    Condition("Scheduled", "True", "tasks in gang are ready to be scheduled", "", transition_id=ssn.uid),
+                    Condition(
+                        "Scheduled",
+                        "True",
+                        "tasks in gang are ready to be scheduled",
+                        "",
+                        transition_id=ssn.uid,
+                    ),
                 )
 
 

@@ -129,7 +129,10 @@ class NodeOrderPlugin(Plugin):
                 self._add(total, default_normalize(raw), w[NODE_AFFINITY])
         if w[TAINT_TOLERATION] and not self.taint_constant:
             tolerations = prefer_no_schedule_tolerations(pod.tolerations)
-            raw = {n.name: count_intolerable_prefer_no_schedule(n.taints, tolerations) if n.taints else 0 for n in nodes}
+            raw = {
+                n.name: count_intolerable_prefer_no_schedule(n.taints, tolerations) if n.taints else 0
+                for n in nodes
+            }
             self._add(total, default_normalize(raw, reverse=True), w[TAINT_TOLERATION])
         if w[POD_AFFINITY]:
             self._add(total, self._pod_affinity(sp, task, nodes), w[POD_AFFINITY])

@@ -76,7 +76,16 @@ NO_OP_SWITCHES = {
 class _TaskState:
     """What the filters need of one task, computed once."""
 
-    __slots__ = ("affinity", "interpod", "node_name", "ports", "spread", "taints", "tolerates_unschedulable", "uid")
+    __slots__ = (
+        "affinity",
+        "interpod",
+        "node_name",
+        "ports",
+        "spread",
+        "taints",
+        "tolerates_unschedulable",
+        "uid",
+    )
 
     def __init__(self, plugin: PredicatesPlugin, sp: SessionPods, task: TaskInfo) -> None:
         pod: PodInfo = task.pod
@@ -160,7 +169,11 @@ class PredicatesPlugin(Plugin):
                 return NODE_NAME
             if st.affinity is not None and not st.affinity.matches(node.name, node.labels):
                 return NODE_AFFINITY
-            if st.ports and resolvable is None and not ports_fit(st.ports, node.used_ports, sp.evicted_ports.get(node.name)):
+            if (
+                st.ports
+                and resolvable is None
+                and not ports_fit(st.ports, node.used_ports, sp.evicted_ports.get(node.name))
+            ):
                 resolvable = NODE_PORTS
             if st.taints and node.taints:
                 taint = find_untolerated_taint(node.taints, task.pod.tolerations)

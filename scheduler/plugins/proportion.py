@@ -237,6 +237,4 @@ class ProportionPlugin(Plugin):
         ssn.add_reclaimable_fn(self.name, reclaimable)
         ssn.add_job_enqueueable_fn(self.name, job_enqueueable)
         ssn.add_job_enqueued_fn(self.name, job_enqueued)
-        ssn.add_event_handler(
-            EventHandler(lambda ev: update(ev.task, 1), lambda ev: update(ev.task, -1))
-        )
+        ssn.add_event_handler(EventHandler(lambda ev: update(ev.task, 1), lambda ev: update(ev.task, -1)))

@@ -44,12 +44,23 @@ def gen_nodes(state: ClusterState, n: int, cpu: int = 32, mem_gi: int = 128) -> 
 def gen_queues(state: ClusterState, queues: int) -> list[str]:
     names = [f"q{i}" for i in range(queues)]
     for i, name in enumerate(names):
-        state.apply_queue({"kind": "Queue", "metadata": {"name": name}, "spec": {"weight": 1 + i % 3}, "status": {"state": "Open"}})
-    state.apply_queue({"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}})
+        state.apply_queue(
+            {
+                "kind": "Queue",
+                "metadata": {"name": name},
+                "spec": {"weight": 1 + i % 3},
+                "status": {"state": "Open"},
+            }
+        )
+    state.apply_queue(
+        {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}}
+    )
     return names
 
 
-def _pod(name: str, ns: str, group: str, cpu: str, mem: str, node: str = "", phase: str = "Pending", idx: int = 0) -> dict[str, Any]:
+def _pod(
+    name: str, ns: str, group: str, cpu: str, mem: str, node: str = "", phase: str = "Pending", idx: int = 0
+) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "schedulerName": "volcano",
         "containers": [{"name": "main", "resources": {"requests": {"cpu": cpu, "memory": mem}}}],
@@ -105,7 +116,18 @@ def gen_running(state: ClusterState, pods: int, nodes: int, queues: list[str]) -
         )
         for k in range(per_job):
             i = j * per_job + k
-            state.apply_pod(_pod(f"{name}-{k}", ns, name, "100m", "256Mi", node=f"node-{i % nodes:05d}", phase="Running", idx=i))
+            state.apply_pod(
+                _pod(
+                    f"{name}-{k}",
+                    ns,
+                    name,
+                    "100m",
+                    "256Mi",
+                    node=f"node-{i % nodes:05d}",
+                    phase="Running",
+                    idx=i,
+                )
+            )
 
 
 def _progress(enabled: bool, text: str, end: str = "\n") -> None:
@@ -154,7 +176,13 @@ def pct(values: list[float], p: float) -> float:
 
 
 def bench_backlog(
-    nodes: int, pods: int, gang: int, queues: int, conf: SchedulerConfiguration, max_cycles: int, progress: bool
+    nodes: int,
+    pods: int,
+    gang: int,
+    queues: int,
+    conf: SchedulerConfiguration,
+    max_cycles: int,
+    progress: bool,
 ) -> dict[str, Any]:
     rng = random.Random(7)
     state = ClusterState()
@@ -167,8 +195,15 @@ def bench_backlog(
 
 
 def _run_backlog(
-    state: ClusterState, nodes: int, total: int, gang: int, queues: int, conf: SchedulerConfiguration,
-    max_cycles: int, progress: bool, rng: random.Random,
+    state: ClusterState,
+    nodes: int,
+    total: int,
+    gang: int,
+    queues: int,
+    conf: SchedulerConfiguration,
+    max_cycles: int,
+    progress: bool,
+    rng: random.Random,
 ) -> dict[str, Any]:
     bound = 0
     session_ms: list[float] = []
@@ -294,8 +329,9 @@ def goals(backlog: dict[str, Any] | None, idle: dict[str, Any] | None) -> list[t
     return rows
 
 
-def render_markdown(cmd: str, backlog: dict[str, Any] | None, idle: dict[str, Any] | None, conf_name: str,
-                    conf_line: str = "") -> str:
+def render_markdown(
+    cmd: str, backlog: dict[str, Any] | None, idle: dict[str, Any] | None, conf_name: str, conf_line: str = ""
+) -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     lines = [
         "## Decision core (`vc-scheduler bench`)",
@@ -350,7 +386,11 @@ def render_markdown(cmd: str, backlog: dict[str, Any] | None, idle: dict[str, An
         for goal, measured, ok in rows:
             verdict = "not measured at that scale" if ok is None else ("reached" if ok else "not reached")
             lines.append(f"| {goal} | {measured} | {verdict} |")
-        lines += ["", f"For scale: kube-scheduler's CI threshold at 5,000 nodes is {KUBE_SCHEDULER_REFERENCE}.", ""]
+        lines += [
+            "",
+            f"For scale: kube-scheduler's CI threshold at 5,000 nodes is {KUBE_SCHEDULER_REFERENCE}.",
+            "",
+        ]
     lines.append(f"Peak RSS of the benchmark process: {peak_rss_mb():,.0f} MB")
     return "\n".join(lines) + "\n"
 
@@ -365,7 +405,9 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--pods", type=int, default=50000, help="pending pods (in gang jobs)")
     p.add_argument("--gang", type=int, default=10, help="pods per gang job")
     p.add_argument("--queues", type=int, default=4)
-    p.add_argument("--running", type=int, default=150000, help="running pods for the idle-session measurement")
+    p.add_argument(
+        "--running", type=int, default=150000, help="running pods for the idle-session measurement"
+    )
     p.add_argument("--cycles", type=int, default=50, help="at most this many sessions for the backlog")
     p.add_argument("--idle-rounds", type=int, default=5)
     p.add_argument("--conf", help="scheduler configuration (default: Volcano's default)")
@@ -377,7 +419,9 @@ def main(argv: Sequence[str]) -> int:
     conf = load_file(args.conf) if args.conf else default_configuration()
     backlog = None
     if not args.skip_backlog:
-        backlog = bench_backlog(args.nodes, args.pods, args.gang, args.queues, conf, args.cycles, not args.quiet)
+        backlog = bench_backlog(
+            args.nodes, args.pods, args.gang, args.queues, conf, args.cycles, not args.quiet
+        )
         print(
             f"backlog: {backlog['bound']:,}/{backlog['pods']:,} bound in {backlog['cycles']} sessions; "
             f"{backlog['pods_per_s_sessions']:,.0f} pods/s (sessions), {backlog['pods_per_s_wall']:,.0f} pods/s (wall); "

@@ -25,8 +25,16 @@ log = logging.getLogger(__name__)
 
 
 async def ensure_default_queues(client: RestClient) -> None:
-    for name, spec in (("root", {"weight": 1}), ("default", {"weight": 1, "reclaimable": True, "parent": "root"})):
-        q = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+    for name, spec in (
+        ("root", {"weight": 1}),
+        ("default", {"weight": 1, "reclaimable": True, "parent": "root"}),
+    ):
+        q = {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
         try:
             await client.create(QUEUES, q)
             await client.patch(QUEUES, name, {"status": {"state": "Open"}}, sub="status")
@@ -69,14 +77,22 @@ class JobController:
             log.warning("Volcano Job %s/%s cannot be expanded: %s", md.get("namespace"), md.get("name"), exc)
             await self._set_phase(job, "Failed")
             return
-        for ref in pg["metadata"].get("ownerReferences", []) + [r for p in pods for r in p["metadata"]["ownerReferences"]]:
+        for ref in pg["metadata"].get("ownerReferences", []) + [
+            r for p in pods for r in p["metadata"]["ownerReferences"]
+        ]:
             ref["uid"] = job_uid(job)
         for obj, res in [(pg, PODGROUPS)] + [(p, PODS) for p in pods]:
             try:
                 await self.client.create(res, obj, md.get("namespace"))
             except ApiError as exc:
                 if exc.status != 409:
-                    log.warning("job %s/%s: cannot create %s: %s", md.get("namespace"), md.get("name"), obj["metadata"]["name"], exc)
+                    log.warning(
+                        "job %s/%s: cannot create %s: %s",
+                        md.get("namespace"),
+                        md.get("name"),
+                        obj["metadata"]["name"],
+                        exc,
+                    )
         await self._set_phase(job, "Pending")
 
     async def _delete_children(self, job: dict[str, Any]) -> None:
@@ -122,7 +138,9 @@ class JobController:
             return
         job.setdefault("status", {})["state"] = {"phase": phase}
         with contextlib.suppress(ApiError):
-            await self.client.patch(VCJOBS, md["name"], {"status": {"state": {"phase": phase}}}, md.get("namespace"), sub="status")
+            await self.client.patch(
+                VCJOBS, md["name"], {"status": {"state": {"phase": phase}}}, md.get("namespace"), sub="status"
+            )
 
 
 class PodGroupController:
@@ -171,4 +189,6 @@ class PodGroupController:
         except ApiError as exc:
             if exc.status != 409:
                 raise
-        await self.client.patch(PODS, md["name"], {"metadata": {"annotations": {GROUP_NAME_ANNOTATION: name}}}, ns)
+        await self.client.patch(
+            PODS, md["name"], {"metadata": {"annotations": {GROUP_NAME_ANNOTATION: name}}}, ns
+        )

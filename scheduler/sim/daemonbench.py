@@ -42,42 +42,92 @@ PG_API = "scheduling.volcano.sh/v1beta1"
 def make_node(i: int) -> dict[str, Any]:
     alloc = {"cpu": "64", "memory": "512Gi", "pods": "110", "ephemeral-storage": "500Gi"}
     name = f"node-{i:05d}"
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                                                  "topology.kubernetes.io/zone": f"zone-{i % 3}"}},
-            "status": {"capacity": dict(alloc), "allocatable": alloc,
-                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-                       "nodeInfo": {"kubeletVersion": "v1.35.0"}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "topology.kubernetes.io/zone": f"zone-{i % 3}",
+            },
+        },
+        "status": {
+            "capacity": dict(alloc),
+            "allocatable": alloc,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+            "nodeInfo": {"kubeletVersion": "v1.35.0"},
+        },
+    }
 
 
 def make_podgroup(name: str, ns: str, min_member: int) -> dict[str, Any]:
-    return {"apiVersion": PG_API, "kind": "PodGroup", "metadata": {"name": name, "namespace": ns},
-            "spec": {"minMember": min_member, "queue": "default"}}
+    return {
+        "apiVersion": PG_API,
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"minMember": min_member, "queue": "default"},
+    }
 
 
-def make_pod(name: str, ns: str, group: str, cpu: str = "1", memory: str = "2Gi", node: str = "") -> dict[str, Any]:
+def make_pod(
+    name: str, ns: str, group: str, cpu: str = "1", memory: str = "2Gi", node: str = ""
+) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "schedulerName": "volcano",
-        "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "infinity"],
-                        "resources": {"requests": {"cpu": cpu, "memory": memory},
-                                      "limits": {"cpu": cpu, "memory": memory}}}],
-        "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
-                         "tolerationSeconds": 300}],
+        "containers": [
+            {
+                "name": "main",
+                "image": "busybox:1.36",
+                "command": ["sleep", "infinity"],
+                "resources": {
+                    "requests": {"cpu": cpu, "memory": memory},
+                    "limits": {"cpu": cpu, "memory": memory},
+                },
+            }
+        ],
+        "tolerations": [
+            {
+                "key": "node.kubernetes.io/not-ready",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            }
+        ],
     }
     if node:
         spec["nodeName"] = node
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": ns,
-                         "labels": {"volcano.sh/job-name": group, "app": "train"},
-                         "annotations": {"scheduling.k8s.io/group-name": group, "volcano.sh/task-spec": "worker"}},
-            "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "labels": {"volcano.sh/job-name": group, "app": "train"},
+            "annotations": {"scheduling.k8s.io/group-name": group, "volcano.sh/task-spec": "worker"},
+        },
+        "spec": spec,
+    }
 
 
 _RUNNING_STATUS = {
-    "phase": "Running", "hostIP": "10.0.0.1", "startTime": "2026-01-01T00:00:00Z",
-    "conditions": [{"type": t, "status": "True"} for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")],
-    "containerStatuses": [{"name": "main", "ready": True, "restartCount": 0, "image": "busybox:1.36",
-                           "started": True, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}],
+    "phase": "Running",
+    "hostIP": "10.0.0.1",
+    "startTime": "2026-01-01T00:00:00Z",
+    "conditions": [
+        {"type": t, "status": "True"} for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+    ],
+    "containerStatuses": [
+        {
+            "name": "main",
+            "ready": True,
+            "restartCount": 0,
+            "image": "busybox:1.36",
+            "started": True,
+            "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
+        }
+    ],
 }
 
 
@@ -87,8 +137,14 @@ def preload(store: Any, nodes: int, running: int, pending: int, gang: int) -> No
         if store.get("namespaces", None, ns) is None:
             store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     if store.get("queues", None, "default") is None:
-        store.create({"apiVersion": PG_API, "kind": "Queue", "metadata": {"name": "default"},
-                      "spec": {"weight": 1, "reclaimable": True}})
+        store.create(
+            {
+                "apiVersion": PG_API,
+                "kind": "Queue",
+                "metadata": {"name": "default"},
+                "spec": {"weight": 1, "reclaimable": True},
+            }
+        )
     for i in range(nodes):
         store.create(make_node(i))
     for g in range(0, running, gang):
@@ -96,19 +152,43 @@ def preload(store: Any, nodes: int, running: int, pending: int, gang: int) -> No
         size = min(gang, running - g)
         store.create(make_podgroup(group, RUN_NS, size))
         # the status a scheduler that ran before the restart left: a restart rewrites none of them
-        store.patch("podgroups", RUN_NS, group, {"status": {
-            "phase": "Running", "running": size, "succeeded": 0, "failed": 0,
-            "conditions": [{"type": "Scheduled", "status": "True", "reason": "tasks in gang are ready to be scheduled",
-                            "message": "", "transitionID": "preloaded", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
-            subresource="status")
+        store.patch(
+            "podgroups",
+            RUN_NS,
+            group,
+            {
+                "status": {
+                    "phase": "Running",
+                    "running": size,
+                    "succeeded": 0,
+                    "failed": 0,
+                    "conditions": [
+                        {
+                            "type": "Scheduled",
+                            "status": "True",
+                            "reason": "tasks in gang are ready to be scheduled",
+                            "message": "",
+                            "transitionID": "preloaded",
+                            "lastTransitionTime": "2026-01-01T00:00:00Z",
+                        }
+                    ],
+                }
+            },
+            subresource="status",
+        )
         for k in range(size):
             i = g + k
             name = f"{group}-worker-{k}"
             node = f"node-{i % nodes:05d}" if nodes else ""
             store.create(make_pod(name, RUN_NS, group, node=node))
             if node:
-                store.patch("pods", RUN_NS, name, {"status": {**_RUNNING_STATUS, "podIP": f"10.1.{i // 250 % 250}.{i % 250}"}},
-                            subresource="status")
+                store.patch(
+                    "pods",
+                    RUN_NS,
+                    name,
+                    {"status": {**_RUNNING_STATUS, "podIP": f"10.1.{i // 250 % 250}.{i % 250}"}},
+                    subresource="status",
+                )
     for g in range(0, pending, gang):
         group = f"job-{g // gang:06d}"
         size = min(gang, pending - g)
@@ -157,7 +237,10 @@ async def serve(args: argparse.Namespace) -> None:
     await srv.start()
     kubeconfig = Path(args.kubeconfig)
     srv.write_kubeconfig(kubeconfig)
-    print(json.dumps({"url": srv.url, "preload_seconds": round(took, 1), "pods": srv.store.count("pods")}), flush=True)
+    print(
+        json.dumps({"url": srv.url, "preload_seconds": round(took, 1), "pods": srv.store.count("pods")}),
+        flush=True,
+    )
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -263,14 +346,34 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
     tmp = tempfile.TemporaryDirectory(prefix="daemonbench-")
     kubeconfig = os.path.join(tmp.name, "kubeconfig")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    cmd = [sys.executable, "-m", "scheduler.sim.daemonbench", "--serve", "--kubeconfig", kubeconfig,
-           "--nodes", str(args.nodes), "--running", str(args.running), "--pending", str(args.pending),
-           "--gang", str(args.gang)]
-    server = await asyncio.create_subprocess_exec(*cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env)
+    cmd = [
+        sys.executable,
+        "-m",
+        "scheduler.sim.daemonbench",
+        "--serve",
+        "--kubeconfig",
+        kubeconfig,
+        "--nodes",
+        str(args.nodes),
+        "--running",
+        str(args.running),
+        "--pending",
+        str(args.pending),
+        "--gang",
+        str(args.gang),
+    ]
+    server = await asyncio.create_subprocess_exec(
+        *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env
+    )
     assert server.stdout is not None and server.stdin is not None
     sout, sin = server.stdout, server.stdin
     daemon: asyncio.subprocess.Process | None = None
-    result: dict[str, Any] = {"nodes": args.nodes, "running": args.running, "pending": args.pending, "gang": args.gang}
+    result: dict[str, Any] = {
+        "nodes": args.nodes,
+        "running": args.running,
+        "pending": args.pending,
+        "gang": args.gang,
+    }
     try:
         info = json.loads(await asyncio.wait_for(sout.readline(), 3600))
         result["server_preload_seconds"] = info["preload_seconds"]
@@ -281,13 +384,26 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
             return json.loads(await sout.readline())
 
         prof = ["-m", "cProfile", "-o", args.profile] if args.profile else []
-        dcmd = [sys.executable, *prof, "-m", "scheduler", "--kubeconfig", kubeconfig, "--leader-elect=false",
-                "--enable-metrics", "--listen-address=127.0.0.1:0", f"--schedule-period={args.period}",
-                *args.daemon_flag]
-        result["daemon_command"] = "vc-scheduler " + " ".join(dcmd[3 + len(prof):]).replace(kubeconfig, "<kubeconfig>")
+        dcmd = [
+            sys.executable,
+            *prof,
+            "-m",
+            "scheduler",
+            "--kubeconfig",
+            kubeconfig,
+            "--leader-elect=false",
+            "--enable-metrics",
+            "--listen-address=127.0.0.1:0",
+            f"--schedule-period={args.period}",
+            *args.daemon_flag,
+        ]
+        result["daemon_command"] = "vc-scheduler " + " ".join(dcmd[3 + len(prof) :]).replace(
+            kubeconfig, "<kubeconfig>"
+        )
         t0 = time.time()
-        daemon = await asyncio.create_subprocess_exec(*dcmd, stdout=asyncio.subprocess.DEVNULL,
-                                                      stderr=asyncio.subprocess.PIPE, env=env)
+        daemon = await asyncio.create_subprocess_exec(
+            *dcmd, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env
+        )
         assert daemon.stderr is not None
         dlog = DaemonLog()
         follower = asyncio.ensure_future(dlog.follow(daemon.stderr, args.daemon_log or ""))
@@ -307,7 +423,9 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
         last = st["last"]
         result["restart_to_first_bind_seconds"] = round(first - t0, 2)
         if dlog.sync_wall is not None:
-            result["initial_sync_seconds"] = round(dlog.sync_ms / 1000, 2) if dlog.sync_ms is not None else None
+            result["initial_sync_seconds"] = (
+                round(dlog.sync_ms / 1000, 2) if dlog.sync_ms is not None else None
+            )
             result["start_to_synced_seconds"] = round(dlog.sync_wall - t0, 2)
         if dlog.sessions:
             first_ssn = dlog.sessions[0]
@@ -329,8 +447,10 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
             n = m2.get(name + "_count", 0) - m1.get(name + "_count", 0)
             return round((m2.get(name + "_sum", 0) - m1.get(name + "_sum", 0)) / n, 1) if n else None
 
-        result["idle_sessions"] = int(m2.get("volcano_e2e_scheduling_latency_milliseconds_count", 0)
-                                      - m1.get("volcano_e2e_scheduling_latency_milliseconds_count", 0))
+        result["idle_sessions"] = int(
+            m2.get("volcano_e2e_scheduling_latency_milliseconds_count", 0)
+            - m1.get("volcano_e2e_scheduling_latency_milliseconds_count", 0)
+        )
         result["idle_session_ms"] = mean("volcano_e2e_scheduling_latency_milliseconds")
         result["idle_open_session_ms"] = mean("volcano_open_session_duration_milliseconds")
         if args.burst:
@@ -346,7 +466,9 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
                     break
                 await asyncio.sleep(0.05)
             else:
-                raise RuntimeError(f"only {st['n'] - args.pending} of {args.burst} burst pods were bound in {args.timeout}s")
+                raise RuntimeError(
+                    f"only {st['n'] - args.pending} of {args.burst} burst pods were bound in {args.timeout}s"
+                )
             result["burst"] = args.burst
             result["burst_create_seconds"] = round(b["end"] - b["start"], 2)
             result["burst_seconds"] = round(st["last"] - b["start"], 2)
@@ -411,13 +533,20 @@ def render(result: dict[str, Any], command: str, load_before: str) -> str:
         f"| process start → synced (imports, client, sync) | {r.get('start_to_synced_seconds')} s | |",
         f"| first session | {r.get('first_session_ms')} ms | |",
         f"| of which open (snapshot, plugins) / actions | {r.get('first_session_open_ms')} ms / "
-        + ", ".join(f"{k} {v} ms" for k, v in (r.get("first_session_action_ms") or {}).items()) + " | |",
+        + ", ".join(f"{k} {v} ms" for k, v in (r.get("first_session_action_ms") or {}).items())
+        + " | |",
         f"| backlog, first to last bind | {r['backlog_seconds']} s | |",
         f"| pods/s end to end (first to last bind) | {r['pods_per_second_first_to_last_bind']:,} | ≥ 1,000: {goal_rate} |",
         f"| pods/s from daemon start | {r['pods_per_second_from_start']:,} | |",
-        *([f"| burst: {r['burst']:,} pods created at once while running, creation → last bind | "
-           f"{r['burst_seconds']} s ({r['burst_pods_per_second']:,} pods/s) | ≥ 1,000 pods/s: "
-           f"{'reached' if r['burst_pods_per_second'] >= 1000 else 'not reached'} |"] if r.get("burst") else []),
+        *(
+            [
+                f"| burst: {r['burst']:,} pods created at once while running, creation → last bind | "
+                f"{r['burst_seconds']} s ({r['burst_pods_per_second']:,} pods/s) | ≥ 1,000 pods/s: "
+                f"{'reached' if r['burst_pods_per_second'] >= 1000 else 'not reached'} |"
+            ]
+            if r.get("burst")
+            else []
+        ),
         f"| idle session (mean of {r['idle_sessions']}) | {r['idle_session_ms']} ms | |",
         f"| of which open session (snapshot + plugins) | {r['idle_open_session_ms']} ms | |",
         f"| daemon peak RSS | {r['daemon_peak_rss_mb']:,} MiB | ≤ 2 GB: {goal_rss} |",
@@ -453,19 +582,29 @@ def write_section(path: Path, text: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m scheduler.sim.daemonbench", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m scheduler.sim.daemonbench", description=__doc__.split("\n\n")[0]
+    )
     p.add_argument("--nodes", type=int, default=5000)
     p.add_argument("--running", type=int, default=150_000)
     p.add_argument("--pending", type=int, default=5000)
     p.add_argument("--gang", type=int, default=8, help="pods per PodGroup")
-    p.add_argument("--burst", type=int, default=5000,
-                   help="after the backlog, pods created at once while the daemon runs (0: none)")
+    p.add_argument(
+        "--burst",
+        type=int,
+        default=5000,
+        help="after the backlog, pods created at once while the daemon runs (0: none)",
+    )
     p.add_argument("--period", default="1s", help="the daemon's --schedule-period")
     p.add_argument("--idle-seconds", type=float, default=10.0, help="how long idle sessions are measured")
-    p.add_argument("--timeout", type=float, default=900.0, help="give up when the backlog is not bound by then")
+    p.add_argument(
+        "--timeout", type=float, default=900.0, help="give up when the backlog is not bound by then"
+    )
     p.add_argument("--daemon-flag", action="append", default=[], help="an extra daemon flag (repeatable)")
     p.add_argument("--daemon-log", help="also write the daemon's log (JSON lines) to this file")
-    p.add_argument("--profile", help="run the daemon under cProfile and write its profile here (slows it down)")
+    p.add_argument(
+        "--profile", help="run the daemon under cProfile and write its profile here (slows it down)"
+    )
     p.add_argument("--output", help="rewrite this benchmark's section of this Markdown file")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
@@ -493,7 +632,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{k:38} {v}")
     if args.output:
         command = "python -m scheduler.sim.daemonbench " + " ".join(
-            a for a in (argv if argv is not None else sys.argv[1:]) if a != "--json")
+            a for a in (argv if argv is not None else sys.argv[1:]) if a != "--json"
+        )
         write_section(Path(args.output), render(result, command, load_before))
     return 0
 

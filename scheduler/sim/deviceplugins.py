@@ -64,7 +64,9 @@ def check_gpushare(pod: dict[str, Any], node: dict[str, Any]) -> DeviceCheck | N
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     idx = ann.decode_gpu_index(annotations.get(ann.GPU_INDEX))
     if not idx:
-        return DeviceCheck(error=f"device plugin: pod has no valid {ann.GPU_INDEX} annotation (got {annotations.get(ann.GPU_INDEX)!r})")
+        return DeviceCheck(
+            error=f"device plugin: pod has no valid {ann.GPU_INDEX} annotation (got {annotations.get(ann.GPU_INDEX)!r})"
+        )
     if not annotations.get(ann.PREDICATE_TIME, "").isdigit():
         return DeviceCheck(error=f"device plugin: pod has no valid {ann.PREDICATE_TIME} annotation")
     cap = (node.get("status") or {}).get("capacity") or {}
@@ -73,9 +75,13 @@ def check_gpushare(pod: dict[str, Any], node: dict[str, Any]) -> DeviceCheck | N
     except QuantityError:
         cards = 0
     if any(i < 0 or i >= cards for i in idx):
-        return DeviceCheck(error=f"device plugin: {ann.GPU_INDEX} {idx} names a card the node does not have ({cards} cards)")
+        return DeviceCheck(
+            error=f"device plugin: {ann.GPU_INDEX} {idx} names a card the node does not have ({cards} cards)"
+        )
     if num > 0 and mem <= 0 and len(set(idx)) != num:
-        return DeviceCheck(error=f"device plugin: pod asks for {num} GPUs but {ann.GPU_INDEX} lists {len(set(idx))}")
+        return DeviceCheck(
+            error=f"device plugin: pod asks for {num} GPUs but {ann.GPU_INDEX} lists {len(set(idx))}"
+        )
     return DeviceCheck(annotations={"volcano.sh/gpu-assigned": "true"})
 
 
@@ -87,9 +93,13 @@ def check_vgpu(pod: dict[str, Any], node: dict[str, Any]) -> DeviceCheck | None:
     annotations = md.get("annotations") or {}
     node_name = (node.get("metadata") or {}).get("name")
     if annotations.get(ann.VGPU_NODE) != node_name:
-        return DeviceCheck(error=f"device plugin: pod is not assigned to this node ({ann.VGPU_NODE}={annotations.get(ann.VGPU_NODE)!r})")
+        return DeviceCheck(
+            error=f"device plugin: pod is not assigned to this node ({ann.VGPU_NODE}={annotations.get(ann.VGPU_NODE)!r})"
+        )
     segments = ann.decode_pod_devices(annotations.get(ann.DEVICES_TO_ALLOCATE))
-    cards, why = ann.decode_vgpu_register(((node.get("metadata") or {}).get("annotations") or {}).get(ann.VGPU_REGISTER))
+    cards, why = ann.decode_vgpu_register(
+        ((node.get("metadata") or {}).get("annotations") or {}).get(ann.VGPU_REGISTER)
+    )
     if cards is None:
         return DeviceCheck(error=f"device plugin: node has no vGPU registration ({why})")
     uuids = {c.uuid for c in cards}
@@ -105,14 +115,18 @@ def check_vgpu(pod: dict[str, Any], node: dict[str, Any]) -> DeviceCheck | None:
         return DeviceCheck(error="device plugin: devices-to-allocate does not match the pod's containers")
     for n, seg in pairs:
         if len(seg) != n:
-            return DeviceCheck(error=f"device plugin: a container asks for {n} vGPUs but was given {len(seg)}")
+            return DeviceCheck(
+                error=f"device plugin: a container asks for {n} vGPUs but was given {len(seg)}"
+            )
         for entry in seg:
             mig = ann.decode_mig_id(entry.uuid)
             base = mig[0] if mig else entry.uuid
             if base not in uuids:
                 return DeviceCheck(error=f"device plugin: unknown device {entry.uuid} on node {node_name}")
             if entry.type != ann.VGPU_REQUEST_TYPE:
-                return DeviceCheck(error=f"device plugin: device type {entry.type!r} is not {ann.VGPU_REQUEST_TYPE}")
+                return DeviceCheck(
+                    error=f"device plugin: device type {entry.type!r} is not {ann.VGPU_REQUEST_TYPE}"
+                )
     return DeviceCheck(
         annotations={
             ann.BIND_PHASE: ann.BIND_PHASE_SUCCESS,
@@ -126,7 +140,7 @@ def check_vgpu(pod: dict[str, Any], node: dict[str, Any]) -> DeviceCheck | None:
 def _register_words(node: dict[str, Any]) -> list[str]:
     prefix = ann.ascend_register_key("")
     annotations = (node.get("metadata") or {}).get("annotations") or {}
-    return [k[len(prefix):] for k in annotations if k.startswith(prefix)]
+    return [k[len(prefix) :] for k in annotations if k.startswith(prefix)]
 
 
 def _container_chip_counts(pod: dict[str, Any], word: str) -> list[int]:
@@ -159,11 +173,15 @@ def check_ascend(pod: dict[str, Any], node: dict[str, Any]) -> DeviceCheck | Non
         if chips is None:
             return DeviceCheck(error=f"ascend device plugin: node has no {word} registration ({why})")
         if annotations.get(ann.HAMI_ASSIGNED_NODE) != node_name:
-            return DeviceCheck(error=f"ascend device plugin: pod is not assigned to this node ({ann.HAMI_ASSIGNED_NODE}={annotations.get(ann.HAMI_ASSIGNED_NODE)!r})")
+            return DeviceCheck(
+                error=f"ascend device plugin: pod is not assigned to this node ({ann.HAMI_ASSIGNED_NODE}={annotations.get(ann.HAMI_ASSIGNED_NODE)!r})"
+            )
         segments = ann.decode_generic_devices(annotations.get(ann.ascend_to_allocate_key(word)))
         wanted = [n for n in counts if n > 0]
         if [len(s) for s in segments] != wanted:
-            return DeviceCheck(error=f"ascend device plugin: {ann.ascend_to_allocate_key(word)} gives {[len(s) for s in segments]} chips, containers ask {wanted}")
+            return DeviceCheck(
+                error=f"ascend device plugin: {ann.ascend_to_allocate_key(word)} gives {[len(s) for s in segments]} chips, containers ask {wanted}"
+            )
         known = {c.id for c in chips}
         ids = [e.uuid for seg in segments for e in seg]
         for e in (e for seg in segments for e in seg):
@@ -175,8 +193,13 @@ def check_ascend(pod: dict[str, Any], node: dict[str, Any]) -> DeviceCheck | Non
             runtime = json.loads(annotations.get(ann.ascend_huawei_key(word), ""))
         except ValueError:
             runtime = None
-        if not isinstance(runtime, list) or [r.get("UUID") if isinstance(r, dict) else None for r in runtime] != ids:
-            return DeviceCheck(error=f"ascend device plugin: {ann.ascend_huawei_key(word)} does not name the allocated chips")
+        if (
+            not isinstance(runtime, list)
+            or [r.get("UUID") if isinstance(r, dict) else None for r in runtime] != ids
+        ):
+            return DeviceCheck(
+                error=f"ascend device plugin: {ann.ascend_huawei_key(word)} does not name the allocated chips"
+            )
         done[ann.HAMI_BIND_PHASE] = ann.BIND_PHASE_SUCCESS
         # the plugin consumes each container's devices; what remains is the empty segments
         done[ann.ascend_to_allocate_key(word)] = ";" * len(segments)

@@ -157,7 +157,9 @@ class SimulatedKubelets:
         if err is not None:
             reason, message = err
             self.failed += 1
-            await self._patch_status(ns, name, {"status": {"phase": "Failed", "reason": reason, "message": message}})
+            await self._patch_status(
+                ns, name, {"status": {"phase": "Failed", "reason": reason, "message": message}}
+            )
             return
         self.admitted.setdefault(node_name, {})[_key(pod)] = self._request(pod)
         dev = check_pod(pod, self.nodes[node_name])
@@ -171,12 +173,28 @@ class SimulatedKubelets:
             for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
         ]
         statuses = [
-            {"name": c.get("name"), "ready": True, "restartCount": 0, "image": c.get("image", ""),
-             "started": True, "state": {"running": {"startedAt": now}}}
+            {
+                "name": c.get("name"),
+                "ready": True,
+                "restartCount": 0,
+                "image": c.get("image", ""),
+                "started": True,
+                "state": {"running": {"startedAt": now}},
+            }
             for c in (pod.get("spec") or {}).get("containers") or []
         ]
         ok = await self._patch_status(
-            ns, name, {"status": {"phase": "Running", "startTime": now, "conditions": conds, "containerStatuses": statuses, "hostIP": "10.0.0.1"}}
+            ns,
+            name,
+            {
+                "status": {
+                    "phase": "Running",
+                    "startTime": now,
+                    "conditions": conds,
+                    "containerStatuses": statuses,
+                    "hostIP": "10.0.0.1",
+                }
+            },
         )
         if not ok:
             return
@@ -186,12 +204,29 @@ class SimulatedKubelets:
             try:
                 seconds = float(run)
             except ValueError:
-                log.warning("pod %s/%s: %s=%r is not a number; it runs until deleted", ns, name, RUN_SECONDS, run)
+                log.warning(
+                    "pod %s/%s: %s=%r is not a number; it runs until deleted", ns, name, RUN_SECONDS, run
+                )
                 return
             await asyncio.sleep(max(seconds, 0.0))
             self._release(pod)
-            await self._patch_status(ns, name, {"status": {"phase": "Succeeded", "conditions": [
-                {"type": "Ready", "status": "False", "reason": "PodCompleted", "lastTransitionTime": _now()}]}})
+            await self._patch_status(
+                ns,
+                name,
+                {
+                    "status": {
+                        "phase": "Succeeded",
+                        "conditions": [
+                            {
+                                "type": "Ready",
+                                "status": "False",
+                                "reason": "PodCompleted",
+                                "lastTransitionTime": _now(),
+                            }
+                        ],
+                    }
+                },
+            )
 
     async def _patch_status(self, ns: str, name: str, patch: dict[str, Any]) -> bool:
         try:

@@ -49,7 +49,9 @@ def load_text(text: str, source: str, skipped: list[Skipped]) -> list[dict[str, 
             parsed = json.loads(text)
             docs = parsed if isinstance(parsed, list) else [parsed]
         except json.JSONDecodeError as exc:
-            raise ManifestError(f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+            raise ManifestError(
+                f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            ) from None
     else:
         try:
             docs = list(yaml.safe_load_all(text))

@@ -51,7 +51,13 @@ DEVICE_CONFIG = {
                 "models": ["A100-SXM4-40GB", "A100-40GB-PCIe", "A100-PCIE-40GB", "A100-SXM4-40GB"],
                 "allowedGeometries": [
                     {"group": "group1", "geometries": [{"name": "1g.5gb", "memory": 5120, "count": 7}]},
-                    {"group": "group2", "geometries": [{"name": "2g.10gb", "memory": 10240, "count": 3}, {"name": "1g.5gb", "memory": 5120, "count": 1}]},
+                    {
+                        "group": "group2",
+                        "geometries": [
+                            {"name": "2g.10gb", "memory": 10240, "count": 3},
+                            {"name": "1g.5gb", "memory": 5120, "count": 1},
+                        ],
+                    },
                     {"group": "group3", "geometries": [{"name": "3g.20gb", "memory": 20480, "count": 2}]},
                     {"group": "group4", "geometries": [{"name": "7g.40gb", "memory": 40960, "count": 1}]},
                 ],
@@ -60,7 +66,13 @@ DEVICE_CONFIG = {
                 "models": ["A100-SXM4-80GB", "A100-80GB-PCIe", "A100-PCIE-80GB"],
                 "allowedGeometries": [
                     {"group": "group1", "geometries": [{"name": "1g.10gb", "memory": 9728, "count": 7}]},
-                    {"group": "group2", "geometries": [{"name": "2g.20gb", "memory": 19968, "count": 3}, {"name": "1g.10gb", "memory": 9728, "count": 1}]},
+                    {
+                        "group": "group2",
+                        "geometries": [
+                            {"name": "2g.20gb", "memory": 19968, "count": 3},
+                            {"name": "1g.10gb", "memory": 9728, "count": 1},
+                        ],
+                    },
                     {"group": "group3", "geometries": [{"name": "3g.40gb", "memory": 40192, "count": 2}]},
                     {"group": "group4", "geometries": [{"name": "7g.80gb", "memory": 80896, "count": 1}]},
                 ],
@@ -73,9 +85,14 @@ DEVICE_CONFIG = {
 # HAMi Ascend chips (the `vnpus` section of HAMi's device-config.yaml for these chips)
 VNPU_CHIPS: list[dict[str, Any]] = [
     {
-        "chipName": "310P3", "commonWord": "Ascend310P", "resourceName": "huawei.com/Ascend310P",
-        "resourceMemoryName": "huawei.com/Ascend310P-memory", "memoryAllocatable": 21527,
-        "memoryCapacity": 24576, "aiCore": 8, "aiCPU": 7,
+        "chipName": "310P3",
+        "commonWord": "Ascend310P",
+        "resourceName": "huawei.com/Ascend310P",
+        "resourceMemoryName": "huawei.com/Ascend310P-memory",
+        "memoryAllocatable": 21527,
+        "memoryCapacity": 24576,
+        "aiCore": 8,
+        "aiCPU": 7,
         "templates": [
             {"name": "vir01", "memory": 3072, "aiCore": 1, "aiCPU": 1},
             {"name": "vir02", "memory": 6144, "aiCore": 2, "aiCPU": 2},
@@ -83,18 +100,28 @@ VNPU_CHIPS: list[dict[str, Any]] = [
         ],
     },
     {
-        "chipName": "910B3", "commonWord": "Ascend910B3", "resourceName": "huawei.com/Ascend910B3",
-        "resourceMemoryName": "huawei.com/Ascend910B3-memory", "memoryAllocatable": 65536,
-        "memoryCapacity": 65536, "aiCore": 20, "aiCPU": 7,
+        "chipName": "910B3",
+        "commonWord": "Ascend910B3",
+        "resourceName": "huawei.com/Ascend910B3",
+        "resourceMemoryName": "huawei.com/Ascend910B3-memory",
+        "memoryAllocatable": 65536,
+        "memoryCapacity": 65536,
+        "aiCore": 20,
+        "aiCPU": 7,
         "templates": [
             {"name": "vir05_1c_16g", "memory": 16384, "aiCore": 5, "aiCPU": 1},
             {"name": "vir10_3c_32g", "memory": 32768, "aiCore": 10, "aiCPU": 3},
         ],
     },
     {
-        "chipName": "910B4", "commonWord": "Ascend910B4", "resourceName": "huawei.com/Ascend910B4",
-        "resourceMemoryName": "huawei.com/Ascend910B4-memory", "memoryAllocatable": 32768,
-        "memoryCapacity": 32768, "aiCore": 20, "aiCPU": 7,
+        "chipName": "910B4",
+        "commonWord": "Ascend910B4",
+        "resourceName": "huawei.com/Ascend910B4",
+        "resourceMemoryName": "huawei.com/Ascend910B4-memory",
+        "memoryAllocatable": 32768,
+        "memoryCapacity": 32768,
+        "aiCore": 20,
+        "aiCPU": 7,
         "templates": [
             {"name": "vir05_1c_8g", "memory": 8192, "aiCore": 5, "aiCPU": 1},
             {"name": "vir10_3c_16g", "memory": 16384, "aiCore": 10, "aiCPU": 3},
@@ -129,7 +156,9 @@ def parse_node_spec(text: str) -> NodeSpec:
     try:
         spec = NodeSpec(count=int(count_text))
     except ValueError:
-        raise NodeSpecError(f"--nodes {text!r}: expected N or N:key=value,..., got {count_text!r} as the count") from None
+        raise NodeSpecError(
+            f"--nodes {text!r}: expected N or N:key=value,..., got {count_text!r} as the count"
+        ) from None
     if spec.count < 0:
         raise NodeSpecError(f"--nodes {text!r}: the count must not be negative")
     for item in filter(None, (p.strip() for p in rest.split(","))):
@@ -139,12 +168,16 @@ def parse_node_spec(text: str) -> NodeSpec:
         if key == "gpu":
             n, x, model = value.partition("x")
             if not x or not n.isdigit() or model not in GPU_MODELS:
-                raise NodeSpecError(f"--nodes {text!r}: gpu must be <count>x<model> with model one of {', '.join(GPU_MODELS)}")
+                raise NodeSpecError(
+                    f"--nodes {text!r}: gpu must be <count>x<model> with model one of {', '.join(GPU_MODELS)}"
+                )
             spec.gpus, spec.model = int(n), model
         elif key == "npu":
             n, x, word = value.partition("x")
             if not x or not n.isdigit() or word not in NPU_CHIPS:
-                raise NodeSpecError(f"--nodes {text!r}: npu must be <count>x<chip> with chip one of {', '.join(NPU_CHIPS)}")
+                raise NodeSpecError(
+                    f"--nodes {text!r}: npu must be <count>x<chip> with chip one of {', '.join(NPU_CHIPS)}"
+                )
             spec.npus, spec.npu_chip = int(n), word
         elif key == "vnpu-core":
             if value not in ("true", "false"):
@@ -185,12 +218,22 @@ def register_npus(name: str, spec: NodeSpec, alloc: dict[str, str], annotations:
     count = chip["memoryAllocatable"] // templates[0]["memory"] if templates else 1
     devmem = chip["memoryAllocatable"]
     cards = [
-        ann.AscendCard(_npu_id(name, i), count, devmem, 100 if spec.vnpu_core else chip["aiCore"], word, True,
-                       (1 if i > 3 else 0) if word.startswith(ann.ASCEND910_PREFIX) else -1, i)
+        ann.AscendCard(
+            _npu_id(name, i),
+            count,
+            devmem,
+            100 if spec.vnpu_core else chip["aiCore"],
+            word,
+            True,
+            (1 if i > 3 else 0) if word.startswith(ann.ASCEND910_PREFIX) else -1,
+            i,
+        )
         for i in range(spec.npus)
     ]
     annotations[ann.ascend_register_key(word)] = ann.encode_ascend_register(cards)
-    annotations[ann.ascend_handshake_key(word)] = "Reported_" + datetime.now(UTC).strftime("%Y.%m.%d %H:%M:%S")
+    annotations[ann.ascend_handshake_key(word)] = "Reported_" + datetime.now(UTC).strftime(
+        "%Y.%m.%d %H:%M:%S"
+    )
     annotations[ann.HAMI_VNPU_CORE] = "true" if spec.vnpu_core else "false"
     # only the chip resource is a kubelet device; memory and cores are accounted per chip by the
     # scheduler (Volcano's ignored device resources)
@@ -207,7 +250,11 @@ def make_nodes(specs: list[NodeSpec]) -> list[dict[str, Any]]:
             seq += 1
             alloc: dict[str, str] = {"cpu": spec.cpu, "memory": spec.memory, "pods": spec.pods}
             annotations: dict[str, str] = {}
-            labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "sandbox.vc-scheduler.io/generated": "true"}
+            labels = {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "sandbox.vc-scheduler.io/generated": "true",
+            }
             if spec.gpus:
                 mem, gtype = GPU_MODELS[spec.model]
                 labels["nvidia.com/gpu.product"] = gtype.removeprefix("NVIDIA-").replace(" ", "-")
@@ -236,7 +283,11 @@ def make_nodes(specs: list[NodeSpec]) -> list[dict[str, Any]]:
                         "capacity": dict(alloc),
                         "allocatable": dict(alloc),
                         "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-                        "nodeInfo": {"kubeletVersion": "v1.35.0-sandbox", "architecture": "amd64", "operatingSystem": "linux"},
+                        "nodeInfo": {
+                            "kubeletVersion": "v1.35.0-sandbox",
+                            "architecture": "amd64",
+                            "operatingSystem": "linux",
+                        },
                     },
                 }
             )

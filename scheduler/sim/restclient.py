@@ -89,12 +89,19 @@ class RestClient:
             await self._session.close()
 
     async def request(
-        self, method: str, path: str, body: Any = None, content_type: str = "application/json", params: dict | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        content_type: str = "application/json",
+        params: dict | None = None,
     ) -> Any:
         data = None if body is None else json.dumps(body)
         headers = {"Content-Type": content_type} if body is not None else None
         for attempt in range(5):
-            async with self.session().request(method, self.base_url + path, data=data, headers=headers, params=params) as resp:
+            async with self.session().request(
+                method, self.base_url + path, data=data, headers=headers, params=params
+            ) as resp:
                 text = await resp.text()
                 payload: Any = json.loads(text) if text else None
                 if resp.status == 429 or resp.status >= 500:
@@ -113,15 +120,24 @@ class RestClient:
     async def list(self, res: Resource, namespace: str | None = None, **params: str) -> dict[str, Any]:
         return await self.request("GET", res.path(namespace), params=params or None)
 
-    async def create(self, res: Resource, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+    async def create(
+        self, res: Resource, obj: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
         return await self.request("POST", res.path(namespace), obj)
 
     async def patch(
-        self, res: Resource, name: str, patch: dict[str, Any], namespace: str | None = None, sub: str | None = None
+        self,
+        res: Resource,
+        name: str,
+        patch: dict[str, Any],
+        namespace: str | None = None,
+        sub: str | None = None,
     ) -> dict[str, Any]:
         return await self.request("PATCH", res.path(namespace, name, sub), patch, MERGE_PATCH)
 
-    async def delete(self, res: Resource, name: str, namespace: str | None = None, grace: int | None = None) -> Any:
+    async def delete(
+        self, res: Resource, name: str, namespace: str | None = None, grace: int | None = None
+    ) -> Any:
         body = {"kind": "DeleteOptions", "apiVersion": "v1"}
         if grace is not None:
             body["gracePeriodSeconds"] = grace
@@ -142,8 +158,14 @@ class RestClient:
                     rv = listed["metadata"].get("resourceVersion", "")
                     for item in listed.get("items") or []:
                         yield "ADDED", item
-                q = dict(params, watch="true", resourceVersion=rv, allowWatchBookmarks="true", timeoutSeconds="300")
-                async with self.session().get(self.base_url + res.path(), params=q, timeout=aiohttp.ClientTimeout(total=None, sock_read=330)) as resp:
+                q = dict(
+                    params, watch="true", resourceVersion=rv, allowWatchBookmarks="true", timeoutSeconds="300"
+                )
+                async with self.session().get(
+                    self.base_url + res.path(),
+                    params=q,
+                    timeout=aiohttp.ClientTimeout(total=None, sock_read=330),
+                ) as resp:
                     if resp.status == 410:
                         rv = ""
                         continue
@@ -189,12 +211,20 @@ BY_KIND: dict[tuple[str, str], Resource] = {
     ("batch.volcano.sh", "Job"): VCJOBS,
     ("apps", "Deployment"): Resource("/apis/apps/v1", "deployments", True),
     ("policy", "PodDisruptionBudget"): Resource("/apis/policy/v1", "poddisruptionbudgets", True),
-    ("rbac.authorization.k8s.io", "ClusterRole"): Resource("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
-    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): Resource("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
+    ("rbac.authorization.k8s.io", "ClusterRole"): Resource(
+        "/apis/rbac.authorization.k8s.io/v1", "clusterroles", False
+    ),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): Resource(
+        "/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False
+    ),
     ("rbac.authorization.k8s.io", "Role"): Resource("/apis/rbac.authorization.k8s.io/v1", "roles", True),
-    ("rbac.authorization.k8s.io", "RoleBinding"): Resource("/apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
+    ("rbac.authorization.k8s.io", "RoleBinding"): Resource(
+        "/apis/rbac.authorization.k8s.io/v1", "rolebindings", True
+    ),
     ("coordination.k8s.io", "Lease"): Resource("/apis/coordination.k8s.io/v1", "leases", True),
-    ("apiextensions.k8s.io", "CustomResourceDefinition"): Resource("/apis/apiextensions.k8s.io/v1", "customresourcedefinitions", False),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): Resource(
+        "/apis/apiextensions.k8s.io/v1", "customresourcedefinitions", False
+    ),
 }
 
 

@@ -34,7 +34,14 @@ log = logging.getLogger("sandbox")
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "volcano-system")
 # Objects that must exist before the ones that refer to them.
-CREATE_ORDER = {"Namespace": 0, "CustomResourceDefinition": 0, "PriorityClass": 1, "ConfigMap": 1, "Queue": 2, "Node": 3}
+CREATE_ORDER = {
+    "Namespace": 0,
+    "CustomResourceDefinition": 0,
+    "PriorityClass": 1,
+    "ConfigMap": 1,
+    "Queue": 2,
+    "Node": 3,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,29 +50,52 @@ def build_parser() -> argparse.ArgumentParser:
         description="Embedded Kubernetes-compatible API server with simulated kubelets and the scheduler daemon.",
         epilog="Any other flag is passed to the scheduler daemon (e.g. --scheduler-conf FILE --schedule-period 500ms).",
     )
-    p.add_argument("-f", "--filename", action="append", default=[], help="manifest to create at start (repeatable)")
-    p.add_argument("--nodes", action="append", default=[], metavar="SPEC",
-                   help="generated nodes: N or N:cpu=8,memory=32Gi,gpu=8xA100-80GB,mode=hami-core (repeatable)")
+    p.add_argument(
+        "-f", "--filename", action="append", default=[], help="manifest to create at start (repeatable)"
+    )
+    p.add_argument(
+        "--nodes",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="generated nodes: N or N:cpu=8,memory=32Gi,gpu=8xA100-80GB,mode=hami-core (repeatable)",
+    )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0, help="API server port (0 = any free port)")
     p.add_argument("--tls", action="store_true", help="serve HTTPS with a generated self-signed CA")
     p.add_argument("--kubeconfig-out", help="where to write the kubeconfig (default: a temporary file)")
     p.add_argument("--no-scheduler", action="store_true", help="do not start the scheduler daemon")
-    p.add_argument("--pod-start-delay", type=float, default=0.2, help="seconds before a bound pod turns Running")
+    p.add_argument(
+        "--pod-start-delay", type=float, default=0.2, help="seconds before a bound pod turns Running"
+    )
     p.add_argument("--log-level", default="WARNING")
-    p.add_argument("--daemon-log", metavar="FILE", help="write the scheduler daemon's log here instead of to stderr")
-    p.add_argument("--run-for", type=float, metavar="SECONDS",
-                   help="stop after SECONDS and print the final pods and PodGroups (default: run until Ctrl-C)")
-    p.add_argument("--exit-after-settle", action="store_true",
-                   help="stop once pods, PodGroups and Jobs have not changed for --settle-seconds "
-                        "(at most --run-for, default 120 s) and print them")
+    p.add_argument(
+        "--daemon-log", metavar="FILE", help="write the scheduler daemon's log here instead of to stderr"
+    )
+    p.add_argument(
+        "--run-for",
+        type=float,
+        metavar="SECONDS",
+        help="stop after SECONDS and print the final pods and PodGroups (default: run until Ctrl-C)",
+    )
+    p.add_argument(
+        "--exit-after-settle",
+        action="store_true",
+        help="stop once pods, PodGroups and Jobs have not changed for --settle-seconds "
+        "(at most --run-for, default 120 s) and print them",
+    )
     p.add_argument("--settle-seconds", type=float, default=3.0, help="quiet time that counts as settled")
     return p
 
 
 # what "settled" watches: the objects a user looks at, not Leases or Events the daemon keeps writing
 SETTLE_KEYS = frozenset({"pods", "podgroups.scheduling.volcano.sh", "jobs.batch.volcano.sh"})
-DEVICE_ANNOTATIONS = ("volcano.sh/vgpu-ids-new", "volcano.sh/gpu-index", "huawei.com/Ascend310P", "hami.io/vnpu-ids")
+DEVICE_ANNOTATIONS = (
+    "volcano.sh/vgpu-ids-new",
+    "volcano.sh/gpu-index",
+    "huawei.com/Ascend310P",
+    "hami.io/vnpu-ids",
+)
 
 
 def kubectl_command() -> str:
@@ -84,14 +114,28 @@ def final_table(store: Any) -> str:
         md, spec, status = p["metadata"], p.get("spec") or {}, p.get("status") or {}
         ann = md.get("annotations") or {}
         devices = " ".join(f"{k}={ann[k]}" for k in DEVICE_ANNOTATIONS if k in ann)
-        rows.append((md.get("namespace") or "", md["name"], str(status.get("phase") or "Pending"),
-                     str(spec.get("nodeName") or "-"), devices or "-"))
+        rows.append(
+            (
+                md.get("namespace") or "",
+                md["name"],
+                str(status.get("phase") or "Pending"),
+                str(spec.get("nodeName") or "-"),
+                devices or "-",
+            )
+        )
     out = [_columns(rows), ""]
     groups = [("NAMESPACE", "PODGROUP", "PHASE", "MINMEMBER", "RUNNING")]
     for pg in store.list("podgroups"):
         md, st = pg["metadata"], pg.get("status") or {}
-        groups.append((md.get("namespace") or "", md["name"], str(st.get("phase") or "-"),
-                       str((pg.get("spec") or {}).get("minMember", "-")), str(st.get("running", 0))))
+        groups.append(
+            (
+                md.get("namespace") or "",
+                md["name"],
+                str(st.get("phase") or "-"),
+                str((pg.get("spec") or {}).get("minMember", "-")),
+                str(st.get("running", 0)),
+            )
+        )
     out.append(_columns(groups))
     return "\n".join(out)
 
@@ -111,10 +155,15 @@ async def jobs_expanded(store: Any, timeout: float = 10.0) -> None:
     deadline = loop.time() + timeout
     while loop.time() < deadline:
         # the controller records a phase once the job's PodGroup and pods exist (or it failed)
-        if all(((j.get("status") or {}).get("state") or {}).get("phase") for j in store.iter_objects("jobs.batch.volcano.sh")):
+        if all(
+            ((j.get("status") or {}).get("state") or {}).get("phase")
+            for j in store.iter_objects("jobs.batch.volcano.sh")
+        ):
             return
         await asyncio.sleep(0.05)
-    log.warning("the Job controller did not expand every Job within %.0f s; starting the scheduler anyway", timeout)
+    log.warning(
+        "the Job controller did not expand every Job within %.0f s; starting the scheduler anyway", timeout
+    )
 
 
 def all_decided(store: Any) -> bool:
@@ -128,8 +177,9 @@ def all_decided(store: Any) -> bool:
     return True
 
 
-async def wait_bounded(store: Any, run_for: float | None, settle: bool, settle_seconds: float,
-                       scheduler: bool) -> None:
+async def wait_bounded(
+    store: Any, run_for: float | None, settle: bool, settle_seconds: float, scheduler: bool
+) -> None:
     """Return after `run_for` seconds, or (with `settle`) once the watched kinds stayed quiet.
 
     With a scheduler, quiet time counts only once it has decided on every pod: a daemon still
@@ -147,7 +197,11 @@ async def wait_bounded(store: Any, run_for: float | None, settle: bool, settle_s
     try:
         while loop.time() < deadline:
             await asyncio.sleep(0.2)
-            if settle and time.monotonic() - last_change[0] >= settle_seconds and (not scheduler or all_decided(store)):
+            if (
+                settle
+                and time.monotonic() - last_change[0] >= settle_seconds
+                and (not scheduler or all_decided(store))
+            ):
                 return
     finally:
         unsubscribe()
@@ -158,9 +212,13 @@ async def create_objects(client: RestClient, objects: list[dict[str, Any]], skip
     for obj in sorted(objects, key=lambda o: CREATE_ORDER.get(str(o.get("kind")), 9)):
         res = resource_for(obj)
         md = obj.get("metadata") or {}
-        where = f"{obj.get('kind')} {md.get('namespace') + '/' if md.get('namespace') else ''}{md.get('name')}"
+        where = (
+            f"{obj.get('kind')} {md.get('namespace') + '/' if md.get('namespace') else ''}{md.get('name')}"
+        )
         if res is None:
-            skipped.append(Skipped(where, f"kind {obj.get('apiVersion')}/{obj.get('kind')} is not served by the sandbox"))
+            skipped.append(
+                Skipped(where, f"kind {obj.get('apiVersion')}/{obj.get('kind')} is not served by the sandbox")
+            )
             continue
         ns = (md.get("namespace") or "default") if res.namespaced else None
         status = obj.get("status")
@@ -193,7 +251,9 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
     try:
         for ns in SYSTEM_NAMESPACES:
             with contextlib.suppress(ApiError):
-                await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+                await client.create(
+                    NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+                )
         await ensure_default_queues(client)
         nodes = make_nodes(specs)
         if any((s.gpus and s.mode != "gpushare") or s.npus for s in specs):
@@ -230,9 +290,17 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
             loop.add_signal_handler(sig, stop.set)
         waiters = [asyncio.ensure_future(stop.wait())]
         if bounded:
-            waiters.append(asyncio.ensure_future(
-                wait_bounded(server.store, args.run_for, args.exit_after_settle, args.settle_seconds,
-                             daemon is not None)))
+            waiters.append(
+                asyncio.ensure_future(
+                    wait_bounded(
+                        server.store,
+                        args.run_for,
+                        args.exit_after_settle,
+                        args.settle_seconds,
+                        daemon is not None,
+                    )
+                )
+            )
         if daemon is not None:
             waiters.append(asyncio.ensure_future(daemon.wait()))
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
@@ -267,7 +335,10 @@ def _client_auth(server: Any) -> dict[str, Any]:
 def main(argv: Sequence[str]) -> int:
     parser = build_parser()
     args, daemon_args = parser.parse_known_args(list(argv))
-    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING), format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     if args.run_for is not None and args.run_for <= 0:
         parser.error("--run-for must be positive")
     if args.settle_seconds <= 0:

@@ -97,7 +97,12 @@ class SimulatedCluster:
         if "default" not in self.state.queues:
             # a normal Volcano install always has the default queue
             self.state.apply_queue(
-                {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}}
+                {
+                    "kind": "Queue",
+                    "metadata": {"name": "default"},
+                    "spec": {"weight": 1},
+                    "status": {"state": "Open"},
+                }
             )
 
     def _apply(self, obj: dict[str, Any]) -> None:

@@ -21,8 +21,15 @@ class FakeClient:
     def on(self, method: str, prefix: str, fn: Callable[[Any, Any], Any]) -> None:
         self.responders.insert(0, (method, prefix, fn))
 
-    async def request(self, method: str, path: str, query: Any = None, body: Any = None,
-                      content_type: str | None = None, timeout: float | None = None) -> Any:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        query: Any = None,
+        body: Any = None,
+        content_type: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
         self.calls.append((method, path, body))
         await asyncio.sleep(0)
         for m, prefix, fn in self.responders:

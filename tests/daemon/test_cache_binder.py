@@ -35,7 +35,9 @@ def cluster() -> SchedulerCache:
     return c
 
 
-def decision(c: SchedulerCache, key: str = "c1/p1", node_name: str = "n1", ann: dict[str, str] | None = None) -> BindDecision:
+def decision(
+    c: SchedulerCache, key: str = "c1/p1", node_name: str = "n1", ann: dict[str, str] | None = None
+) -> BindDecision:
     task = c.state.get_task(key)
     assert task is not None
     return BindDecision(task.clone(), node_name, ann or {})
@@ -91,7 +93,9 @@ def test_a_recreated_pod_with_the_same_name_is_not_claimed_by_the_old_decision()
     assert c.assume("c1/p1", "uid-p1", "n1", {}) is False
 
 
-def test_malformed_objects_are_skipped_by_name_and_the_good_version_stays(capsys: pytest.CaptureFixture[str]) -> None:
+def test_malformed_objects_are_skipped_by_name_and_the_good_version_stays(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     c = cluster()
     bad = with_uid(pod("p1", group="g", cpu="lots"), "uid-p1", rv="9")
     c.upsert_pod(bad)
@@ -127,7 +131,9 @@ async def test_successful_bind_posts_one_binding_with_annotations_and_an_event()
     assert body["metadata"]["annotations"] == {"volcano.sh/gpu-ids": "0"}
     assert body["metadata"]["uid"] == "uid-p1"
     events = [c for c in client.calls if c[0] == "POST" and c[1].endswith("/events")]
-    assert [(e[2]["reason"], e[2]["message"]) for e in events] == [("Scheduled", "Successfully assigned c1/p1 to n1")]
+    assert [(e[2]["reason"], e[2]["message"]) for e in events] == [
+        ("Scheduled", "Successfully assigned c1/p1 to n1")
+    ]
     assert b.bound == 1 and c.assumed["c1/p1"].sent
 
 
@@ -144,7 +150,10 @@ async def test_the_same_decision_twice_binds_once() -> None:
 
 async def test_server_errors_are_retried_then_succeed() -> None:
     c, client = cluster(), FakeClient()
-    client.bind_answers = [ApiError(500, "InternalError", "boom"), ApiError(429, "TooManyRequests", "slow", 0.01)]
+    client.bind_answers = [
+        ApiError(500, "InternalError", "boom"),
+        ApiError(429, "TooManyRequests", "slow", 0.01),
+    ]
     b, st = binder(c, client)
     b.submit([decision(c)])
     await b.drain(5)
@@ -168,7 +177,10 @@ async def test_conflict_resyncs_the_pod_and_never_retries() -> None:
 
 async def test_a_lost_answer_then_conflict_on_our_own_node_counts_as_bound_once() -> None:
     c, client = cluster(), FakeClient()
-    client.bind_answers = [ApiError(0, "ConnectionError", "reset"), ApiError(409, "Conflict", "already assigned")]
+    client.bind_answers = [
+        ApiError(0, "ConnectionError", "reset"),
+        ApiError(409, "Conflict", "already assigned"),
+    ]
     mine = with_uid(pod("p1", group="g", node_name="n1"), "uid-p1", rv="6")
     client.on("GET", "/api/v1/namespaces/c1/pods/p1", lambda _b, _q: mine)
     b, st = binder(c, client)
@@ -209,7 +221,11 @@ async def test_dry_run_writes_nothing_and_counts_each_pod_once() -> None:
 
 async def test_pod_condition_written_once_until_the_watch_catches_up() -> None:
     c, client = cluster(), FakeClient()
-    client.on("PATCH", "/api/v1/namespaces/c1/pods/p1/status", lambda _b, _q: {"metadata": {"resourceVersion": "77"}})
+    client.on(
+        "PATCH",
+        "/api/v1/namespaces/c1/pods/p1/status",
+        lambda _b, _q: {"metadata": {"resourceVersion": "77"}},
+    )
     _, st = binder(c, client)
     task = c.state.get_task("c1/p1")
     assert task is not None
@@ -219,8 +235,14 @@ async def test_pod_condition_written_once_until_the_watch_catches_up() -> None:
     assert st.pod_condition(task, "Unschedulable", "0/1 nodes are unavailable: 1 Insufficient cpu.") is False
     # the watch delivers our write: still nothing to do
     p = with_uid(pod("p1", group="g"), "uid-p1", rv="77")
-    p["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                                  "message": "0/1 nodes are unavailable: 1 Insufficient cpu."}]
+    p["status"]["conditions"] = [
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/1 nodes are unavailable: 1 Insufficient cpu.",
+        }
+    ]
     c.upsert_pod(p)
     task = c.state.get_task("c1/p1")
     assert task is not None
@@ -242,18 +264,26 @@ async def test_podgroup_status_falls_back_to_the_object_when_the_crd_has_no_stat
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
 
     # the fake matches prefixes, most recently added first: the /status answers go last
-    client.on("PATCH", "/apis/scheduling.volcano.sh/v1beta1/namespaces/c1/podgroups/g",
-              lambda _b, _q: {"metadata": {"resourceVersion": "9"}})
-    client.on("PATCH", "/apis/scheduling.volcano.sh/v1beta1/namespaces/c1/podgroups/h",
-              lambda _b, _q: {"metadata": {"resourceVersion": "10"}})
+    client.on(
+        "PATCH",
+        "/apis/scheduling.volcano.sh/v1beta1/namespaces/c1/podgroups/g",
+        lambda _b, _q: {"metadata": {"resourceVersion": "9"}},
+    )
+    client.on(
+        "PATCH",
+        "/apis/scheduling.volcano.sh/v1beta1/namespaces/c1/podgroups/h",
+        lambda _b, _q: {"metadata": {"resourceVersion": "10"}},
+    )
     client.on("PATCH", "/apis/scheduling.volcano.sh/v1beta1/namespaces/c1/podgroups/g/status", no_subresource)
     client.on("PATCH", "/apis/scheduling.volcano.sh/v1beta1/namespaces/c1/podgroups/h/status", no_subresource)
     _, st = binder(c, client)
     assert st.podgroup_status("c1/g", PodGroupStatus(phase="Inqueue")) is True
     await st.drain(1)
     writes = [(p, b) for m, p, b in client.calls if m == "PATCH"]
-    assert writes[-1] == ("/apis/scheduling.volcano.sh/v1beta1/namespaces/c1/podgroups/g",
-                          {"status": writes[-1][1]["status"]})
+    assert writes[-1] == (
+        "/apis/scheduling.volcano.sh/v1beta1/namespaces/c1/podgroups/g",
+        {"status": writes[-1][1]["status"]},
+    )
     assert writes[-1][1]["status"]["phase"] == "Inqueue"
     assert st.podgroup_writes == 1
     # from then on the object is patched directly: no more 404 round trips

@@ -26,14 +26,25 @@ current-context: x
 
 @pytest.fixture
 def kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    for var in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+    for var in (
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "NO_PROXY",
+        "no_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ):
         monkeypatch.delenv(var, raising=False)
     p = tmp_path / "kubeconfig"
     p.write_text(KUBECONFIG)
     return str(p)
 
 
-async def test_the_proxy_from_the_environment_is_resolved_once(kubeconfig: str, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_proxy_from_the_environment_is_resolved_once(
+    kubeconfig: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "http://user:pw@proxy.example.test:3128")
     c = await KubeClient.create(ClientOptions(kubeconfig=kubeconfig))
     try:

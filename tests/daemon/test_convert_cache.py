@@ -13,7 +13,9 @@ from tests.builders import pod
 def _pod(name: str, cpu: str = "1", memory: str = "2Gi") -> dict:
     p = pod(name, group="g")
     p["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu, "memory": memory}}
-    p["spec"]["tolerations"] = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}]
+    p["spec"]["tolerations"] = [
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}
+    ]
     return p
 
 

@@ -63,8 +63,19 @@ async def test_recorder_posts_once_then_patches_the_count() -> None:
     assert len(posts) == 1 and len(patches) == 1
     _, path, body = posts[0]
     assert path == "/api/v1/namespaces/ns/events"
-    assert body["involvedObject"] == {"kind": "Pod", "name": "p", "apiVersion": "v1", "namespace": "ns", "uid": "uid-1"}
-    assert (body["type"], body["reason"], body["message"], body["count"]) == ("Warning", "FailedScheduling", "no nodes", 1)
+    assert body["involvedObject"] == {
+        "kind": "Pod",
+        "name": "p",
+        "apiVersion": "v1",
+        "namespace": "ns",
+        "uid": "uid-1",
+    }
+    assert (body["type"], body["reason"], body["message"], body["count"]) == (
+        "Warning",
+        "FailedScheduling",
+        "no nodes",
+        1,
+    )
     assert body["source"] == {"component": "volcano"}
     assert patches[0][1] == f"/api/v1/namespaces/ns/events/{body['metadata']['name']}"
     assert patches[0][2]["count"] == 4

@@ -10,15 +10,28 @@ from scheduler.daemon import main, parse_args, parse_duration
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("1s", 1.0), ("500ms", 0.5), ("15s", 15.0), ("1m30s", 90.0), ("1.5h", 5400.0), ("300us", 0.0003),
-     ("250µs", 0.00025), ("10ns", 1e-8), ("0", 0.0), ("2m", 120.0), ("-1s", -1.0)],
+    [
+        ("1s", 1.0),
+        ("500ms", 0.5),
+        ("15s", 15.0),
+        ("1m30s", 90.0),
+        ("1.5h", 5400.0),
+        ("300us", 0.0003),
+        ("250µs", 0.00025),
+        ("10ns", 1e-8),
+        ("0", 0.0),
+        ("2m", 120.0),
+        ("-1s", -1.0),
+    ],
 )
 def test_go_durations(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize(("text", "fragment"), [("5", "missing unit"), ("1x", "invalid duration"), ("", "invalid duration"),
-                                                ("s", "invalid duration")])
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [("5", "missing unit"), ("1x", "invalid duration"), ("", "invalid duration"), ("s", "invalid duration")],
+)
 def test_bad_durations_say_why(text: str, fragment: str) -> None:
     with pytest.raises(ValueError, match=fragment):
         parse_duration(text)
@@ -32,7 +45,11 @@ def test_defaults_are_volcanos() -> None:
     assert o.listen_address == ":8080" and o.healthz_address == ":11251"
     assert not o.enable_metrics and not o.enable_healthz
     assert o.kube_api_qps == 2000 and o.kube_api_burst == 2000
-    assert (o.minimum_feasible_nodes, o.minimum_percentage_nodes_to_find, o.percentage_nodes_to_find) == (100, 5, 0)
+    assert (o.minimum_feasible_nodes, o.minimum_percentage_nodes_to_find, o.percentage_nodes_to_find) == (
+        100,
+        5,
+        0,
+    )
     assert o.resource_sync_timeout == 60.0
     assert o.leader_elect is True
     assert (o.lease_duration, o.renew_deadline, o.retry_period) == (15.0, 10.0, 2.0)
@@ -42,12 +59,25 @@ def test_defaults_are_volcanos() -> None:
 
 
 def test_volcano_deployment_arguments() -> None:
-    o = parse_args([
-        "--scheduler-conf=/volcano.scheduler/volcano-scheduler.conf", "--scheduler-name=volcano", "--schedule-period=500ms",
-        "--enable-metrics=true", "--enable-healthz=true", "--leader-elect=false", "--kube-api-qps=50",
-        "--kube-api-burst=100", "-v=4", "--leader-elect-lease-duration", "30s", "--leader-elect-renew-deadline=20s",
-        "--leader-elect-retry-period=3s", "--minimum-feasible-nodes=10", "--percentage-nodes-to-find=50",
-    ])
+    o = parse_args(
+        [
+            "--scheduler-conf=/volcano.scheduler/volcano-scheduler.conf",
+            "--scheduler-name=volcano",
+            "--schedule-period=500ms",
+            "--enable-metrics=true",
+            "--enable-healthz=true",
+            "--leader-elect=false",
+            "--kube-api-qps=50",
+            "--kube-api-burst=100",
+            "-v=4",
+            "--leader-elect-lease-duration",
+            "30s",
+            "--leader-elect-renew-deadline=20s",
+            "--leader-elect-retry-period=3s",
+            "--minimum-feasible-nodes=10",
+            "--percentage-nodes-to-find=50",
+        ]
+    )
     assert o.scheduler_conf == "/volcano.scheduler/volcano-scheduler.conf"
     assert o.schedule_period == 0.5
     assert o.enable_metrics and o.enable_healthz and not o.leader_elect
@@ -71,11 +101,16 @@ def test_lease_is_named_after_the_only_scheduler_name() -> None:
 
 def test_lease_namespace_from_the_deprecated_flag_or_the_component_base_one() -> None:
     assert parse_args(["--lock-object-namespace=ns1"]).lease_namespace == "ns1"
-    assert parse_args(["--lock-object-namespace=ns1", "--leader-elect-resource-namespace=ns2"]).lease_namespace == "ns2"
+    assert (
+        parse_args(["--lock-object-namespace=ns1", "--leader-elect-resource-namespace=ns2"]).lease_namespace
+        == "ns2"
+    )
 
 
 def test_node_selector_pairs() -> None:
-    o = parse_args(["--node-selector=volcano.sh/role:train", "--node-selector", "volcano.sh/role:serving,zone:a"])
+    o = parse_args(
+        ["--node-selector=volcano.sh/role:train", "--node-selector", "volcano.sh/role:serving,zone:a"]
+    )
     assert o.node_selector == {"volcano.sh/role": {"train", "serving"}, "zone": {"a"}}
 
 
@@ -97,7 +132,9 @@ def test_volcano_only_flags_are_accepted_and_noted() -> None:
         (["--no-such-flag"], "unrecognized arguments"),
     ],
 )
-def test_bad_flags_exit_2_with_one_line(argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_flags_exit_2_with_one_line(
+    argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert fragment in err
@@ -110,5 +147,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_parser_is_exposed_for_deployment_checks() -> None:
-    ns, unknown = daemon.build_parser().parse_known_args(["--scheduler-conf=/x.conf", "--enable-healthz=true"])
+    ns, unknown = daemon.build_parser().parse_known_args(
+        ["--scheduler-conf=/x.conf", "--enable-healthz=true"]
+    )
     assert ns.scheduler_conf == "/x.conf" and not unknown

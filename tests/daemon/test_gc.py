@@ -17,7 +17,9 @@ def test_settle_gc_collects_freezes_and_reenables() -> None:
         "settle_gc()\n"
         "print(gc.isenabled(), gc.get_freeze_count() >= 10000, gc.get_threshold()[0])\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out == ["True", "True", "20000"]
 
 

@@ -58,11 +58,13 @@ async def run_until(inf: Informer, cond: Any, timeout: float = 2.0) -> None:
 async def test_paginated_list_then_watch_from_the_list_version() -> None:
     client, rec = FakeClient(), Recorder()
     client.on("GET", "/api/v1/configmaps", pages([cm("a", "1"), cm("b", "2")], [cm("c", "3")], rv="10"))
-    client.watch_scripts = [[
-        {"type": "ADDED", "object": cm("d", "11")},
-        {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "15"}}},
-        {"type": "DELETED", "object": cm("a", "16")},
-    ]]
+    client.watch_scripts = [
+        [
+            {"type": "ADDED", "object": cm("d", "11")},
+            {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "15"}}},
+            {"type": "DELETED", "object": cm("a", "16")},
+        ]
+    ]
     inf = Informer(client, Resource("ConfigMap", "/api/v1/configmaps"), rec, page_size=2)  # type: ignore[arg-type]
     await run_until(inf, lambda: rec.deletes)
     assert inf.synced.is_set()
@@ -76,8 +78,14 @@ async def test_paginated_list_then_watch_from_the_list_version() -> None:
 async def test_expired_history_relists_and_reports_what_vanished() -> None:
     client, rec = FakeClient(), Recorder()
     lists = iter([[cm("a", "1"), cm("b", "2")], [cm("b", "2"), cm("c", "5")]])
-    client.on("GET", "/api/v1/configmaps", lambda _b, _q: {"metadata": {"resourceVersion": "9"}, "items": next(lists)})
-    client.watch_scripts = [[{"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}]]
+    client.on(
+        "GET",
+        "/api/v1/configmaps",
+        lambda _b, _q: {"metadata": {"resourceVersion": "9"}, "items": next(lists)},
+    )
+    client.watch_scripts = [
+        [{"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}]
+    ]
     inf = Informer(client, Resource("ConfigMap", "/api/v1/configmaps"), rec)  # type: ignore[arg-type]
     await run_until(inf, lambda: inf.relists == 2)
     assert rec.upserts == ["a@1", "b@2", "c@5"]  # b unchanged: not delivered again
@@ -92,8 +100,12 @@ async def test_errors_back_off_and_a_handler_bug_does_not_stop_the_stream() -> N
         [{"type": "ADDED", "object": cm("explode", "2")}, {"type": "ADDED", "object": cm("ok", "3")}],
     ]
     errors: list[str] = []
-    inf = Informer(client, Resource("ConfigMap", "/api/v1/configmaps"), rec,  # type: ignore[arg-type]
-                   on_error=lambda kind, exc: errors.append(str(exc)))
+    inf = Informer(
+        client,
+        Resource("ConfigMap", "/api/v1/configmaps"),
+        rec,  # type: ignore[arg-type]
+        on_error=lambda kind, exc: errors.append(str(exc)),
+    )
     inf.backoff = Backoff(initial=0.01, maximum=0.05)
     await run_until(inf, lambda: "ok@3" in rec.upserts)
     assert errors == ["500 InternalError: boom"]

@@ -33,39 +33,76 @@ def test_exponential_buckets_range_matches_prometheus() -> None:
 
 def test_volcano_metric_names_and_types() -> None:
     m = SchedulerMetrics()
-    m.observe_session(SimpleNamespace(total_ms=12.0, open_ms=1.0, action_ms={"allocate": 3.0},
-                                      plugin_open_ms={"gang": 0.2}, plugin_close_ms={"gang": 0.1},
-                                      pod_conditions=[], podgroup_status={}, uid="u", evictions=[]))
+    m.observe_session(
+        SimpleNamespace(
+            total_ms=12.0,
+            open_ms=1.0,
+            action_ms={"allocate": 3.0},
+            plugin_open_ms={"gang": 0.2},
+            plugin_close_ms={"gang": 0.1},
+            pod_conditions=[],
+            podgroup_status={},
+            uid="u",
+            evictions=[],
+        )
+    )
     t = text(m)
     ty = types(t)
-    for name in ("volcano_e2e_scheduling_latency_milliseconds", "volcano_open_session_duration_milliseconds",
-                 "volcano_e2e_job_scheduling_latency_milliseconds", "volcano_plugin_scheduling_latency_milliseconds",
-                 "volcano_action_scheduling_latency_milliseconds", "volcano_task_scheduling_latency_milliseconds",
-                 "volcano_scheduling_stage_duration_milliseconds"):
+    for name in (
+        "volcano_e2e_scheduling_latency_milliseconds",
+        "volcano_open_session_duration_milliseconds",
+        "volcano_e2e_job_scheduling_latency_milliseconds",
+        "volcano_plugin_scheduling_latency_milliseconds",
+        "volcano_action_scheduling_latency_milliseconds",
+        "volcano_task_scheduling_latency_milliseconds",
+        "volcano_scheduling_stage_duration_milliseconds",
+    ):
         assert ty[name] == "histogram", name
-    for name in ("volcano_e2e_job_scheduling_duration", "volcano_e2e_job_scheduling_start_time",
-                 "volcano_e2e_job_scheduling_last_time", "volcano_pod_preemption_victims", "volcano_unschedule_task_count",
-                 "volcano_unschedule_job_count", "volcano_queue_allocated_milli_cpu", "volcano_queue_deserved_memory_bytes",
-                 "volcano_queue_real_capacity_scalar_resources", "volcano_queue_inqueue_milli_cpu", "volcano_queue_share",
-                 "volcano_queue_weight", "volcano_queue_overused", "volcano_job_share"):
+    for name in (
+        "volcano_e2e_job_scheduling_duration",
+        "volcano_e2e_job_scheduling_start_time",
+        "volcano_e2e_job_scheduling_last_time",
+        "volcano_pod_preemption_victims",
+        "volcano_unschedule_task_count",
+        "volcano_unschedule_job_count",
+        "volcano_queue_allocated_milli_cpu",
+        "volcano_queue_deserved_memory_bytes",
+        "volcano_queue_real_capacity_scalar_resources",
+        "volcano_queue_inqueue_milli_cpu",
+        "volcano_queue_share",
+        "volcano_queue_weight",
+        "volcano_queue_overused",
+        "volcano_job_share",
+    ):
         assert ty[name] == "gauge", name
-    for name in ("volcano_schedule_attempts_total", "volcano_eviction_transactions_total",
-                 "volcano_total_preemption_attempts", "volcano_job_retry_counts", "volcano_pods_bound_total",
-                 "volcano_config_reload_failures_total"):
+    for name in (
+        "volcano_schedule_attempts_total",
+        "volcano_eviction_transactions_total",
+        "volcano_total_preemption_attempts",
+        "volcano_job_retry_counts",
+        "volcano_pods_bound_total",
+        "volcano_config_reload_failures_total",
+    ):
         assert ty[name] == "counter", name
     # Go's name exactly, not prometheus_client's "<name>_total"
     assert re.search(r"^volcano_total_preemption_attempts 0$", t, re.M)
     assert "volcano_total_preemption_attempts_total" not in t
     assert "_created" not in t
     assert 'volcano_action_scheduling_latency_milliseconds_count{action="allocate"} 1.0' in t
-    assert 'volcano_plugin_scheduling_latency_milliseconds_count{OnSession="OnSessionOpen",plugin="gang"} 1.0' in t
+    assert (
+        'volcano_plugin_scheduling_latency_milliseconds_count{OnSession="OnSessionOpen",plugin="gang"} 1.0'
+        in t
+    )
     assert "volcano_e2e_scheduling_latency_milliseconds_sum 12.0" in t
 
 
-@pytest.mark.parametrize(("name", "lo", "hi", "n"), [
-    ("volcano_e2e_scheduling_latency_milliseconds", 1, 5000, 20),
-    ("volcano_e2e_job_scheduling_latency_milliseconds", 100, 120000, 30),
-])
+@pytest.mark.parametrize(
+    ("name", "lo", "hi", "n"),
+    [
+        ("volcano_e2e_scheduling_latency_milliseconds", 1, 5000, 20),
+        ("volcano_e2e_job_scheduling_latency_milliseconds", 100, 120000, 30),
+    ],
+)
 def test_buckets(name: str, lo: float, hi: float, n: int) -> None:
     b = buckets(text(SchedulerMetrics()), name)
     assert len(b) == n and b[0] == lo and b[-1] == pytest.approx(hi)
@@ -75,10 +112,17 @@ def test_unschedulable_counts_and_preemption() -> None:
     m = SchedulerMetrics()
     task = SimpleNamespace(job="ns/j1")
     st = PodGroupStatus("Inqueue", [Condition("Unschedulable", "True", "NotEnoughResources", "x", "sess")])
-    res = SimpleNamespace(total_ms=1.0, open_ms=0.1, action_ms={}, plugin_open_ms={}, plugin_close_ms={}, uid="sess",
-                          pod_conditions=[SimpleNamespace(task=task, reason="Unschedulable")] * 3,
-                          podgroup_status={"ns/j1": st, "ns/j2": PodGroupStatus("Running")},
-                          evictions=[(object(), "preempt"), (object(), "preempt")])
+    res = SimpleNamespace(
+        total_ms=1.0,
+        open_ms=0.1,
+        action_ms={},
+        plugin_open_ms={},
+        plugin_close_ms={},
+        uid="sess",
+        pod_conditions=[SimpleNamespace(task=task, reason="Unschedulable")] * 3,
+        podgroup_status={"ns/j1": st, "ns/j2": PodGroupStatus("Running")},
+        evictions=[(object(), "preempt"), (object(), "preempt")],
+    )
     m.observe_session(res)
     t = text(m)
     # Volcano labels job_id with the PodGroup's name
@@ -93,9 +137,16 @@ def test_unschedulable_counts_and_preemption() -> None:
 def test_series_of_deleted_jobs_and_queues_are_removed() -> None:
     m = SchedulerMetrics()
     m.observe_job_placed("j1", "q1", "ns", creation=1.0, start=2.0, done=True)
-    attr = SimpleNamespace(allocated=Resource.from_list({"cpu": "2", "nvidia.com/gpu": "1"}), request=Resource(),
-                           deserved=Resource.from_list({"cpu": "4"}), capacity=None, real_capacity=Resource(),
-                           inqueue=Resource(), share=0.5, weight=3)
+    attr = SimpleNamespace(
+        allocated=Resource.from_list({"cpu": "2", "nvidia.com/gpu": "1"}),
+        request=Resource(),
+        deserved=Resource.from_list({"cpu": "4"}),
+        capacity=None,
+        real_capacity=Resource(),
+        inqueue=Resource(),
+        share=0.5,
+        weight=3,
+    )
     m.set_queue("q1", attr)
     t = text(m)
     assert 'volcano_e2e_job_scheduling_duration{job_name="j1",job_namespace="ns",queue="q1"}' in t
@@ -110,11 +161,22 @@ def test_series_of_deleted_jobs_and_queues_are_removed() -> None:
 
 
 def _session(uid: str, unschedulable: list[str]) -> SimpleNamespace:
-    st = {j: PodGroupStatus("Inqueue", [Condition("Unschedulable", "True", "NotEnoughResources", "x", uid)])
-          for j in unschedulable}
-    return SimpleNamespace(total_ms=1.0, open_ms=0.1, action_ms={}, plugin_open_ms={}, plugin_close_ms={}, uid=uid,
-                           pod_conditions=[], podgroup_status=st, evictions=[],
-                           jobs={j: SimpleNamespace(name=j.rpartition("/")[2]) for j in unschedulable})
+    st = {
+        j: PodGroupStatus("Inqueue", [Condition("Unschedulable", "True", "NotEnoughResources", "x", uid)])
+        for j in unschedulable
+    }
+    return SimpleNamespace(
+        total_ms=1.0,
+        open_ms=0.1,
+        action_ms={},
+        plugin_open_ms={},
+        plugin_close_ms={},
+        uid=uid,
+        pod_conditions=[],
+        podgroup_status=st,
+        evictions=[],
+        jobs={j: SimpleNamespace(name=j.rpartition("/")[2]) for j in unschedulable},
+    )
 
 
 def test_retries_count_sessions_that_leave_a_job_unschedulable_and_go_with_the_job() -> None:
@@ -149,9 +211,20 @@ def _vgpu_ledger(node_name: str) -> Any:
     from scheduler.plugins.deviceshare.config import DEFAULT_CONFIG
     from scheduler.plugins.deviceshare.vgpu import VgpuLedger
 
-    cards = [ann.RegisteredCard(f"GPU-{node_name}-{i}", 10, 16384, "NVIDIA-Tesla T4", True, "hami-core") for i in range(2)]
-    alloc = {"cpu": "8", "memory": "32Gi", ann.VGPU_NUMBER: "20", ann.VGPU_MEMORY: "32768", ann.VGPU_CORES: "200"}
-    node = NodeInfo(node_name, Resource.from_list(alloc), annotations={ann.VGPU_REGISTER: ann.encode_vgpu_register(cards)})
+    cards = [
+        ann.RegisteredCard(f"GPU-{node_name}-{i}", 10, 16384, "NVIDIA-Tesla T4", True, "hami-core")
+        for i in range(2)
+    ]
+    alloc = {
+        "cpu": "8",
+        "memory": "32Gi",
+        ann.VGPU_NUMBER: "20",
+        ann.VGPU_MEMORY: "32768",
+        ann.VGPU_CORES: "200",
+    }
+    node = NodeInfo(
+        node_name, Resource.from_list(alloc), annotations={ann.VGPU_REGISTER: ann.encode_vgpu_register(cards)}
+    )
     node.raw_capacity = dict(alloc)
     led, why = VgpuLedger.from_node(node, DEFAULT_CONFIG)
     assert led is not None, why
@@ -202,6 +275,9 @@ def test_device_ledgers_are_collected_from_the_session_nodes() -> None:
     from scheduler.daemon import device_ledgers
 
     v, s = _vgpu_ledger("g1"), _share_ledger("s1")
-    nodes = [SimpleNamespace(devices={"hamivgpu": v}), SimpleNamespace(devices={}),
-             SimpleNamespace(devices={"GpuShare": s})]
+    nodes = [
+        SimpleNamespace(devices={"hamivgpu": v}),
+        SimpleNamespace(devices={}),
+        SimpleNamespace(devices={"GpuShare": s}),
+    ]
     assert device_ledgers(nodes) == ([v], [s])

@@ -29,8 +29,12 @@ def names(r: ConfigReloader) -> list[str]:
 def make(path: str, **kw: object) -> tuple[ConfigReloader, list[tuple[str, str]], list[tuple[str, str, str]]]:
     failures: list[tuple[str, str]] = []
     events: list[tuple[str, str, str]] = []
-    r = ConfigReloader(path, on_failure=lambda k, e: failures.append((k, e)),
-                       warn_event=lambda reason, msg, kind: events.append((reason, msg, kind)), **kw)  # type: ignore[arg-type]
+    r = ConfigReloader(
+        path,
+        on_failure=lambda k, e: failures.append((k, e)),
+        warn_event=lambda reason, msg, kind: events.append((reason, msg, kind)),
+        **kw,
+    )  # type: ignore[arg-type]
     return r, failures, events
 
 
@@ -87,7 +91,10 @@ def test_strict_start_refuses_an_invalid_file(tmp_path: Path) -> None:
 
 
 def cm(text: str, key: str = "volcano-scheduler.conf") -> dict[str, object]:
-    return {"metadata": {"name": "volcano-scheduler-configmap", "namespace": "volcano-system"}, "data": {key: text}}
+    return {
+        "metadata": {"name": "volcano-scheduler-configmap", "namespace": "volcano-system"},
+        "data": {key: text},
+    }
 
 
 def test_configmap_edit_wins_and_the_late_identical_file_refresh_is_a_no_op(tmp_path: Path) -> None:

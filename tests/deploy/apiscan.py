@@ -20,8 +20,13 @@ METHOD_VERB = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "d
 def _consts(tree: ast.AST) -> dict[str, str]:
     out = {}
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
             out[node.targets[0].id] = node.value.value
     return out
 
@@ -99,7 +104,11 @@ def scan(files: list[Path]) -> tuple[set[tuple[str, str, str]], list[str]]:
             if node.func.attr == "bind":
                 found.add(("", "pods/binding", "create"))
                 continue
-            if node.func.attr != "request" or len(node.args) < 2 or not isinstance(node.args[0], ast.Constant):
+            if (
+                node.func.attr != "request"
+                or len(node.args) < 2
+                or not isinstance(node.args[0], ast.Constant)
+            ):
                 continue
             method, target, sub = node.args[0].value, node.args[1], ""
             if isinstance(target, ast.BinOp):

@@ -96,9 +96,16 @@ def run(cmd: list[Any], **kw: Any) -> subprocess.CompletedProcess[str]:
     # helm writes caches/config under HOME; keep them out of the user's home and out of the repo
     home = Path(sys.prefix) / "k8s-home"
     home.mkdir(exist_ok=True)
-    env.update(HOME=str(home), HELM_CACHE_HOME=str(home / "cache"), HELM_CONFIG_HOME=str(home / "config"),
-               HELM_DATA_HOME=str(home / "data"), KUBECONFIG=kw.pop("kubeconfig", str(home / "no-kubeconfig")))
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=60, env=env, check=False, **kw)
+    env.update(
+        HOME=str(home),
+        HELM_CACHE_HOME=str(home / "cache"),
+        HELM_CONFIG_HOME=str(home / "config"),
+        HELM_DATA_HOME=str(home / "data"),
+        KUBECONFIG=kw.pop("kubeconfig", str(home / "no-kubeconfig")),
+    )
+    return subprocess.run(
+        [str(c) for c in cmd], capture_output=True, text=True, timeout=60, env=env, check=False, **kw
+    )
 
 
 def documents(text: str) -> list[dict[str, Any]]:

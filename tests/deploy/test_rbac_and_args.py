@@ -26,21 +26,33 @@ pytestmark = pytest.mark.kubectl
 
 # (apiGroup, resource, verb) the daemon uses, "" = core group. For readers; the tests use the code.
 DOCUMENTED: set[tuple[str, str, str]] = {
-    *{(g, r, v) for g, r in (("", "pods"), ("", "nodes"), ("", "namespaces"), ("", "configmaps"),
-                             ("scheduling.k8s.io", "priorityclasses"), ("scheduling.volcano.sh", "podgroups"),
-                             ("scheduling.volcano.sh", "queues")) for v in ("list", "watch")},  # informers
-    ("", "pods/binding", "create"),                                       # binder
-    ("", "pods", "get"),                                                  # binder: re-read before evicting / after a conflict
-    ("", "pods/status", "patch"),                                         # PodScheduled condition; eviction conditions
-    ("", "pods", "delete"),                                               # eviction (as Volcano: no eviction API)
-    ("", "nodes", "patch"),                                               # deviceshare node locks
+    *{
+        (g, r, v)
+        for g, r in (
+            ("", "pods"),
+            ("", "nodes"),
+            ("", "namespaces"),
+            ("", "configmaps"),
+            ("scheduling.k8s.io", "priorityclasses"),
+            ("scheduling.volcano.sh", "podgroups"),
+            ("scheduling.volcano.sh", "queues"),
+        )
+        for v in ("list", "watch")
+    },  # informers
+    ("", "pods/binding", "create"),  # binder
+    ("", "pods", "get"),  # binder: re-read before evicting / after a conflict
+    ("", "pods/status", "patch"),  # PodScheduled condition; eviction conditions
+    ("", "pods", "delete"),  # eviction (as Volcano: no eviction API)
+    ("", "nodes", "patch"),  # deviceshare node locks
     ("scheduling.volcano.sh", "podgroups/status", "patch"),
     ("scheduling.volcano.sh", "queues/status", "patch"),
-    ("scheduling.volcano.sh", "podgroups", "patch"),                     # status when the CRD has no
-    ("scheduling.volcano.sh", "queues", "patch"),                         # status subresource (404)
-    ("", "events", "create"), ("", "events", "patch"),                    # events, deduplicated by count
-    ("coordination.k8s.io", "leases", "get"), ("coordination.k8s.io", "leases", "create"),
-    ("coordination.k8s.io", "leases", "update"),                          # leader election
+    ("scheduling.volcano.sh", "podgroups", "patch"),  # status when the CRD has no
+    ("scheduling.volcano.sh", "queues", "patch"),  # status subresource (404)
+    ("", "events", "create"),
+    ("", "events", "patch"),  # events, deduplicated by count
+    ("coordination.k8s.io", "leases", "get"),
+    ("coordination.k8s.io", "leases", "create"),
+    ("coordination.k8s.io", "leases", "update"),  # leader election
 }
 
 FORBIDDEN_RESOURCES = {"secrets", "serviceaccounts/token", "pods/exec", "pods/attach", "pods/portforward"}
@@ -76,7 +88,9 @@ def granted(objs: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
     return out
 
 
-def test_rules_are_exactly_what_the_daemon_uses(kustomized: list[dict[str, Any]], helm_rendered: list[dict[str, Any]]) -> None:
+def test_rules_are_exactly_what_the_daemon_uses(
+    kustomized: list[dict[str, Any]], helm_rendered: list[dict[str, Any]]
+) -> None:
     need, source = daemon_permissions()
     for where, objs in (("deploy/kubernetes", kustomized), ("helm chart", helm_rendered)):
         have = granted(objs)
@@ -99,7 +113,11 @@ def test_rules_are_narrow(kustomized: list[dict[str, Any]], helm_rendered: list[
             assert r not in FORBIDDEN_RESOURCES, r
             if g in ("scheduling.volcano.sh", "batch.volcano.sh", "apiextensions.k8s.io"):
                 assert v not in ("create", "delete", "deletecollection"), (g, r, v)
-        leases = [o for o in objs if o["kind"] == "ClusterRole" and any("leases" in r["resources"] for r in o["rules"])]
+        leases = [
+            o
+            for o in objs
+            if o["kind"] == "ClusterRole" and any("leases" in r["resources"] for r in o["rules"])
+        ]
         assert not leases, "leases belong in the namespaced Role"
         [role] = [o for o in objs if o["kind"] == "Role"]
         assert role["metadata"]["namespace"] == "volcano-system"
@@ -125,8 +143,9 @@ def _args(objs: list[dict[str, Any]]) -> list[str]:
     return [a.replace("$(POD_NAMESPACE)", "volcano-system") for a in args]
 
 
-def test_deployment_args_are_accepted_by_the_daemon(kustomized: list[dict[str, Any]], helm_rendered: list[dict[str, Any]],
-                                                     kubectl: Path, helm: Path) -> None:
+def test_deployment_args_are_accepted_by_the_daemon(
+    kustomized: list[dict[str, Any]], helm_rendered: list[dict[str, Any]], kubectl: Path, helm: Path
+) -> None:
     from tests.deploy.conftest import KUSTOMIZE_DIR, documents, run
     from tests.deploy.test_manifests import HELM_VARIANTS, render_helm
 

@@ -18,8 +18,11 @@ from tests.builders import node  # noqa: E402
 
 ApiServer = apiserver.ApiServer
 
-FAST_LEASE = ["--leader-elect-lease-duration=2s", "--leader-elect-renew-deadline=1500ms",
-              "--leader-elect-retry-period=200ms"]
+FAST_LEASE = [
+    "--leader-elect-lease-duration=2s",
+    "--leader-elect-renew-deadline=1500ms",
+    "--leader-elect-retry-period=200ms",
+]
 
 
 class Cluster:
@@ -35,16 +38,41 @@ class Cluster:
         return self.store.create(obj)
 
     def podgroup(self, name: str, min_member: int = 1, ns: str = "default", inqueue: bool = False) -> None:
-        self.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-                     "metadata": {"name": name, "namespace": ns}, "spec": {"minMember": min_member, "queue": "default"}})
+        self.create(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"minMember": min_member, "queue": "default"},
+            }
+        )
         if inqueue:
-            self.store.patch("podgroups", ns, name, {"status": {"phase": "Inqueue"}}, "merge", subresource="status")
+            self.store.patch(
+                "podgroups", ns, name, {"status": {"phase": "Inqueue"}}, "merge", subresource="status"
+            )
 
     def pod(self, name: str, group: str, cpu: str = "1", ns: str = "default") -> None:
-        self.create({"apiVersion": "v1", "kind": "Pod",
-                     "metadata": {"name": name, "namespace": ns, "annotations": {"scheduling.k8s.io/group-name": group}},
-                     "spec": {"schedulerName": "volcano", "containers": [
-                         {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}})
+        self.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": name,
+                    "namespace": ns,
+                    "annotations": {"scheduling.k8s.io/group-name": group},
+                },
+                "spec": {
+                    "schedulerName": "volcano",
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "busybox",
+                            "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}},
+                        }
+                    ],
+                },
+            }
+        )
 
     def job(self, name: str, pods: int, cpu: str = "1", min_member: int | None = None) -> None:
         self.podgroup(name, pods if min_member is None else min_member)
@@ -52,13 +80,18 @@ class Cluster:
             self.pod(f"{name}-{i}", name, cpu)
 
     def configmap(self, text: str) -> None:
-        body = {"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "volcano-scheduler-configmap", "namespace": "volcano-system"},
-                "data": {"volcano-scheduler.conf": text}}
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "volcano-scheduler-configmap", "namespace": "volcano-system"},
+            "data": {"volcano-scheduler.conf": text},
+        }
         if self.store.get("configmaps", "volcano-system", "volcano-scheduler-configmap") is None:
             self.create(body)
         else:
-            self.store.patch("configmaps", "volcano-system", "volcano-scheduler-configmap", {"data": body["data"]}, "merge")
+            self.store.patch(
+                "configmaps", "volcano-system", "volcano-scheduler-configmap", {"data": body["data"]}, "merge"
+            )
 
     # -------------------------------------------------------------- reading --
     def node_of(self, name: str, ns: str = "default") -> str:
@@ -66,7 +99,11 @@ class Cluster:
         return ((p or {}).get("spec") or {}).get("nodeName") or ""
 
     def bound(self, ns: str = "default") -> dict[str, str]:
-        return {p["metadata"]["name"]: p["spec"]["nodeName"] for p in self.store.list("pods", ns) if p["spec"].get("nodeName")}
+        return {
+            p["metadata"]["name"]: p["spec"]["nodeName"]
+            for p in self.store.list("pods", ns)
+            if p["spec"].get("nodeName")
+        }
 
     def binding_requests(self) -> list[dict[str, Any]]:
         return [r for r in self.srv.request_log if r.get("subresource") == "binding"]
@@ -80,8 +117,16 @@ class Cluster:
 
     # -------------------------------------------------------------- daemons --
     async def start_daemon(self, *flags: str) -> Daemon:
-        opts = parse_args(["--kubeconfig", self.kubeconfig, "--schedule-period=100ms", "--listen-address=127.0.0.1:0",
-                           "--enable-metrics", *flags])
+        opts = parse_args(
+            [
+                "--kubeconfig",
+                self.kubeconfig,
+                "--schedule-period=100ms",
+                "--listen-address=127.0.0.1:0",
+                "--enable-metrics",
+                *flags,
+            ]
+        )
         d = Daemon(opts)
         task = asyncio.ensure_future(d.run())
         self.daemons.append((d, task))
@@ -100,6 +145,7 @@ class Cluster:
         for dd, task in self.daemons:
             if dd is d:
                 if d.elector is not None:
+
                     async def no_release() -> None:
                         return None
 
@@ -133,8 +179,14 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
         if srv.store.get("namespaces", None, ns) is None:
             c.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     if srv.store.get("queues", None, "default") is None:
-        c.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
-                  "spec": {"weight": 1, "reclaimable": True}})
+        c.create(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": "default"},
+                "spec": {"weight": 1, "reclaimable": True},
+            }
+        )
     for i in range(3):
         c.create(node(f"n{i}", cpu="4", memory="16Gi"))
     try:

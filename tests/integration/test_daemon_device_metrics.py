@@ -26,8 +26,14 @@ tiers:
   - name: nodeorder
 """
 
-GPU = {"cpu": "16", "memory": "64Gi", "pods": "110", "volcano.sh/vgpu-number": "20",
-       "volcano.sh/vgpu-memory": "65536", "volcano.sh/vgpu-cores": "200"}
+GPU = {
+    "cpu": "16",
+    "memory": "64Gi",
+    "pods": "110",
+    "volcano.sh/vgpu-number": "20",
+    "volcano.sh/vgpu-memory": "65536",
+    "volcano.sh/vgpu-cores": "200",
+}
 
 
 async def scrape(port: int) -> str:
@@ -37,27 +43,61 @@ async def scrape(port: int) -> str:
 
 async def test_vgpu_gauges_follow_binds_and_vanish_with_the_node(cluster: Cluster) -> None:
     cluster.configmap(CONF)
-    cluster.create({"apiVersion": "v1", "kind": "Node",
-                    "metadata": {"name": "g1", "labels": {"kubernetes.io/hostname": "g1"},
-                                 "annotations": {"volcano.sh/node-vgpu-register":
-                                                 "GPU-a,10,32768,NVIDIA-Tesla V100-PCIE-32GB,true,hami-core:"
-                                                 "GPU-b,10,32768,NVIDIA-Tesla V100-PCIE-32GB,true,hami-core:"}},
-                    "status": {"capacity": dict(GPU), "allocatable": dict(GPU),
-                               "conditions": [{"type": "Ready", "status": "True"}]}})
+    cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": "g1",
+                "labels": {"kubernetes.io/hostname": "g1"},
+                "annotations": {
+                    "volcano.sh/node-vgpu-register": "GPU-a,10,32768,NVIDIA-Tesla V100-PCIE-32GB,true,hami-core:"
+                    "GPU-b,10,32768,NVIDIA-Tesla V100-PCIE-32GB,true,hami-core:"
+                },
+            },
+            "status": {
+                "capacity": dict(GPU),
+                "allocatable": dict(GPU),
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+    )
     cluster.podgroup("cuda", 1)
-    cluster.create({"apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": "cuda-0", "namespace": "default",
-                                 "annotations": {"scheduling.k8s.io/group-name": "cuda"}},
-                    "spec": {"schedulerName": "volcano", "containers": [
-                        {"name": "main", "image": "cuda", "resources": {"limits": {
-                            "volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "3000",
-                            "volcano.sh/vgpu-cores": "30"}}}]}})
+    cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "cuda-0",
+                "namespace": "default",
+                "annotations": {"scheduling.k8s.io/group-name": "cuda"},
+            },
+            "spec": {
+                "schedulerName": "volcano",
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "cuda",
+                        "resources": {
+                            "limits": {
+                                "volcano.sh/vgpu-number": "1",
+                                "volcano.sh/vgpu-memory": "3000",
+                                "volcano.sh/vgpu-cores": "30",
+                            }
+                        },
+                    }
+                ],
+            },
+        }
+    )
     d = await cluster.start_daemon("--leader-elect=false")
     await wait_for(lambda: cluster.node_of("cuda-0") == "g1", 10, "the vGPU pod bound")
     port = d.ports[0]
 
     # a session after the bind shows the pod on one of the two cards
-    text = await scrape_until(port, lambda t: re.search(r'shared_number\{NodeName="g1",devID="GPU-[ab]"\} 1.0', t))
+    text = await scrape_until(
+        port, lambda t: re.search(r'shared_number\{NodeName="g1",devID="GPU-[ab]"\} 1.0', t)
+    )
     card = "GPU-a" if 'devID="GPU-a"} 1.0' in text else "GPU-b"
     other = "GPU-b" if card == "GPU-a" else "GPU-a"
     assert f'volcano_vgpu_device_allocated_memory{{NodeName="g1",devID="{card}"}} 3000.0' in text
@@ -81,11 +121,31 @@ async def scrape_until(port: int, ok: Callable[[str], Any], timeout: float = 10.
 
 
 def vgpu_pod(name: str, memory: str, cores: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default", "annotations": {"scheduling.k8s.io/group-name": name}},
-            "spec": {"schedulerName": "volcano", "containers": [
-                {"name": "main", "image": "cuda", "resources": {"limits": {
-                    "volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": memory, "volcano.sh/vgpu-cores": cores}}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "annotations": {"scheduling.k8s.io/group-name": name},
+        },
+        "spec": {
+            "schedulerName": "volcano",
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "cuda",
+                    "resources": {
+                        "limits": {
+                            "volcano.sh/vgpu-number": "1",
+                            "volcano.sh/vgpu-memory": memory,
+                            "volcano.sh/vgpu-cores": cores,
+                        }
+                    },
+                }
+            ],
+        },
+    }
 
 
 async def test_a_restarted_daemon_rebuilds_card_usage_from_pod_annotations(cluster: Cluster) -> None:
@@ -95,14 +155,31 @@ async def test_a_restarted_daemon_rebuilds_card_usage_from_pod_annotations(clust
     ledgers, rebuilt from the pods' annotations, can tell that the third one fits on neither card.
     """
     cluster.configmap(CONF)
-    two_cards = {**GPU, "volcano.sh/vgpu-number": "20", "volcano.sh/vgpu-memory": "32768", "volcano.sh/vgpu-cores": "200"}
-    cluster.create({"apiVersion": "v1", "kind": "Node",
-                    "metadata": {"name": "g1", "labels": {"kubernetes.io/hostname": "g1"},
-                                 "annotations": {"volcano.sh/node-vgpu-register":
-                                                 "GPU-a,10,16384,NVIDIA-Tesla V100-PCIE-16GB,true,hami-core:"
-                                                 "GPU-b,10,16384,NVIDIA-Tesla V100-PCIE-16GB,true,hami-core:"}},
-                    "status": {"capacity": dict(two_cards), "allocatable": dict(two_cards),
-                               "conditions": [{"type": "Ready", "status": "True"}]}})
+    two_cards = {
+        **GPU,
+        "volcano.sh/vgpu-number": "20",
+        "volcano.sh/vgpu-memory": "32768",
+        "volcano.sh/vgpu-cores": "200",
+    }
+    cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": "g1",
+                "labels": {"kubernetes.io/hostname": "g1"},
+                "annotations": {
+                    "volcano.sh/node-vgpu-register": "GPU-a,10,16384,NVIDIA-Tesla V100-PCIE-16GB,true,hami-core:"
+                    "GPU-b,10,16384,NVIDIA-Tesla V100-PCIE-16GB,true,hami-core:"
+                },
+            },
+            "status": {
+                "capacity": dict(two_cards),
+                "allocatable": dict(two_cards),
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+    )
     cluster.podgroup("first", 1)
     cluster.create(vgpu_pod("first", "10000", "30"))
     d = await cluster.start_daemon("--leader-elect=false")
@@ -115,7 +192,11 @@ async def test_a_restarted_daemon_rebuilds_card_usage_from_pod_annotations(clust
         cluster.podgroup(name, 1)
         cluster.create(vgpu_pod(name, "10000", "30"))
     await cluster.start_daemon("--leader-elect=false")
-    await wait_for(lambda: any(cluster.node_of(n) for n in ("second", "third")), 10, "one more pod bound after the restart")
+    await wait_for(
+        lambda: any(cluster.node_of(n) for n in ("second", "third")),
+        10,
+        "one more pod bound after the restart",
+    )
     await asyncio.sleep(0.8)
     bound = sorted(n for n in ("first", "second", "third") if cluster.node_of(n))
     assert len(bound) == 2, f"6,384 MiB are left on each card, yet {bound} are bound"

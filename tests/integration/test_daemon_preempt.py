@@ -19,15 +19,40 @@ tiers:
 
 
 def pod_with_priority(cluster: Cluster, name: str, group: str, pc: str, cpu: str) -> None:
-    cluster.create({"apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": name, "namespace": "default", "annotations": {"scheduling.k8s.io/group-name": group}},
-                    "spec": {"schedulerName": "volcano", "priorityClassName": pc, "containers": [
-                        {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}})
+    cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "annotations": {"scheduling.k8s.io/group-name": group},
+            },
+            "spec": {
+                "schedulerName": "volcano",
+                "priorityClassName": pc,
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "busybox",
+                        "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}},
+                    }
+                ],
+            },
+        }
+    )
 
 
 async def test_a_high_priority_pod_evicts_a_low_priority_one(cluster: Cluster, tmp_path: Path) -> None:
     for name, value in (("low", 1), ("high", 1000)):
-        cluster.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value})
+        cluster.create(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            }
+        )
     conf = tmp_path / "volcano-scheduler.conf"
     conf.write_text(PREEMPT)
     cluster.podgroup("low", 1)
@@ -35,9 +60,14 @@ async def test_a_high_priority_pod_evicts_a_low_priority_one(cluster: Cluster, t
         pod_with_priority(cluster, f"low-{i}", "low", "low", "4")
     d = await cluster.start_daemon("--leader-elect=false", f"--scheduler-conf={conf}")
     await wait_for(lambda: len(cluster.bound()) == 3, 10, "low priority pods fill the nodes")
-    cluster.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-                    "metadata": {"name": "high", "namespace": "default"},
-                    "spec": {"minMember": 1, "queue": "default", "priorityClassName": "high"}})
+    cluster.create(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "high", "namespace": "default"},
+            "spec": {"minMember": 1, "queue": "default", "priorityClassName": "high"},
+        }
+    )
     pod_with_priority(cluster, "high-0", "high", "high", "4")
 
     def victims() -> list[dict]:
@@ -47,18 +77,32 @@ async def test_a_high_priority_pod_evicts_a_low_priority_one(cluster: Cluster, t
     [victim] = victims()
     assert victim["metadata"]["name"].startswith("low-")
     conds = {c["type"]: c for c in victim["status"]["conditions"]}
-    assert (conds["DisruptionTarget"]["status"], conds["DisruptionTarget"]["reason"]) == ("True", "PreemptionByScheduler")
+    assert (conds["DisruptionTarget"]["status"], conds["DisruptionTarget"]["reason"]) == (
+        "True",
+        "PreemptionByScheduler",
+    )
     assert conds["DisruptionTarget"]["message"] == "volcano: preempting to accommodate a higher priority pod"
     assert (conds["Ready"]["status"], conds["Ready"]["reason"]) == ("False", "Evict")
     assert conds["Ready"]["message"] == "Pod is evicted, because of preempt"
-    await wait_for(lambda: any(e["reason"] == "Evict" and e["involvedObject"]["name"] == victim["metadata"]["name"]
-                               for e in cluster.store.list("events", "default")), 5, "Evict event on the victim")
-    deletes = [r for r in cluster.srv.request_log if r.get("verb") == "delete" and r.get("resource") == "pods"]
+    await wait_for(
+        lambda: any(
+            e["reason"] == "Evict" and e["involvedObject"]["name"] == victim["metadata"]["name"]
+            for e in cluster.store.list("events", "default")
+        ),
+        5,
+        "Evict event on the victim",
+    )
+    deletes = [
+        r for r in cluster.srv.request_log if r.get("verb") == "delete" and r.get("resource") == "pods"
+    ]
     assert len(deletes) == 1, "the victim is deleted once, not once per session"
     assert d.evictor is not None and d.evictor.evicted == 1
     high = cluster.store.get("pods", "default", "high-0")
-    await wait_for(lambda: (cluster.store.get("pods", "default", "high-0").get("status") or {}).get("nominatedNodeName"),
-                   5, "the preemptor is nominated to the victim's node")
+    await wait_for(
+        lambda: (cluster.store.get("pods", "default", "high-0").get("status") or {}).get("nominatedNodeName"),
+        5,
+        "the preemptor is nominated to the victim's node",
+    )
     high = cluster.store.get("pods", "default", "high-0")
     assert high["status"]["nominatedNodeName"] == victim["spec"]["nodeName"]
     assert not high["spec"].get("nodeName"), "it waits for the victim to go (no kubelet finishes it here)"

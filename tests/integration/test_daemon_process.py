@@ -18,9 +18,17 @@ async def test_sigterm_stops_cleanly_and_releases_the_lease(cluster: Cluster) ->
     cluster.job("p", 2)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "scheduler", "--kubeconfig", cluster.kubeconfig, "--schedule-period=100ms",
-        "--listen-address=127.0.0.1:0", *FAST_LEASE,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+        sys.executable,
+        "-m",
+        "scheduler",
+        "--kubeconfig",
+        cluster.kubeconfig,
+        "--schedule-period=100ms",
+        "--listen-address=127.0.0.1:0",
+        *FAST_LEASE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
     )
     try:
         await wait_for(lambda: len(cluster.bound()) == 2, 20, "the daemon process binds")
@@ -47,8 +55,15 @@ async def test_a_bad_kubeconfig_is_one_error_line_and_exit_1(tmp_path: Path) -> 
     bad.write_text("this: is: not: a kubeconfig")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "scheduler", "--kubeconfig", str(bad), "--listen-address=127.0.0.1:0",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+        sys.executable,
+        "-m",
+        "scheduler",
+        "--kubeconfig",
+        str(bad),
+        "--listen-address=127.0.0.1:0",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
     )
     _out, err = await asyncio.wait_for(proc.communicate(), 20)
     assert proc.returncode == 1

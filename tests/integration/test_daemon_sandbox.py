@@ -38,16 +38,35 @@ async def test_pods_are_bound_exactly_once_and_statuses_written(cluster: Cluster
     assert cluster.successful_binds_per_pod() == {"gang-0": 1, "gang-1": 1, "gang-2": 1, "solo-0": 1}
     assert [r["code"] for r in cluster.binding_requests()] == [201] * 4
     pg = cluster.store.get("podgroups", "default", "gang")
-    await wait_for(lambda: (cluster.store.get("podgroups", "default", "gang").get("status") or {}).get("phase") == "Running",
-                   5, "PodGroup Running")
+    await wait_for(
+        lambda: (
+            (cluster.store.get("podgroups", "default", "gang").get("status") or {}).get("phase") == "Running"
+        ),
+        5,
+        "PodGroup Running",
+    )
     pg = cluster.store.get("podgroups", "default", "gang")
     [cond] = pg["status"]["conditions"]
-    assert (cond["type"], cond["status"], cond["reason"]) == ("Scheduled", "True", "tasks in gang are ready to be scheduled")
-    events = [(e["involvedObject"]["name"], e["reason"], e["message"]) for e in cluster.store.list("events", "default")]
-    assert ("gang-1", "Scheduled", f"Successfully assigned default/gang-1 to {cluster.node_of('gang-1')}") in events
+    assert (cond["type"], cond["status"], cond["reason"]) == (
+        "Scheduled",
+        "True",
+        "tasks in gang are ready to be scheduled",
+    )
+    events = [
+        (e["involvedObject"]["name"], e["reason"], e["message"])
+        for e in cluster.store.list("events", "default")
+    ]
+    assert (
+        "gang-1",
+        "Scheduled",
+        f"Successfully assigned default/gang-1 to {cluster.node_of('gang-1')}",
+    ) in events
     q = cluster.store.get("queues", None, "default")
-    await wait_for(lambda: (cluster.store.get("queues", None, "default").get("status") or {}).get("running") == 2,
-                   5, "queue status counts")
+    await wait_for(
+        lambda: (cluster.store.get("queues", None, "default").get("status") or {}).get("running") == 2,
+        5,
+        "queue status counts",
+    )
     assert d.sessions > 0 and q is not None
 
 
@@ -60,7 +79,9 @@ async def test_unschedulable_pod_gets_the_reason_on_its_condition(cluster: Clust
 
     def condition() -> dict[str, Any] | None:
         p = cluster.store.get("pods", "default", "huge-0")
-        return next((c for c in (p.get("status") or {}).get("conditions") or [] if c["type"] == "PodScheduled"), None)
+        return next(
+            (c for c in (p.get("status") or {}).get("conditions") or [] if c["type"] == "PodScheduled"), None
+        )
 
     await wait_for(condition, 10, "PodScheduled condition")
     c = condition()
@@ -68,13 +89,17 @@ async def test_unschedulable_pod_gets_the_reason_on_its_condition(cluster: Clust
     assert (c["status"], c["reason"]) == ("False", "Unschedulable")
     assert c["message"] == "0/3 nodes are unavailable: 3 Insufficient cpu."
     await asyncio.sleep(0.6)
-    writes = [r for r in cluster.srv.request_log if r.get("subresource") == "status" and r.get("name") == "huge-0"]
+    writes = [
+        r for r in cluster.srv.request_log if r.get("subresource") == "status" and r.get("name") == "huge-0"
+    ]
     assert len(writes) == 1, "an unchanged condition must not be rewritten every session"
     warn = [e for e in cluster.store.list("events", "default") if e["reason"] == "FailedScheduling"]
     assert len(warn) == 1 and warn[0]["type"] == "Warning" and warn[0]["message"] == c["message"]
     pg = cluster.store.get("podgroups", "default", "huge")
     assert pg["status"]["conditions"][0]["reason"] == "NotEnoughResources"
-    assert pg["status"]["conditions"][0]["message"].startswith("1/1 tasks in gang unschedulable: pod group is not ready")
+    assert pg["status"]["conditions"][0]["message"].startswith(
+        "1/1 tasks in gang unschedulable: pod group is not ready"
+    )
 
 
 async def test_metrics_and_health_endpoints(cluster: Cluster) -> None:
@@ -86,14 +111,18 @@ async def test_metrics_and_health_endpoints(cluster: Cluster) -> None:
     status, text = await get(f"{base}/metrics")
     assert status == 200
     assert re.search(r"^volcano_e2e_scheduling_latency_milliseconds_count [1-9]", text, re.M)
-    assert re.search(r'^volcano_action_scheduling_latency_milliseconds_count\{action="allocate"\} [1-9]', text, re.M)
+    assert re.search(
+        r'^volcano_action_scheduling_latency_milliseconds_count\{action="allocate"\} [1-9]', text, re.M
+    )
     assert "volcano_pods_bound_total 2.0" in text
     assert (await get(f"{base}/healthz"))[0] == 200
     status, body = await get(f"{base}/readyz")
     assert status == 200 and "leader" in body
 
 
-async def test_hot_reload_changes_placement_and_an_invalid_edit_keeps_the_old_config(cluster: Cluster) -> None:
+async def test_hot_reload_changes_placement_and_an_invalid_edit_keeps_the_old_config(
+    cluster: Cluster,
+) -> None:
     cluster.configmap(BINPACK)
     d = await cluster.start_daemon("--leader-elect=false")
     await wait_for(lambda: d.reloader.current_source.startswith("configmap"), 5, "ConfigMap config loaded")
@@ -106,15 +135,22 @@ async def test_hot_reload_changes_placement_and_an_invalid_edit_keeps_the_old_co
     a = await place("a")
     assert await place("b") == a, "binpack packs the second pod next to the first"
     cluster.configmap(SPREAD)
-    await wait_for(lambda: any(p.name == "nodeorder" for t in d.reloader.current.tiers for p in t.plugins), 5, "reload")
+    await wait_for(
+        lambda: any(p.name == "nodeorder" for t in d.reloader.current.tiers for p in t.plugins), 5, "reload"
+    )
     c = await place("c")
     assert c != a, "spread (least requested) avoids the busy node"
     cluster.configmap(BROKEN)
     await wait_for(lambda: d.reloader.failures >= 1, 5, "the invalid edit is refused")
     assert "failed to find action 'backfil'" in d.reloader.last_error
     assert await place("d") not in (a,), "still spreading: the last good config is in force"
-    await wait_for(lambda: any(e["reason"] == "FailedLoadConfig" for e in cluster.store.list("events", "volcano-system")),
-                   5, "Warning event on the ConfigMap")
+    await wait_for(
+        lambda: any(
+            e["reason"] == "FailedLoadConfig" for e in cluster.store.list("events", "volcano-system")
+        ),
+        5,
+        "Warning event on the ConfigMap",
+    )
     ev = next(e for e in cluster.store.list("events", "volcano-system") if e["reason"] == "FailedLoadConfig")
     assert ev["type"] == "Warning" and ev["involvedObject"]["name"] == "volcano-scheduler-configmap"
     _status, text = await get(f"http://127.0.0.1:{d.ports[0]}/metrics")
@@ -163,7 +199,9 @@ async def test_restart_on_a_busy_cluster_allocates_nothing_twice(cluster: Cluste
     await wait_for(lambda: len(cluster.bound()) == 12, 10, "second daemon binds the rest")
     await asyncio.sleep(0.5)
     assert set(cluster.successful_binds_per_pod().values()) == {1}
-    assert not [r for r in cluster.binding_requests() if r["code"] == 409], "the restarted daemon knew the earlier binds"
+    assert not [r for r in cluster.binding_requests() if r["code"] == 409], (
+        "the restarted daemon knew the earlier binds"
+    )
     # 12 cpus on 3 x 4-cpu nodes: nothing may be overcommitted
     per_node: dict[str, int] = {}
     for n in cluster.bound().values():
@@ -197,6 +235,8 @@ async def test_dry_run_decides_but_writes_nothing(cluster: Cluster) -> None:
 
 
 async def test_healthz_also_served_on_the_volcano_healthz_address(cluster: Cluster) -> None:
-    d = await cluster.start_daemon("--leader-elect=false", "--enable-healthz", "--healthz-address=127.0.0.1:0")
+    d = await cluster.start_daemon(
+        "--leader-elect=false", "--enable-healthz", "--healthz-address=127.0.0.1:0"
+    )
     assert len(d.ports) == 2
     assert (await get(f"http://127.0.0.1:{d.ports[1]}/healthz"))[0] == 200

@@ -16,29 +16,52 @@ import yaml
 
 from tests.integration.conftest import Cluster, wait_for
 
-SEED_003 = Path(__file__).resolve().parents[2] / "tests" / "scenarios" / "priority-gang-seed003" / "cluster.yaml"
+SEED_003 = (
+    Path(__file__).resolve().parents[2] / "tests" / "scenarios" / "priority-gang-seed003" / "cluster.yaml"
+)
 
 
 def replace_nodes(cluster: Cluster, count: int, cpu: str) -> None:
     for n in cluster.store.list("nodes"):
         cluster.store.delete("nodes", None, n["metadata"]["name"])
     for i in range(count):
-        cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{i}"},
-                        "status": {"capacity": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
-                                   "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
-                                   "conditions": [{"type": "Ready", "status": "True"}]}})
+        cluster.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": f"node-{i}"},
+                "status": {
+                    "capacity": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+                    "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }
+        )
 
 
 def pod(name: str, group: str, cpu: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default", "annotations": {"scheduling.k8s.io/group-name": group}},
-            "spec": {"schedulerName": "volcano",
-                     "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "annotations": {"scheduling.k8s.io/group-name": group},
+        },
+        "spec": {
+            "schedulerName": "volcano",
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}],
+        },
+    }
 
 
 def podgroup(name: str, min_member: int, queue: str = "default") -> dict[str, Any]:
-    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": "default"}, "spec": {"minMember": min_member, "queue": queue}}
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"minMember": min_member, "queue": queue},
+    }
 
 
 def phase(cluster: Cluster, group: str) -> str:
@@ -53,7 +76,9 @@ async def test_seed_003_high_runs_then_medium_takes_its_place(cluster: Cluster) 
     await cluster.start_daemon("--leader-elect=false")
     high = {f"priority-high-test-{i}" for i in range(3)}
     await wait_for(lambda: set(cluster.bound()) == high, 10, "the high-priority job bound")
-    await wait_for(lambda: phase(cluster, "priority-med") and phase(cluster, "priority-low"), 5, "statuses written")
+    await wait_for(
+        lambda: phase(cluster, "priority-med") and phase(cluster, "priority-low"), 5, "statuses written"
+    )
     await asyncio.sleep(0.5)  # more sessions: the waiting jobs stay whole, nothing is bound twice
     assert set(cluster.bound()) == high
     assert sorted(cluster.bound().values()) == ["node-0", "node-1", "node-2"]
@@ -69,7 +94,9 @@ async def test_seed_003_high_runs_then_medium_takes_its_place(cluster: Cluster) 
     await asyncio.sleep(0.5)
     assert set(cluster.bound()) == med
     assert set(cluster.successful_binds_per_pod().values()) == {1}
-    low_pods = [p for p in cluster.store.list("pods", "default") if p["metadata"]["name"].startswith("priority-low")]
+    low_pods = [
+        p for p in cluster.store.list("pods", "default") if p["metadata"]["name"].startswith("priority-low")
+    ]
     assert len(low_pods) == 3 and not any(p["spec"].get("nodeName") for p in low_pods)
 
 
@@ -87,9 +114,15 @@ async def test_a_gang_that_cannot_fit_whole_binds_nothing(cluster: Cluster) -> N
     assert set(cluster.bound()) == {"small-0", "small-1"}, "no member of the big gang may be bound"
     assert not [r for r in cluster.binding_requests() if r["name"].startswith("big-")]
     big = cluster.store.get("pods", "default", "big-0")
-    await wait_for(lambda: any(c.get("type") == "PodScheduled" and c.get("status") == "False"
-                               for c in (cluster.store.get("pods", "default", "big-0").get("status") or {}).get("conditions") or []),
-                   5, "big-0 marked unschedulable")
+    await wait_for(
+        lambda: any(
+            c.get("type") == "PodScheduled" and c.get("status") == "False"
+            for c in (cluster.store.get("pods", "default", "big-0").get("status") or {}).get("conditions")
+            or []
+        ),
+        5,
+        "big-0 marked unschedulable",
+    )
     big = cluster.store.get("pods", "default", "big-0")
     [cond] = [c for c in big["status"]["conditions"] if c["type"] == "PodScheduled"]
     # Volcano's reasons: "Unschedulable" (no node fits the pod) or "Schedulable" (it fit in the
@@ -99,9 +132,17 @@ async def test_a_gang_that_cannot_fit_whole_binds_nothing(cluster: Cluster) -> N
 
 async def test_queues_share_the_cluster_by_weight(cluster: Cluster) -> None:
     for name, weight in (("q1", 1), ("q2", 3)):
-        cluster.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
-                        "spec": {"weight": weight, "reclaimable": True}})
-        cluster.store.patch("queues", None, name, {"status": {"state": "Open"}}, "merge", subresource="status")
+        cluster.create(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": name},
+                "spec": {"weight": weight, "reclaimable": True},
+            }
+        )
+        cluster.store.patch(
+            "queues", None, name, {"status": {"state": "Open"}}, "merge", subresource="status"
+        )
     for q in ("q1", "q2"):
         for j in range(12):
             cluster.create(podgroup(f"{q}-j{j}", 1, queue=q))

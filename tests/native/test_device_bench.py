@@ -16,11 +16,28 @@ def test_bench_command_rewrites_only_its_own_section(tmp_path) -> None:
     from scheduler.sim.bench import main as bench_main
 
     doc = tmp_path / "performance.md"
-    doc.write_text("# Performance\n\nintro\n\n## Decision core (`vc-scheduler bench`)\n\ncore figures\n\n"
-                   "## Device hot path (`vc-scheduler bench --devices`)\n\nold device figures\n\n"
-                   "## Sandbox API server (`x`)\n\nsandbox figures\n")
-    argv = ["--devices", "--nodes", "10", "--gpus", "2", "--pods", "20", "--per-node-pods", "5",
-            "--ascend-pods", "5", "--repeats", "1", "--output", str(doc)]
+    doc.write_text(
+        "# Performance\n\nintro\n\n## Decision core (`vc-scheduler bench`)\n\ncore figures\n\n"
+        "## Device hot path (`vc-scheduler bench --devices`)\n\nold device figures\n\n"
+        "## Sandbox API server (`x`)\n\nsandbox figures\n"
+    )
+    argv = [
+        "--devices",
+        "--nodes",
+        "10",
+        "--gpus",
+        "2",
+        "--pods",
+        "20",
+        "--per-node-pods",
+        "5",
+        "--ascend-pods",
+        "5",
+        "--repeats",
+        "1",
+        "--output",
+        str(doc),
+    ]
     assert bench_main(argv) == 0
     text = doc.read_text()
     assert "old device figures" not in text

@@ -30,8 +30,17 @@ def test_compiled_module_is_present_where_it_must_be() -> None:
 def test_both_modules_expose_the_same_interface() -> None:
     if native is None:
         pytest.skip("compiled module not built")
-    for name in ("fit_nodes", "FIT", "TOO_MANY_CARDS", "NOT_FITTED", "NEEDS_PYTHON", "PCT_UNSET",
-                 "POLICY_NONE", "POLICY_BINPACK", "POLICY_SPREAD"):
+    for name in (
+        "fit_nodes",
+        "FIT",
+        "TOO_MANY_CARDS",
+        "NOT_FITTED",
+        "NEEDS_PYTHON",
+        "PCT_UNSET",
+        "POLICY_NONE",
+        "POLICY_BINPACK",
+        "POLICY_SPREAD",
+    ):
         assert hasattr(native, name) and hasattr(python_fit, name)
         if name != "fit_nodes":
             assert getattr(native, name) == getattr(python_fit, name)
@@ -55,12 +64,25 @@ def problems(draw: st.DrawFn) -> dict:
     req: list[int] = []
     for _ in range(draw(st.integers(1, 3))):
         pct = draw(st.sampled_from([101, 101, 0, 25, 100]))
-        req += [draw(st.integers(1, 3)), draw(st.sampled_from([0, 100, 2000, 5000])), pct,
-                draw(st.sampled_from([0, 0, 25, 50, 100]))]
+        req += [
+            draw(st.integers(1, 3)),
+            draw(st.sampled_from([0, 100, 2000, 5000])),
+            pct,
+            draw(st.sampled_from([0, 0, 25, 50, 100])),
+        ]
     return {
-        "starts": starts, "node_flags": flags, "count": count, "devmem": devmem, "used_num": used_num,
-        "used_mem": used_mem, "used_cores": used_cores, "usable": usable, "req": req,
-        "policy": draw(st.integers(0, 2)), "lo": 0, "hi": n_nodes,
+        "starts": starts,
+        "node_flags": flags,
+        "count": count,
+        "devmem": devmem,
+        "used_num": used_num,
+        "used_mem": used_mem,
+        "used_cores": used_cores,
+        "usable": usable,
+        "req": req,
+        "policy": draw(st.integers(0, 2)),
+        "lo": 0,
+        "hi": n_nodes,
     }
 
 
@@ -71,13 +93,33 @@ def run(mod, p: dict, lo: int | None = None, hi: int | None = None) -> tuple:
     hi = p["hi"] if hi is None else hi
     n_nodes = len(p["node_flags"])
     total = sum(p["req"][0::4])
-    code, score, cards = array("q", [-1] * n_nodes), array("d", [0.0] * n_nodes), array("q", [-1] * (n_nodes * total))
-    fitting = mod.fit_nodes(ints["starts"], ints["node_flags"], ints["count"], ints["devmem"], ints["used_num"],
-                            ints["used_mem"], ints["used_cores"], ints["usable"], ints["req"], p["policy"],
-                            lo, hi, code, score, cards)
+    code, score, cards = (
+        array("q", [-1] * n_nodes),
+        array("d", [0.0] * n_nodes),
+        array("q", [-1] * (n_nodes * total)),
+    )
+    fitting = mod.fit_nodes(
+        ints["starts"],
+        ints["node_flags"],
+        ints["count"],
+        ints["devmem"],
+        ints["used_num"],
+        ints["used_mem"],
+        ints["used_cores"],
+        ints["usable"],
+        ints["req"],
+        p["policy"],
+        lo,
+        hi,
+        code,
+        score,
+        cards,
+    )
     # the state arrays are inputs only: a filter has no side effects (spec 3.5)
     assert {k: list(v) for k, v in ints.items()} == before
-    chosen = [list(cards[(i - lo) * total:(i - lo + 1) * total]) if code[i] == 0 else None for i in range(lo, hi)]
+    chosen = [
+        list(cards[(i - lo) * total : (i - lo + 1) * total]) if code[i] == 0 else None for i in range(lo, hi)
+    ]
     return fitting, list(code), list(score), chosen
 
 
@@ -111,7 +153,7 @@ def test_chosen_cards_respect_every_card_limit(p: dict) -> None:
         un, um, uc = list(p["used_num"]), list(p["used_mem"]), list(p["used_cores"])
         k = 0
         for c in range(len(req) // 4):
-            nums, mem, pct, cores = req[4 * c:4 * c + 4]
+            nums, mem, pct, cores = req[4 * c : 4 * c + 4]
             for _ in range(nums):
                 g = base + picks[k]
                 k += 1
@@ -120,13 +162,17 @@ def test_chosen_cards_respect_every_card_limit(p: dict) -> None:
                 um[g] += p["devmem"][g] * pct // 100 if pct != 101 else mem
                 uc[g] += cores
                 assert un[g] <= p["count"][g] and um[g] <= p["devmem"][g] and uc[g] <= 100
-            assert len(set(picks[k - nums:k])) == nums  # one container never takes a card twice
+            assert len(set(picks[k - nums : k])) == nums  # one container never takes a card twice
 
 
 @needs_native
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from([0.0, 12.5, 50.0, 100.0])), min_size=1, max_size=12),
-       st.data())
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.sampled_from([0.0, 12.5, 50.0, 100.0])), min_size=1, max_size=12
+    ),
+    st.data(),
+)
 def test_best_node_agrees(rows: list, data: st.DataObject) -> None:
     codes = array("q", [c for c, _ in rows])
     scores = array("d", [s for _, s in rows])

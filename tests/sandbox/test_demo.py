@@ -45,8 +45,15 @@ def free_port() -> int:
 
 def sandbox_cmd(tmp_path: Path, *extra: str) -> list[str]:
     # the daemon's metrics port is moved to a free one: a demo may be running on the machine
-    return [sys.executable, "-m", "scheduler", "sandbox", *demo_args(tmp_path),
-            f"--listen-address=127.0.0.1:{free_port()}", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "scheduler",
+        "sandbox",
+        *demo_args(tmp_path),
+        f"--listen-address=127.0.0.1:{free_port()}",
+        *extra,
+    ]
 
 
 def parse_table(text: str, header: str) -> list[dict[str, str]]:
@@ -55,7 +62,7 @@ def parse_table(text: str, header: str) -> list[dict[str, str]]:
     start = next(i for i, line in enumerate(lines) if line.startswith(header))
     cols = lines[start].split()
     rows = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.strip():
             break
         parts = line.split(None, len(cols) - 1)
@@ -64,20 +71,37 @@ def parse_table(text: str, header: str) -> list[dict[str, str]]:
 
 
 def test_demo_bounded_run_places_the_seed_walkthroughs(tmp_path: Path) -> None:
-    proc = subprocess.run(sandbox_cmd(tmp_path, "--exit-after-settle", "--run-for", "90"),
-                                        cwd=ROOT, capture_output=True, text=True, timeout=150)
+    proc = subprocess.run(
+        sandbox_cmd(tmp_path, "--exit-after-settle", "--run-for", "90"),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     first = proc.stdout.splitlines()[0]
-    assert "scheduler running" in first and f"--kubeconfig {tmp_path}/demo.kubeconfig get pods,podgroups -A -w" in first
+    assert (
+        "scheduler running" in first
+        and f"--kubeconfig {tmp_path}/demo.kubeconfig get pods,podgroups -A -w" in first
+    )
     pods = {r["POD"]: r for r in parse_table(proc.stdout, "NAMESPACE  POD")}
     high = [pods[f"priority-high-test-{i}"] for i in range(3)]
     assert all(p["PHASE"] == "Running" for p in high), high
-    assert sorted(p["NODE"] for p in high) == ["gpu-node-2", "node-0", "node-1"]  # 2 CPUs each: one pod a node
+    assert sorted(p["NODE"] for p in high) == [
+        "gpu-node-2",
+        "node-0",
+        "node-1",
+    ]  # 2 CPUs each: one pod a node
     for job in ("med", "low"):
         waiting = [pods[f"priority-{job}-test-{i}"] for i in range(3)]
         assert all((p["PHASE"], p["NODE"]) == ("Pending", "-") for p in waiting), waiting
     hami, two = pods["hami-pod"], pods["two-vgpu-pod"]
-    assert (hami["PHASE"], hami["NODE"], two["PHASE"], two["NODE"]) == ("Running", "gpu-node-2", "Running", "gpu-node-2")
+    assert (hami["PHASE"], hami["NODE"], two["PHASE"], two["NODE"]) == (
+        "Running",
+        "gpu-node-2",
+        "Running",
+        "gpu-node-2",
+    )
     hami_cards = re.fullmatch(r"volcano\.sh/vgpu-ids-new=(GPU-[0-9a-f-]+),NVIDIA,3000,50:", hami["DEVICES"])
     assert hami_cards is not None, hami["DEVICES"]
     two_cards = re.findall(r"(GPU-[0-9a-f-]+),NVIDIA,8000,0:", two["DEVICES"])
@@ -97,12 +121,15 @@ def kubectl_bin() -> Path:
 
 
 @pytest.mark.kubectl
-async def test_priority_walkthrough_with_kubectl_against_the_running_demo(kubectl_bin: Path, tmp_path: Path) -> None:
+async def test_priority_walkthrough_with_kubectl_against_the_running_demo(
+    kubectl_bin: Path, tmp_path: Path
+) -> None:
     home = tmp_path / "home"
     home.mkdir()
     env = {**os.environ, "HOME": str(home)}
-    proc = await asyncio.create_subprocess_exec(*sandbox_cmd(tmp_path), cwd=ROOT, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.DEVNULL)
+    proc = await asyncio.create_subprocess_exec(
+        *sandbox_cmd(tmp_path), cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
+    )
     assert proc.stdout is not None
     try:
         first = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
@@ -110,14 +137,23 @@ async def test_priority_walkthrough_with_kubectl_against_the_running_demo(kubect
         assert kubeconfig is not None, first
 
         async def kubectl(*args: str) -> str:
-            p = await asyncio.create_subprocess_exec(str(kubectl_bin), "--kubeconfig", kubeconfig.group(1), *args,
-                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
+            p = await asyncio.create_subprocess_exec(
+                str(kubectl_bin),
+                "--kubeconfig",
+                kubeconfig.group(1),
+                *args,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+            )
             out, err = await asyncio.wait_for(p.communicate(), 30)
             assert p.returncode == 0, f"kubectl {' '.join(args)}: {err.decode()}"
             return out.decode()
 
         async def phases(job: str) -> list[str]:
-            doc: dict[str, Any] = json.loads(await kubectl("get", "pods", "-l", f"volcano.sh/job-name={job}", "-o", "json"))
+            doc: dict[str, Any] = json.loads(
+                await kubectl("get", "pods", "-l", f"volcano.sh/job-name={job}", "-o", "json")
+            )
             return sorted(p["status"].get("phase", "") for p in doc["items"])
 
         async def until(job: str, want: list[str], timeout: float = 45) -> None:
@@ -148,8 +184,13 @@ async def test_priority_walkthrough_with_kubectl_against_the_running_demo(kubect
         await until("priority-med", ["Running"] * 3)
         assert await phases("priority-low") == ["Pending"] * 3
         await until_shown(r"^priority-med-\S+\s+Running\s+3\s+3", "get", "podgroups")
-        pending = await kubectl("get", "pod", "priority-low-test-0", "-o",
-                                "jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].status}")
+        pending = await kubectl(
+            "get",
+            "pod",
+            "priority-low-test-0",
+            "-o",
+            'jsonpath={.status.conditions[?(@.type=="PodScheduled")].status}',
+        )
         assert pending == "False"
     finally:
         if proc.returncode is None:

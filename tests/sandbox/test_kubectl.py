@@ -39,12 +39,24 @@ class Kubectl:
         # kubectl caches discovery under HOME; a fresh one per test keeps servers apart
         self.env = {**os.environ, "HOME": str(home), "KUBECONFIG": str(kubeconfig)}
 
-    async def run(self, *args: str, check: bool = True, timeout: float = 20, stdin: str | None = None) -> tuple[int, str, str]:
+    async def run(
+        self, *args: str, check: bool = True, timeout: float = 20, stdin: str | None = None
+    ) -> tuple[int, str, str]:
         proc = await asyncio.create_subprocess_exec(
-            str(self.binary), "--kubeconfig", str(self.kubeconfig), "--request-timeout", "10s", *args,
+            str(self.binary),
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--request-timeout",
+            "10s",
+            *args,
             stdin=asyncio.subprocess.PIPE if stdin is not None else None,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=self.env)
-        out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin is not None else None), timeout)
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self.env,
+        )
+        out, err = await asyncio.wait_for(
+            proc.communicate(stdin.encode() if stdin is not None else None), timeout
+        )
         rc = proc.returncode if proc.returncode is not None else -1
         if check:
             assert rc == 0, f"kubectl {' '.join(args)} failed ({rc}): {err.decode()}"
@@ -67,7 +79,9 @@ async def apply_all(k: Kubectl) -> None:
 
 
 async def test_apply_creates_then_is_unchanged_then_configures(kubectl: Kubectl, server: ApiServer) -> None:
-    _, out, _ = await kubectl.run("apply", "-f", str(MANIFESTS / "priorityclasses.yaml"), "-f", str(MANIFESTS / "queue.yaml"))
+    _, out, _ = await kubectl.run(
+        "apply", "-f", str(MANIFESTS / "priorityclasses.yaml"), "-f", str(MANIFESTS / "queue.yaml")
+    )
     assert "priorityclass.scheduling.k8s.io/high-priority created" in out
     assert "queue.scheduling.volcano.sh/research created" in out
     _, out, _ = await kubectl.run("apply", "-f", str(MANIFESTS / "queue.yaml"))
@@ -102,10 +116,18 @@ async def test_apply_of_a_pod_twice_uses_strategic_merge(kubectl: Kubectl, serve
 
 async def test_get_by_short_names_and_output_formats(kubectl: Kubectl) -> None:
     await apply_all(kubectl)
-    for args, expect in ((("get", "pg"), "train-gang"), (("get", "podgroups"), "train-gang"),
-                         (("get", "podgroup", "train-gang"), "train-gang"), (("get", "q"), "research"),
-                         (("get", "queues"), "research"), (("get", "vcjob"), "mpi-train"), (("get", "vj"), "mpi-train"),
-                         (("get", "po"), "vgpu-pod"), (("get", "pc"), "high-priority"), (("get", "ns"), "kube-system")):
+    for args, expect in (
+        (("get", "pg"), "train-gang"),
+        (("get", "podgroups"), "train-gang"),
+        (("get", "podgroup", "train-gang"), "train-gang"),
+        (("get", "q"), "research"),
+        (("get", "queues"), "research"),
+        (("get", "vcjob"), "mpi-train"),
+        (("get", "vj"), "mpi-train"),
+        (("get", "po"), "vgpu-pod"),
+        (("get", "pc"), "high-priority"),
+        (("get", "ns"), "kube-system"),
+    ):
         _, out, _ = await kubectl.run(*args)
         assert expect in out, (args, out)
     _, out, _ = await kubectl.run("get", "pods", "-o", "wide")
@@ -116,7 +138,10 @@ async def test_get_by_short_names_and_output_formats(kubectl: Kubectl) -> None:
     assert out.splitlines()[0].split()[:2] == ["NAME", "STATUS"]
     _, out, _ = await kubectl.run("get", "pod", "vgpu-pod", "-o", "yaml")
     pod = yaml.safe_load(out)
-    assert pod["kind"] == "Pod" and pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "train-gang"
+    assert (
+        pod["kind"] == "Pod"
+        and pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "train-gang"
+    )
     listed = await kubectl.json("get", "queues")
     assert listed["kind"] == "List" and [i["metadata"]["name"] for i in listed["items"]] == ["research"]
     _, out, _ = await kubectl.run("get", "pods", "-l", "app=vgpu", "-o", "name")
@@ -140,18 +165,40 @@ async def test_create_describe_and_delete(kubectl: Kubectl, server: ApiServer) -
 
 
 async def test_get_watch_sees_an_event(kubectl: Kubectl, server: ApiServer) -> None:
-    server.store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "early", "namespace": "default"},
-                         "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    server.store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "early", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+        }
+    )
     proc = await asyncio.create_subprocess_exec(
-        str(kubectl.binary), "--kubeconfig", str(kubectl.kubeconfig), "get", "pods", "-w", "--request-timeout", "3s",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=kubectl.env)
+        str(kubectl.binary),
+        "--kubeconfig",
+        str(kubectl.kubeconfig),
+        "get",
+        "pods",
+        "-w",
+        "--request-timeout",
+        "3s",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=kubectl.env,
+    )
     assert proc.stdout is not None
     first = await asyncio.wait_for(proc.stdout.readline(), 10)  # the header: the list has arrived
     assert first.split()[:2] == [b"NAME", b"READY"]
     await asyncio.wait_for(proc.stdout.readline(), 10)
     await asyncio.sleep(0.3)  # kubectl starts its watch after printing the list
-    server.store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "late", "namespace": "default"},
-                         "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    server.store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "late", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+        }
+    )
     line = await asyncio.wait_for(proc.stdout.readline(), 10)
     proc.terminate()
     await proc.wait()
@@ -160,18 +207,38 @@ async def test_get_watch_sees_an_event(kubectl: Kubectl, server: ApiServer) -> N
 
 async def test_patch_types_with_kubectl(kubectl: Kubectl, server: ApiServer) -> None:
     await apply_all(kubectl)
-    await kubectl.run("patch", "pod", "vgpu-pod", "--type", "merge", "-p", '{"metadata":{"labels":{"m":"1"}}}')
-    await kubectl.run("patch", "pod", "vgpu-pod", "--type", "json", "-p",
-                      '[{"op":"add","path":"/metadata/annotations/j","value":"2"}]')
-    await kubectl.run("patch", "pod", "vgpu-pod", "--type", "strategic", "-p",
-                      '{"spec":{"containers":[{"name":"cuda","image":"nvidia/cuda:12.5.0-base-ubuntu22.04"}]}}')
+    await kubectl.run(
+        "patch", "pod", "vgpu-pod", "--type", "merge", "-p", '{"metadata":{"labels":{"m":"1"}}}'
+    )
+    await kubectl.run(
+        "patch",
+        "pod",
+        "vgpu-pod",
+        "--type",
+        "json",
+        "-p",
+        '[{"op":"add","path":"/metadata/annotations/j","value":"2"}]',
+    )
+    await kubectl.run(
+        "patch",
+        "pod",
+        "vgpu-pod",
+        "--type",
+        "strategic",
+        "-p",
+        '{"spec":{"containers":[{"name":"cuda","image":"nvidia/cuda:12.5.0-base-ubuntu22.04"}]}}',
+    )
     p = server.store.get("pods", "default", "vgpu-pod")
     assert p["metadata"]["labels"]["m"] == "1" and p["metadata"]["annotations"]["j"] == "2"
     assert p["spec"]["containers"][0]["image"].startswith("nvidia/cuda:12.5.0")
-    assert p["spec"]["containers"][0]["resources"]["limits"]["volcano.sh/vgpu-number"] == "2"  # merged by name
+    assert (
+        p["spec"]["containers"][0]["resources"]["limits"]["volcano.sh/vgpu-number"] == "2"
+    )  # merged by name
     await kubectl.run("patch", "pg", "train-gang", "--type", "merge", "-p", '{"spec":{"minMember":3}}')
     assert server.store.get("pg", "default", "train-gang")["spec"]["minMember"] == 3
-    rc, _, err = await kubectl.run("patch", "pod", "vgpu-pod", "-p", '{"spec":{"nodeName":"n1"}}', check=False)
+    rc, _, err = await kubectl.run(
+        "patch", "pod", "vgpu-pod", "-p", '{"spec":{"nodeName":"n1"}}', check=False
+    )
     assert rc != 0 and "pod updates may not change fields" in err
     await kubectl.run("label", "queue", "research", "tier=gold")
     await kubectl.run("annotate", "vcjob", "mpi-train", "note=x")
@@ -179,22 +246,47 @@ async def test_patch_types_with_kubectl(kubectl: Kubectl, server: ApiServer) -> 
 
 
 async def test_apply_crd_and_delete_manifests(kubectl: Kubectl, server: ApiServer, tmp_path: Path) -> None:
-    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-           "metadata": {"name": "numatopologies.nodeinfo.volcano.sh"},
-           "spec": {"group": "nodeinfo.volcano.sh", "scope": "Cluster",
-                    "names": {"plural": "numatopologies", "singular": "numatopology", "kind": "Numatopology",
-                              "shortNames": ["numatopo"]},
-                    "versions": [{"name": "v1alpha1", "served": True, "storage": True,
-                                  "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "numatopologies.nodeinfo.volcano.sh"},
+        "spec": {
+            "group": "nodeinfo.volcano.sh",
+            "scope": "Cluster",
+            "names": {
+                "plural": "numatopologies",
+                "singular": "numatopology",
+                "kind": "Numatopology",
+                "shortNames": ["numatopo"],
+            },
+            "versions": [
+                {
+                    "name": "v1alpha1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
     path = tmp_path / "crd.yaml"
     path.write_text(yaml.safe_dump(crd))
     _, out, _ = await kubectl.run("apply", "-f", str(path))
     assert "customresourcedefinition.apiextensions.k8s.io/numatopologies.nodeinfo.volcano.sh created" in out
-    await kubectl.run("wait", "--for", "condition=Established", "crd/numatopologies.nodeinfo.volcano.sh", "--timeout", "5s")
+    await kubectl.run(
+        "wait", "--for", "condition=Established", "crd/numatopologies.nodeinfo.volcano.sh", "--timeout", "5s"
+    )
     await apply_all(kubectl)
-    _, out, _ = await kubectl.run("delete", "-f", str(MANIFESTS / "vcjob.yaml"), "-f", str(MANIFESTS / "queue.yaml"))
+    _, out, _ = await kubectl.run(
+        "delete", "-f", str(MANIFESTS / "vcjob.yaml"), "-f", str(MANIFESTS / "queue.yaml")
+    )
     assert "deleted" in out
-    assert server.store.get("vcjob", "default", "mpi-train") is None and server.store.get("q", None, "research") is None
+    assert (
+        server.store.get("vcjob", "default", "mpi-train") is None
+        and server.store.get("q", None, "research") is None
+    )
 
 
 async def test_imperative_create_commands_send_protobuf_and_work(kubectl: Kubectl, server: ApiServer) -> None:
@@ -204,29 +296,55 @@ async def test_imperative_create_commands_send_protobuf_and_work(kubectl: Kubect
     await kubectl.run("create", "serviceaccount", "bot", "-n", "team-a")
     await kubectl.run("create", "priorityclass", "urgent", "--value=500", "--preemption-policy=Never")
     await kubectl.run("create", "clusterrole", "pod-reader", "--verb=get,list,watch", "--resource=pods")
-    await kubectl.run("create", "rolebinding", "bot-reads", "-n", "team-a", "--clusterrole=pod-reader",
-                      "--serviceaccount=team-a:bot")
+    await kubectl.run(
+        "create",
+        "rolebinding",
+        "bot-reads",
+        "-n",
+        "team-a",
+        "--clusterrole=pod-reader",
+        "--serviceaccount=team-a:bot",
+    )
     s = server.store
     assert s.get("namespaces", None, "team-a")["metadata"]["labels"]["tier"] == "gold"
     assert s.get("configmaps", "team-a", "cfg")["data"] == {"mode": "fast"}
     pc = s.get("priorityclasses", None, "urgent")
     assert (pc["value"], pc["preemptionPolicy"]) == (500, "Never")
     assert s.get("clusterroles", None, "pod-reader")["rules"] == [
-        {"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["pods"]}]
+        {"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["pods"]}
+    ]
     rb = s.get("rolebindings", "team-a", "bot-reads")
-    assert rb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "pod-reader"}
+    assert rb["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "pod-reader",
+    }
     assert rb["subjects"] == [{"kind": "ServiceAccount", "name": "bot", "namespace": "team-a"}]
-    assert "generateName" not in s.get("configmaps", "team-a", "cfg")["metadata"]  # Go's empty strings dropped
+    assert (
+        "generateName" not in s.get("configmaps", "team-a", "cfg")["metadata"]
+    )  # Go's empty strings dropped
     rc, _, err = await kubectl.run("create", "deployment", "web", "--image=nginx", check=False)
     assert rc != 0 and "send JSON" in err  # a kind the protobuf reader does not describe: a clear 415
 
 
 async def test_cordon_and_drain_evict_through_protobuf(kubectl: Kubectl, server: ApiServer) -> None:
     s = server.store
-    s.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
-              "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
-    s.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "victim", "namespace": "default"},
-              "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    s.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n1"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        }
+    )
+    s.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "victim", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+        }
+    )
     s.bind("default", "victim", {"target": {"name": "n1"}})
     server.request_log.clear()
     _, out, _ = await kubectl.run("drain", "n1", "--force", "--grace-period", "0", "--timeout", "10s")
@@ -237,8 +355,16 @@ async def test_cordon_and_drain_evict_through_protobuf(kubectl: Kubectl, server:
 
 
 async def test_server_side_apply(kubectl: Kubectl, server: ApiServer) -> None:
-    _, out, _ = await kubectl.run("apply", "--server-side", "-f", str(MANIFESTS / "priorityclasses.yaml"),
-                                  "-f", str(MANIFESTS / "queue.yaml"), "-f", str(MANIFESTS / "gpu-pods.yaml"))
+    _, out, _ = await kubectl.run(
+        "apply",
+        "--server-side",
+        "-f",
+        str(MANIFESTS / "priorityclasses.yaml"),
+        "-f",
+        str(MANIFESTS / "queue.yaml"),
+        "-f",
+        str(MANIFESTS / "gpu-pods.yaml"),
+    )
     assert "queue.scheduling.volcano.sh/research serverside-applied" in out
     changed = yaml.safe_load((MANIFESTS / "queue.yaml").read_text())
     changed["spec"]["weight"] = 9
@@ -256,21 +382,35 @@ async def test_helm_install_upgrade_uninstall(kubectl: Kubectl, server: ApiServe
     (chart / "Chart.yaml").write_text("apiVersion: v2\nname: sbx\nversion: 0.1.0\n")
     (chart / "values.yaml").write_text("weight: 1\n")
     (chart / "templates" / "objects.yaml").write_text(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sbx-conf}\ndata: {weight: \"{{ .Values.weight }}\"}\n---\n"
-        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: sbx-queue}\nspec: {weight: {{ .Values.weight }}}\n")
-    env = {**kubectl.env, "HELM_CACHE_HOME": str(tmp_path / "hc"), "HELM_CONFIG_HOME": str(tmp_path / "hcfg"),
-           "HELM_DATA_HOME": str(tmp_path / "hd")}
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sbx-conf}\ndata: {weight: "{{ .Values.weight }}"}\n---\n'
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: sbx-queue}\nspec: {weight: {{ .Values.weight }}}\n"
+    )
+    env = {
+        **kubectl.env,
+        "HELM_CACHE_HOME": str(tmp_path / "hc"),
+        "HELM_CONFIG_HOME": str(tmp_path / "hcfg"),
+        "HELM_DATA_HOME": str(tmp_path / "hd"),
+    }
 
     async def helm(*args: str) -> str:
-        proc = await asyncio.create_subprocess_exec(str(tools["helm"]), "--kubeconfig", str(kubectl.kubeconfig), *args,
-                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
+        proc = await asyncio.create_subprocess_exec(
+            str(tools["helm"]),
+            "--kubeconfig",
+            str(kubectl.kubeconfig),
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
         out, err = await asyncio.wait_for(proc.communicate(), 45)
         assert proc.returncode == 0, f"helm {' '.join(args)}: {err.decode()}"
         return out.decode()
 
     await helm("install", "sbx", str(chart), "-n", "default")
     assert server.store.get("queues", None, "sbx-queue")["spec"]["weight"] == 1
-    assert any(s["metadata"]["name"].startswith("sh.helm.release.v1.sbx") for s in server.store.list("secrets"))
+    assert any(
+        s["metadata"]["name"].startswith("sh.helm.release.v1.sbx") for s in server.store.list("secrets")
+    )
     await helm("upgrade", "sbx", str(chart), "-n", "default", "--set", "weight=5")
     assert server.store.get("queues", None, "sbx-queue")["spec"]["weight"] == 5
     assert "sbx" in await helm("list", "-n", "default")
@@ -287,33 +427,55 @@ async def test_seed_manifests_apply_create_get_describe_delete(kubectl: Kubectl,
     s = server.store
     # the demo's manifest: PriorityClasses, three Volcano Jobs and vGPU pods, created (not applied)
     await kubectl.run("create", "namespace", "demo")
-    rc, _, err = await kubectl.run("create", "-n", "demo", "-f", str(ROOT / "config" / "examples" / "sandbox-demo.yaml"),
-                                   check=False)
+    rc, _, err = await kubectl.run(
+        "create", "-n", "demo", "-f", str(ROOT / "config" / "examples" / "sandbox-demo.yaml"), check=False
+    )
     # the manifest names default: kubectl refuses its namespaced objects, as on a cluster, while the
     # cluster-scoped PriorityClasses are created
     assert rc != 0 and "does not match the namespace" in err
     assert s.get("priorityclasses", None, "med-priority")["value"] == 50 and s.list("pods", "demo") == []
-    rc, out, err = await kubectl.run("create", "-f", str(ROOT / "config" / "examples" / "sandbox-demo.yaml"), check=False)
-    assert rc != 0 and err.count("AlreadyExists") == 3 and 'priorityclasses.scheduling.k8s.io "high-priority" already exists' in err
+    rc, out, err = await kubectl.run(
+        "create", "-f", str(ROOT / "config" / "examples" / "sandbox-demo.yaml"), check=False
+    )
+    assert (
+        rc != 0
+        and err.count("AlreadyExists") == 3
+        and 'priorityclasses.scheduling.k8s.io "high-priority" already exists' in err
+    )
     assert "job.batch.volcano.sh/priority-low created" in out and "pod/two-vgpu-pod created" in out, out
     _, out, _ = await kubectl.run("get", "vcjob")
-    assert [line.split()[0] for line in out.splitlines()[1:]] == ["priority-high", "priority-low", "priority-med"]
+    assert [line.split()[0] for line in out.splitlines()[1:]] == [
+        "priority-high",
+        "priority-low",
+        "priority-med",
+    ]
     _, out, _ = await kubectl.run("describe", "vcjob", "priority-med")
     assert re.search(r"Min Available:\s+3", out) and re.search(r"Queue:\s+default", out), out
     _, out, _ = await kubectl.run("delete", "-f", str(ROOT / "config" / "examples" / "sandbox-demo.yaml"))
     assert 'job.batch.volcano.sh "priority-high" deleted' in out and 'pod "hami-pod" deleted' in out
-    assert s.get("vcjob", "default", "priority-high") is None and s.get("pods", "default", "two-vgpu-pod") is None
+    assert (
+        s.get("vcjob", "default", "priority-high") is None
+        and s.get("pods", "default", "two-vgpu-pod") is None
+    )
     # the seed scenarios' clusters, applied one after the other (they share the default queue)
     for seed in SEED_CLUSTERS:
-        _, out, _ = await kubectl.run("apply", "-f", str(ROOT / "tests" / "scenarios" / seed / "cluster.yaml"))
+        _, out, _ = await kubectl.run(
+            "apply", "-f", str(ROOT / "tests" / "scenarios" / seed / "cluster.yaml")
+        )
         assert "created" in out or "configured" in out or "unchanged" in out, out
-    assert [s.get("priorityclasses", None, n)["value"] for n in ("high-priority", "med-priority", "low-priority")] == [100, 50, 10]
+    assert [
+        s.get("priorityclasses", None, n)["value"] for n in ("high-priority", "med-priority", "low-priority")
+    ] == [100, 50, 10]
     assert s.get("podgroups", "default", "priority-high")["spec"]["minMember"] == 3
     vgpu = s.get("pods", "default", "hami-pod")["spec"]["containers"][0]["resources"]
     assert vgpu["requests"]["volcano.sh/vgpu-memory"] == "3000"  # requests defaulted from the limits
     _, out, _ = await kubectl.run("get", "pg", "priority-high", "-o", "yaml")
     pg = yaml.safe_load(out)
-    assert (pg["kind"], pg["spec"]["priorityClassName"], pg["spec"]["minResources"]) == ("PodGroup", "high-priority", {"cpu": "6"})
+    assert (pg["kind"], pg["spec"]["priorityClassName"], pg["spec"]["minResources"]) == (
+        "PodGroup",
+        "high-priority",
+        {"cpu": "6"},
+    )
     _, out, _ = await kubectl.run("describe", "podgroup", "priority-med")
     assert re.search(r"Min Member:\s+3", out) and re.search(r"Priority Class Name:\s+med-priority", out), out
     _, out, _ = await kubectl.run("describe", "queue", "default")

@@ -25,15 +25,39 @@ def test_fanout_latencies_map_each_event_to_its_write() -> None:
 
 def test_tiny_run_rewrites_only_its_section(tmp_path: Path) -> None:
     doc = tmp_path / "performance.md"
-    doc.write_text("# Performance\n\n## Other (`x`)\n\nkeep me\n\n" + loadtest.SECTION + "\n\nold figures\n\n## Last\n\nkeep too\n")
-    rc = loadtest.main(["--nodes", "5", "--pods", "40", "--writes", "60", "--watchers", "3", "--concurrency", "4",
-                        "--rate", "500", "--output", str(doc)])
+    doc.write_text(
+        "# Performance\n\n## Other (`x`)\n\nkeep me\n\n"
+        + loadtest.SECTION
+        + "\n\nold figures\n\n## Last\n\nkeep too\n"
+    )
+    rc = loadtest.main(
+        [
+            "--nodes",
+            "5",
+            "--pods",
+            "40",
+            "--writes",
+            "60",
+            "--watchers",
+            "3",
+            "--concurrency",
+            "4",
+            "--rate",
+            "500",
+            "--output",
+            str(doc),
+        ]
+    )
     assert rc == 0
     text = doc.read_text()
     assert "keep me" in text and text.rstrip().endswith("## Last\n\nkeep too") and "old figures" not in text
-    section = text[text.index(loadtest.SECTION):text.index("## Last")]
+    section = text[text.index(loadtest.SECTION) : text.index("## Last")]
     assert "Command: `python -m scheduler.sim.apiserver.loadtest --nodes 5 --pods 40" in section
-    rows = re.findall(r"^\| (create|binding|status patch|create, paced at 500/s) \| ([\d,]+) \|.*\| (\d+) \|$", section, re.MULTILINE)
+    rows = re.findall(
+        r"^\| (create|binding|status patch|create, paced at 500/s) \| ([\d,]+) \|.*\| (\d+) \|$",
+        section,
+        re.MULTILINE,
+    )
     assert [r[0] for r in rows] == ["create", "binding", "status patch", "create, paced at 500/s"]
     assert all(r[2] == "0" for r in rows)  # no write failed
     assert "Watchers that received every event: 3 of 3." in section

@@ -51,7 +51,8 @@ async def test_invalid_names_the_field_over_http(http: aiohttp.ClientSession) ->
 
 
 async def test_unexpected_exception_is_a_500_status_and_the_server_lives_on(
-        http: aiohttp.ClientSession, server: ApiServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    http: aiohttp.ClientSession, server: ApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("bug in the store")
 
@@ -64,7 +65,9 @@ async def test_unexpected_exception_is_a_500_status_and_the_server_lives_on(
 
 
 async def test_injected_429_carries_retry_after(http: aiohttp.ClientSession, server: ApiServer) -> None:
-    async with http.post("/sandbox/faults", json={"error_rate": 1.0, "error_codes": [429], "retry_after": 2}) as r:
+    async with http.post(
+        "/sandbox/faults", json={"error_rate": 1.0, "error_codes": [429], "retry_after": 2}
+    ) as r:
         assert (await r.json())["error_rate"] == 1.0
     async with http.get(PODS) as r:
         assert r.status == 429 and r.headers["Retry-After"] == "2"
@@ -106,19 +109,24 @@ async def test_bad_fault_knobs_are_400(http: aiohttp.ClientSession) -> None:
         assert r.status == 400
 
 
-async def test_request_log_speaks_rbac(api: k8s.ApiClient, server: ApiServer, http: aiohttp.ClientSession) -> None:
+async def test_request_log_speaks_rbac(
+    api: k8s.ApiClient, server: ApiServer, http: aiohttp.ClientSession
+) -> None:
     core = k8s.CoreV1Api(api)
     await core.create_namespaced_pod("default", pod("a"))
     await core.list_pod_for_all_namespaces()
     await core.patch_namespaced_pod_status("a", "default", {"status": {"phase": "Running"}})
-    await core.create_namespaced_pod_binding("a", "default", {"metadata": {"name": "a"}, "target": {"name": "n"}},
-                                             _preload_content=False)
+    await core.create_namespaced_pod_binding(
+        "a", "default", {"metadata": {"name": "a"}, "target": {"name": "n"}}, _preload_content=False
+    )
     await core.delete_namespaced_pod("a", "default")
     async with http.get("/api/v1/pods", params={"watch": "true", "timeoutSeconds": "0"}) as r:
         await r.read()
     async with http.get("/sandbox/requests") as r:
         items = (await r.json())["items"]
-    seen = [(i["verb"], i["group"], i["resource"], i["subresource"], i["code"]) for i in items if i["resource"]]
+    seen = [
+        (i["verb"], i["group"], i["resource"], i["subresource"], i["code"]) for i in items if i["resource"]
+    ]
     assert seen == [
         ("create", "", "pods", "", 201),
         ("list", "", "pods", "", 200),

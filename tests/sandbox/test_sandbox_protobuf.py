@@ -33,27 +33,54 @@ def entry(num: int, key: str, value: str | bytes) -> bytes:
 
 
 def envelope(api_version: str, kind: str, raw: bytes) -> bytes:
-    return MAGIC + field(1, field(1, api_version) + field(2, kind)) + field(2, raw) + field(3, "") + field(4, "")
+    return (
+        MAGIC + field(1, field(1, api_version) + field(2, kind)) + field(2, raw) + field(3, "") + field(4, "")
+    )
 
 
 def test_configmap_with_maps_binary_data_and_go_empty_strings() -> None:
-    meta = field(1, "cfg") + field(2, "") + field(3, "ns") + entry(11, "app", "x") + field(14, "f1") + field(14, "f2")
-    raw = field(1, meta) + entry(2, "k", "v") + entry(2, "empty", "") + entry(3, "bin", b"\x00\x01") + field(4, 1)
+    meta = (
+        field(1, "cfg")
+        + field(2, "")
+        + field(3, "ns")
+        + entry(11, "app", "x")
+        + field(14, "f1")
+        + field(14, "f2")
+    )
+    raw = (
+        field(1, meta)
+        + entry(2, "k", "v")
+        + entry(2, "empty", "")
+        + entry(3, "bin", b"\x00\x01")
+        + field(4, 1)
+    )
     obj = decode(envelope("v1", "ConfigMap", raw))
-    assert obj == {"apiVersion": "v1", "kind": "ConfigMap",
-                   "metadata": {"name": "cfg", "namespace": "ns", "labels": {"app": "x"}, "finalizers": ["f1", "f2"]},
-                   "data": {"k": "v", "empty": ""}, "binaryData": {"bin": "AAE="}, "immutable": True}
+    assert obj == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cfg", "namespace": "ns", "labels": {"app": "x"}, "finalizers": ["f1", "f2"]},
+        "data": {"k": "v", "empty": ""},
+        "binaryData": {"bin": "AAE="},
+        "immutable": True,
+    }
 
 
 def test_eviction_with_negative_and_nested_delete_options() -> None:
     opts = field(1, -1) + field(2, field(1, "uid-1")) + field(5, "All")
     obj = decode(envelope("policy/v1", "Eviction", field(1, field(1, "p")) + field(2, opts)))
-    assert obj["deleteOptions"] == {"gracePeriodSeconds": -1, "preconditions": {"uid": "uid-1"}, "dryRun": ["All"]}
+    assert obj["deleteOptions"] == {
+        "gracePeriodSeconds": -1,
+        "preconditions": {"uid": "uid-1"},
+        "dryRun": ["All"],
+    }
 
 
 def test_creation_timestamp_is_rfc3339() -> None:
     meta = field(1, "n") + field(8, field(1, 1_700_000_000))
-    assert decode(envelope("v1", "Namespace", field(1, meta)))["metadata"]["creationTimestamp"] == "2023-11-14T22:13:20Z"
+    assert (
+        decode(envelope("v1", "Namespace", field(1, meta)))["metadata"]["creationTimestamp"]
+        == "2023-11-14T22:13:20Z"
+    )
 
 
 def test_unknown_kinds_and_garbage_are_refused() -> None:

@@ -25,8 +25,10 @@ def test_create_assigns_identity_and_one_cluster_wide_resource_version(store: St
 
 def test_pod_defaults_requests_from_limits_and_scheduler_name(store: Store) -> None:
     body = pod("a")
-    body["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "2", "volcano.sh/vgpu-number": "1"},
-                                                  "requests": {"cpu": "1"}}
+    body["spec"]["containers"][0]["resources"] = {
+        "limits": {"cpu": "2", "volcano.sh/vgpu-number": "1"},
+        "requests": {"cpu": "1"},
+    }
     p = store.create(body)
     c = p["spec"]["containers"][0]
     assert c["resources"]["requests"] == {"cpu": "1", "volcano.sh/vgpu-number": "1"}
@@ -42,18 +44,39 @@ def test_requests_are_copied_from_limits_making_the_pod_guaranteed(store: Store)
 
 
 def test_priority_resolved_from_class_unknown_class_forbidden_global_default(store: Store) -> None:
-    store.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000})
+    store.create(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "high"},
+            "value": 1000,
+        }
+    )
     assert store.create(pod("a", priorityClassName="high"))["spec"]["priority"] == 1000
     with pytest.raises(ApiError) as exc:
         store.create(pod("b", priorityClassName="nope"))
     assert exc.value.code == 403 and "no PriorityClass with name nope was found" in exc.value.message
-    store.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "dflt"},
-                  "value": 7, "globalDefault": True})
+    store.create(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "dflt"},
+            "value": 7,
+            "globalDefault": True,
+        }
+    )
     c = store.create(pod("c"))
     assert (c["spec"]["priority"], c["spec"]["priorityClassName"]) == (7, "dflt")
     with pytest.raises(ApiError) as exc:
-        store.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "d2"},
-                      "value": 8, "globalDefault": True})
+        store.create(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "d2"},
+                "value": 8,
+                "globalDefault": True,
+            }
+        )
     assert exc.value.code == 422
 
 
@@ -80,7 +103,9 @@ def test_required_fields_are_named(store: Store) -> None:
     with pytest.raises(ApiError) as exc:
         store.create(body)
     assert exc.value.details["causes"][0]["field"] == "spec.containers[0].image"
-    body["spec"]["containers"] = [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}]
+    body["spec"]["containers"] = [
+        {"name": "c", "image": "x", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}
+    ]
     with pytest.raises(ApiError) as exc:
         store.create(body)
     assert "must be less than or equal to cpu limit" in exc.value.message
@@ -114,7 +139,14 @@ def test_noop_update_keeps_resource_version_and_sends_no_event(store: Store) -> 
 
 
 def test_generation_bumps_on_spec_change_only(store: Store) -> None:
-    q = store.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"}, "spec": {"weight": 1}})
+    q = store.create(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": "q"},
+            "spec": {"weight": 1},
+        }
+    )
     q2 = store.patch("queues", None, "q", {"metadata": {"labels": {"a": "b"}}})
     assert q2["metadata"]["generation"] == 1
     q3 = store.patch("queues", None, "q", {"spec": {"weight": 2}})
@@ -123,13 +155,26 @@ def test_generation_bumps_on_spec_change_only(store: Store) -> None:
 
 
 def test_status_subresource_isolation(store: Store) -> None:
-    store.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": "pg", "namespace": "default"},
-                  "spec": {"minMember": 1}, "status": {"phase": "Running"}})
+    store.create(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "pg", "namespace": "default"},
+            "spec": {"minMember": 1},
+            "status": {"phase": "Running"},
+        }
+    )
     pg = store.get("podgroups", "default", "pg")
     assert "status" not in pg  # a CRD with a status subresource drops status on create
     pg = store.patch("pg", "default", "pg", {"spec": {"minMember": 5}, "status": {"phase": "Inqueue"}})
     assert pg["spec"]["minMember"] == 5 and "status" not in pg
-    pg = store.patch("pg", "default", "pg", {"spec": {"minMember": 9}, "status": {"phase": "Inqueue"}}, subresource="status")
+    pg = store.patch(
+        "pg",
+        "default",
+        "pg",
+        {"spec": {"minMember": 9}, "status": {"phase": "Inqueue"}},
+        subresource="status",
+    )
     assert pg["spec"]["minMember"] == 5 and pg["status"] == {"phase": "Inqueue"}
 
 
@@ -144,7 +189,10 @@ def test_pod_spec_is_immutable_except_allowed_fields(store: Store) -> None:
 
 def test_binding_sets_node_annotations_condition_and_refuses_twice(store: Store) -> None:
     store.create(pod("a"))
-    binding = {"metadata": {"name": "a", "annotations": {"volcano.sh/x": "1"}}, "target": {"kind": "Node", "name": "n1"}}
+    binding = {
+        "metadata": {"name": "a", "annotations": {"volcano.sh/x": "1"}},
+        "target": {"kind": "Node", "name": "n1"},
+    }
     p = store.bind("default", "a", binding)
     assert p["spec"]["nodeName"] == "n1" and p["metadata"]["annotations"]["volcano.sh/x"] == "1"
     assert {"type": "PodScheduled", "status": "True"}.items() <= p["status"]["conditions"][0].items()
@@ -186,7 +234,13 @@ def test_delete_preconditions(store: Store) -> None:
 
 
 def test_finalizers_hold_deletion_until_removed(store: Store) -> None:
-    store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default", "finalizers": ["x/y"]}})
+    store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "default", "finalizers": ["x/y"]},
+        }
+    )
     store.delete("configmaps", "default", "c")
     assert store.get("configmaps", "default", "c")["metadata"]["deletionTimestamp"]
     store.patch("configmaps", "default", "c", {"metadata": {"finalizers": None}})
@@ -257,7 +311,13 @@ def test_a_subscriber_that_writes_keeps_everyone_in_order(store: Store) -> None:
     def kubelet(t: str, key: str, obj: dict) -> None:
         first.append((t, obj["metadata"]["resourceVersion"]))
         if t == "ADDED" and key == "pods":
-            store.patch("pods", "default", obj["metadata"]["name"], {"status": {"phase": "Running"}}, subresource="status")
+            store.patch(
+                "pods",
+                "default",
+                obj["metadata"]["name"],
+                {"status": {"phase": "Running"}},
+                subresource="status",
+            )
 
     store.subscribe(kubelet)
     store.subscribe(lambda t, k, o: second.append((t, o["metadata"]["resourceVersion"])))

@@ -17,9 +17,16 @@ from scheduler.sim.apiserver import ApiServer, tls
 from tests import k8stools
 
 GENERATORS = [
-    pytest.param("cryptography", marks=pytest.mark.skipif(importlib.util.find_spec("cryptography") is None,
-                                                           reason="the cryptography package is not installed")),
-    pytest.param("openssl", marks=pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl command")),
+    pytest.param(
+        "cryptography",
+        marks=pytest.mark.skipif(
+            importlib.util.find_spec("cryptography") is None,
+            reason="the cryptography package is not installed",
+        ),
+    ),
+    pytest.param(
+        "openssl", marks=pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl command")
+    ),
 ]
 
 
@@ -55,8 +62,17 @@ async def test_https_with_kubectl(tmp_path: Path) -> None:
     async with ApiServer(tls=True) as srv:
         srv.write_kubeconfig(tmp_path / "kc")
         proc = await asyncio.create_subprocess_exec(
-            str(tools["kubectl"]), "--kubeconfig", str(tmp_path / "kc"), "get", "ns", "-o", "name",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={"HOME": str(tmp_path)})
+            str(tools["kubectl"]),
+            "--kubeconfig",
+            str(tmp_path / "kc"),
+            "get",
+            "ns",
+            "-o",
+            "name",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={"HOME": str(tmp_path)},
+        )
         out, err = await asyncio.wait_for(proc.communicate(), 20)
         assert proc.returncode == 0, err.decode()
         assert "namespace/kube-system" in out.decode().split()

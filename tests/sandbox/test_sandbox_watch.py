@@ -14,11 +14,14 @@ from scheduler.sim.apiserver import ApiServer
 from tests.sandbox.objects import pod
 
 
-async def read_events(http: aiohttp.ClientSession, path: str, n: int | None = None, timeout: float = 5.0,
-                      **params: str) -> list[dict[str, Any]]:
+async def read_events(
+    http: aiohttp.ClientSession, path: str, n: int | None = None, timeout: float = 5.0, **params: str
+) -> list[dict[str, Any]]:
     """Up to `n` watch events (all until the server ends the stream when n is None)."""
     events: list[dict[str, Any]] = []
-    async with http.get(path, params={"watch": "true", **params}, timeout=aiohttp.ClientTimeout(total=timeout)) as r:
+    async with http.get(
+        path, params={"watch": "true", **params}, timeout=aiohttp.ClientTimeout(total=timeout)
+    ) as r:
         assert r.status == 200, await r.text()
         async for line in r.content:
             if line.strip():
@@ -39,8 +42,12 @@ async def test_watch_with_kubernetes_asyncio_sees_changes(api: k8s.ApiClient, se
     seen: list[tuple[str, str]] = []
 
     async def consume() -> None:
-        async for ev in w.stream(core.list_namespaced_pod, "default", resource_version=listed.metadata.resource_version,
-                                 timeout_seconds=5):
+        async for ev in w.stream(
+            core.list_namespaced_pod,
+            "default",
+            resource_version=listed.metadata.resource_version,
+            timeout_seconds=5,
+        ):
             seen.append((ev["type"], ev["object"].metadata.name))
             if len(seen) == 3:
                 w.stop()
@@ -54,7 +61,9 @@ async def test_watch_with_kubernetes_asyncio_sees_changes(api: k8s.ApiClient, se
     assert seen == [("ADDED", "a"), ("MODIFIED", "a"), ("DELETED", "a")]
 
 
-async def test_resume_replays_history_and_watch_prefix(http: aiohttp.ClientSession, server: ApiServer) -> None:
+async def test_resume_replays_history_and_watch_prefix(
+    http: aiohttp.ClientSession, server: ApiServer
+) -> None:
     server.store.create(pod("a"))
     rv = server.store.rv
     server.store.create(pod("b"))
@@ -64,14 +73,17 @@ async def test_resume_replays_history_and_watch_prefix(http: aiohttp.ClientSessi
     assert events[1]["object"]["metadata"]["resourceVersion"] == str(server.store.rv)
 
 
-async def test_watch_without_resource_version_starts_with_current_objects(http: aiohttp.ClientSession,
-                                                                          server: ApiServer) -> None:
+async def test_watch_without_resource_version_starts_with_current_objects(
+    http: aiohttp.ClientSession, server: ApiServer
+) -> None:
     server.store.create(pod("a"))
     events = await read_events(http, "/api/v1/pods", n=1)
     assert brief(events) == [("ADDED", "a")]
 
 
-async def test_too_old_resource_version_gets_410_expired(http: aiohttp.ClientSession, server: ApiServer) -> None:
+async def test_too_old_resource_version_gets_410_expired(
+    http: aiohttp.ClientSession, server: ApiServer
+) -> None:
     rv = server.store.rv
     server.set_faults(history_size=3)
     for i in range(5):
@@ -84,8 +96,9 @@ async def test_too_old_resource_version_gets_410_expired(http: aiohttp.ClientSes
     assert brief(recent) == [("ADDED", "p3"), ("ADDED", "p4")]
 
 
-async def test_expire_history_fault_forces_relist_with_kubernetes_asyncio(api: k8s.ApiClient, server: ApiServer,
-                                                                         http: aiohttp.ClientSession) -> None:
+async def test_expire_history_fault_forces_relist_with_kubernetes_asyncio(
+    api: k8s.ApiClient, server: ApiServer, http: aiohttp.ClientSession
+) -> None:
     core = k8s.CoreV1Api(api)
     server.store.create(pod("a"))
     rv = (await core.list_namespaced_pod("default")).metadata.resource_version
@@ -96,14 +109,15 @@ async def test_expire_history_fault_forces_relist_with_kubernetes_asyncio(api: k
     assert events[0]["object"]["code"] == 410
 
 
-async def test_selector_watch_turns_transitions_into_added_and_deleted(http: aiohttp.ClientSession,
-                                                                       server: ApiServer) -> None:
+async def test_selector_watch_turns_transitions_into_added_and_deleted(
+    http: aiohttp.ClientSession, server: ApiServer
+) -> None:
     rv = str(server.store.rv)
     s = server.store
     s.create(pod("a", labels={"team": "x"}))
     s.create(pod("b"))
-    s.patch("pods", "default", "b", {"metadata": {"labels": {"team": "x"}}})   # starts matching
-    s.patch("pods", "default", "a", {"metadata": {"labels": {"team": "y"}}})   # stops matching
+    s.patch("pods", "default", "b", {"metadata": {"labels": {"team": "x"}}})  # starts matching
+    s.patch("pods", "default", "a", {"metadata": {"labels": {"team": "y"}}})  # stops matching
     s.patch("pods", "default", "a", {"metadata": {"labels": {"other": "1"}}})  # still not matching
     s.delete("pods", "default", "b")
     events = await read_events(http, "/api/v1/pods", n=4, resourceVersion=rv, labelSelector="team=x")
@@ -111,7 +125,9 @@ async def test_selector_watch_turns_transitions_into_added_and_deleted(http: aio
     assert events[2]["object"]["metadata"]["labels"]["team"] == "y"  # the object as it stopped matching
 
 
-async def test_field_selector_watch_for_unassigned_pods(http: aiohttp.ClientSession, server: ApiServer) -> None:
+async def test_field_selector_watch_for_unassigned_pods(
+    http: aiohttp.ClientSession, server: ApiServer
+) -> None:
     rv = str(server.store.rv)
     server.store.create(pod("a"))
     server.store.bind("default", "a", {"target": {"name": "n1"}})
@@ -119,18 +135,33 @@ async def test_field_selector_watch_for_unassigned_pods(http: aiohttp.ClientSess
     assert brief(events) == [("ADDED", "a"), ("DELETED", "a")]
 
 
-async def test_bookmarks_and_timeout_end_the_stream_cleanly(http: aiohttp.ClientSession, server: ApiServer) -> None:
-    events = await read_events(http, "/api/v1/pods", resourceVersion=str(server.store.rv), allowWatchBookmarks="true",
-                               timeoutSeconds="1")
+async def test_bookmarks_and_timeout_end_the_stream_cleanly(
+    http: aiohttp.ClientSession, server: ApiServer
+) -> None:
+    events = await read_events(
+        http,
+        "/api/v1/pods",
+        resourceVersion=str(server.store.rv),
+        allowWatchBookmarks="true",
+        timeoutSeconds="1",
+    )
     assert events and {e["type"] for e in events} == {"BOOKMARK"}
     assert events[-1]["object"]["metadata"]["resourceVersion"] == str(server.store.rv)
     assert events[-1]["object"]["kind"] == "Pod"
 
 
-async def test_send_initial_events_ends_with_marked_bookmark(http: aiohttp.ClientSession, server: ApiServer) -> None:
+async def test_send_initial_events_ends_with_marked_bookmark(
+    http: aiohttp.ClientSession, server: ApiServer
+) -> None:
     server.store.create(pod("a"))
-    events = await read_events(http, "/api/v1/pods", n=2, sendInitialEvents="true", allowWatchBookmarks="true",
-                               resourceVersionMatch="NotOlderThan")
+    events = await read_events(
+        http,
+        "/api/v1/pods",
+        n=2,
+        sendInitialEvents="true",
+        allowWatchBookmarks="true",
+        resourceVersionMatch="NotOlderThan",
+    )
     assert events[0]["type"] == "ADDED"
     assert events[1]["type"] == "BOOKMARK"
     assert events[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
@@ -146,7 +177,9 @@ async def test_close_watches_fault_ends_streams(http: aiohttp.ClientSession, ser
 
 async def test_many_watchers_get_every_event(http: aiohttp.ClientSession, server: ApiServer) -> None:
     rv = str(server.store.rv)
-    readers = [asyncio.ensure_future(read_events(http, "/api/v1/pods", n=20, resourceVersion=rv)) for _ in range(20)]
+    readers = [
+        asyncio.ensure_future(read_events(http, "/api/v1/pods", n=20, resourceVersion=rv)) for _ in range(20)
+    ]
     await asyncio.sleep(0.1)
     for i in range(20):
         server.store.create(pod(f"p{i:02d}"))

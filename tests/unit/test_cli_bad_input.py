@@ -85,7 +85,9 @@ spec:
 
 
 def vc(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "scheduler", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "scheduler", *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_simulate_binds_the_valid_pods_and_names_every_skipped_object(tmp_path: Path) -> None:

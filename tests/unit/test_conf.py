@@ -58,7 +58,9 @@ def test_an_unknown_plugin_is_refused_with_the_closest_name() -> None:
 
 
 def test_a_volcano_plugin_we_do_not_implement_loads_with_a_warning() -> None:
-    conf = parse('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: tdm\n  - name: numaaware\n')
+    conf = parse(
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: tdm\n  - name: numaaware\n'
+    )
     assert any("'tdm'" in w for w in conf.warnings)
     assert any("'numaaware'" in w for w in conf.warnings)
 
@@ -72,7 +74,9 @@ def test_a_wrong_type_names_the_field_and_the_value() -> None:
 
 def test_a_bad_plugin_argument_is_refused_naming_plugin_and_key() -> None:
     with pytest.raises(ConfigError, match=r"overcommit.*overcommit-factor"):
-        parse('actions: "enqueue"\ntiers:\n- plugins:\n  - name: overcommit\n    arguments: {overcommit-factor: lots}\n')
+        parse(
+            'actions: "enqueue"\ntiers:\n- plugins:\n  - name: overcommit\n    arguments: {overcommit-factor: lots}\n'
+        )
 
 
 def test_unparsable_yaml_names_the_position() -> None:
@@ -81,7 +85,10 @@ def test_unparsable_yaml_names_the_position() -> None:
 
 
 def test_every_shipped_configuration_is_valid() -> None:
-    files = [ROOT / "config" / "volcano-scheduler.conf", *sorted((ROOT / "config" / "examples").glob("*.conf"))]
+    files = [
+        ROOT / "config" / "volcano-scheduler.conf",
+        *sorted((ROOT / "config" / "examples").glob("*.conf")),
+    ]
     assert len(files) >= 4
     for f in files:
         parse(f.read_text(), str(f))

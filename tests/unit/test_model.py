@@ -11,8 +11,12 @@ from tests.builders import node, pod
 
 def test_pod_request_is_the_larger_of_containers_and_each_init_container_plus_overhead() -> None:
     p = pod("p", cpu="1", memory="1Gi")
-    p["spec"]["containers"].append({"name": "side", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}})
-    p["spec"]["initContainers"] = [{"name": "init", "resources": {"requests": {"cpu": "2", "memory": "100Mi"}}}]
+    p["spec"]["containers"].append(
+        {"name": "side", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}
+    )
+    p["spec"]["initContainers"] = [
+        {"name": "init", "resources": {"requests": {"cpu": "2", "memory": "100Mi"}}}
+    ]
     p["spec"]["overhead"] = {"cpu": "100m"}
     t = pod_to_task(p)
     assert t.resreq.milli_cpu == 1600 and t.resreq.memory == 2 * 2**30
@@ -39,7 +43,9 @@ def test_requests_default_to_limits_as_the_api_server_does() -> None:
         ("Unknown", "n1", False, TaskStatus.UNKNOWN),
     ],
 )
-def test_pod_phase_maps_to_task_status(phase: str, node_name: str, deleting: bool, status: TaskStatus) -> None:
+def test_pod_phase_maps_to_task_status(
+    phase: str, node_name: str, deleting: bool, status: TaskStatus
+) -> None:
     p = pod("p", node_name=node_name, phase=phase)
     if deleting:
         p["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
@@ -49,8 +55,14 @@ def test_pod_phase_maps_to_task_status(phase: str, node_name: str, deleting: boo
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda p: p["spec"]["containers"][0]["resources"]["requests"].update(cpu="lots"), "spec.containers[0].resources.requests.cpu"),
-        (lambda p: p["spec"]["containers"][0]["resources"]["requests"].update(cpu="-1"), "greater than or equal to 0"),
+        (
+            lambda p: p["spec"]["containers"][0]["resources"]["requests"].update(cpu="lots"),
+            "spec.containers[0].resources.requests.cpu",
+        ),
+        (
+            lambda p: p["spec"]["containers"][0]["resources"]["requests"].update(cpu="-1"),
+            "greater than or equal to 0",
+        ),
         (lambda p: p["spec"].update(containers=[]), "at least one container"),
         (lambda p: p["spec"].update(priority="high"), "spec.priority"),
     ],
@@ -65,7 +77,9 @@ def test_a_malformed_pod_is_refused_naming_the_pod_and_field(mutate, message: st
 
 def test_a_podgroup_with_a_negative_min_member_is_refused() -> None:
     with pytest.raises(ConvertError, match="minMember"):
-        podgroup_to_job({"kind": "PodGroup", "metadata": {"name": "pg", "namespace": "x"}, "spec": {"minMember": -1}})
+        podgroup_to_job(
+            {"kind": "PodGroup", "metadata": {"name": "pg", "namespace": "x"}, "spec": {"minMember": -1}}
+        )
 
 
 def test_a_bare_pod_of_ours_gets_a_one_pod_gang_and_other_schedulers_pods_still_use_their_node() -> None:
@@ -92,9 +106,21 @@ def test_a_volcano_job_expands_like_volcanos_controller() -> None:
             "queue": "research",
             "priorityClassName": "high",
             "tasks": [
-                {"name": "ps", "replicas": 1, "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}},
-                {"name": "worker", "replicas": 2, "minAvailable": 1,
-                 "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}}},
+                {
+                    "name": "ps",
+                    "replicas": 1,
+                    "template": {
+                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+                    },
+                },
+                {
+                    "name": "worker",
+                    "replicas": 2,
+                    "minAvailable": 1,
+                    "template": {
+                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}
+                    },
+                },
             ],
         },
     }

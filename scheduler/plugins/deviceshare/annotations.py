@@ -106,7 +106,13 @@ def ascend_huawei_key(common_word: str) -> str:
     return f"huawei.com/{common_word}"
 
 
-ASCEND_COMMON_KEYS = (HAMI_ASSIGNED_NODE, HAMI_ASSIGNED_TIME, HAMI_BIND_PHASE, HAMI_BIND_TIME, ASCEND_PREDICATE_TIME)
+ASCEND_COMMON_KEYS = (
+    HAMI_ASSIGNED_NODE,
+    HAMI_ASSIGNED_TIME,
+    HAMI_BIND_PHASE,
+    HAMI_BIND_TIME,
+    ASCEND_PREDICATE_TIME,
+)
 
 
 def ascend_pod_keys(common_word: str) -> tuple[str, ...]:
@@ -231,7 +237,9 @@ def decode_vgpu_register(value: str | None) -> tuple[list[RegisteredCard] | None
         if len(f) < 6:
             return None, f"garbled vGPU registration entry {item[:60]!r}: {len(f)} fields, need 6"
         health = f[4].strip().lower() in ("true", "1", "t")
-        cards.append(RegisteredCard(f[0].strip(), _lenient_int(f[1]), _lenient_int(f[2]), f[3], health, f[5].strip()))
+        cards.append(
+            RegisteredCard(f[0].strip(), _lenient_int(f[1]), _lenient_int(f[2]), f[3], health, f[5].strip())
+        )
     if not cards:
         return None, "vGPU registration lists no card"
     return cards, ""
@@ -383,7 +391,9 @@ def decode_ascend_register(value: str | None) -> tuple[list[AscendCard] | None, 
 
 def encode_generic_devices(common_word: str, containers: list[list[DeviceEntry]]) -> str:
     """HAMi's generic encoding: `<id>,<commonWord>,<mem>,<cores>:` per device, ';' after EACH container."""
-    return "".join("".join(f"{d.uuid},{common_word},{d.mem},{d.cores}:" for d in seg) + ";" for seg in containers)
+    return "".join(
+        "".join(f"{d.uuid},{common_word},{d.mem},{d.cores}:" for d in seg) + ";" for seg in containers
+    )
 
 
 def decode_generic_devices(value: str | None) -> list[list[DeviceEntry]]:

@@ -70,11 +70,14 @@ class AscendLedger:
         self.chip = chip
         self.hami_core = hami_core
         self.chips = [
-            NpuChip(i, c.id, c.count, c.devmem, c.devcore, c.health, c.network_id) for i, c in enumerate(cards)
+            NpuChip(i, c.id, c.count, c.devmem, c.devcore, c.health, c.network_id)
+            for i, c in enumerate(cards)
         ]
         self.id_index = {c.id: i for i, c in enumerate(cards)}
         # upstream: topology-aware only when EVERY chip of the node reports a NetworkID
-        self.topology = chip.common_word.startswith(ann.ASCEND910_PREFIX) and all(c.network_id >= 0 for c in cards)
+        self.topology = chip.common_word.startswith(ann.ASCEND910_PREFIX) and all(
+            c.network_id >= 0 for c in cards
+        )
         self.pods: dict[str, list[tuple[int, int, int]]] = {}
 
     @property
@@ -89,7 +92,10 @@ class AscendLedger:
             return None, ""
         value = node.annotations.get(ann.ascend_register_key(chip.common_word))
         if value is None:
-            return None, f"allocatable has {chip.resource_name} but no {ann.ascend_register_key(chip.common_word)}"
+            return (
+                None,
+                f"allocatable has {chip.resource_name} but no {ann.ascend_register_key(chip.common_word)}",
+            )
         cards, why = ann.decode_ascend_register(value)
         if cards is None:
             return None, why
@@ -171,11 +177,16 @@ class AscendLedger:
     def fit(self, req: AscendRequest, policy: int) -> AscendFit:
         """Whether `req` fits, the node's device score and the chips per container (no side effects)."""
         if req.hami_core and not self.hami_core:
-            return AscendFit(False, f"node does not support hami-core vNPU ({ann.HAMI_VNPU_CORE} is not true)")
+            return AscendFit(
+                False, f"node does not support hami-core vNPU ({ann.HAMI_VNPU_CORE} is not true)"
+            )
         if req.total_chips > len(self.chips):
-            return AscendFit(False, f"{NO_DEVICE}: {req.total_chips} chips asked, the node has {len(self.chips)}")
+            return AscendFit(
+                False, f"{NO_DEVICE}: {req.total_chips} chips asked, the node has {len(self.chips)}"
+            )
         order = sorted(
-            (c for c in self.chips if self._usable(c, req)), key=lambda c: (-self.chip_score(policy, c), c.index)
+            (c for c in self.chips if self._usable(c, req)),
+            key=lambda c: (-self.chip_score(policy, c), c.index),
         )
         taken: set[int] = set()
         picks: list[list[NpuPick]] = []
@@ -228,7 +239,9 @@ class AscendLedger:
 
     # -- annotations -------------------------------------------------------------------------------
     def segments(self, picks: list[list[NpuPick]]) -> list[list[ann.DeviceEntry]]:
-        return [[ann.DeviceEntry(self.chips[p.chip].id, p.mem, p.cores, self.kind) for p in seg] for seg in picks]
+        return [
+            [ann.DeviceEntry(self.chips[p.chip].id, p.mem, p.cores, self.kind) for p in seg] for seg in picks
+        ]
 
     def annotations(self, req: AscendRequest, picks: list[list[NpuPick]], now: float) -> dict[str, str]:
         """The pod annotations of spec 5.2, as upstream writes them (HAMi's generic encoding,

@@ -44,12 +44,16 @@ def _cluster(nodes: int, gpus: int, impl: ModuleType, seed: int) -> VgpuTable:
     table = VgpuTable()
     table.impl = impl
     for n in range(nodes):
-        cards = [ann.RegisteredCard(f"GPU-{n}-{c}", 10, 32768, "NVIDIA-A100-PCIE-40GB", True, "hami-core")
-                 for c in range(gpus)]
+        cards = [
+            ann.RegisteredCard(f"GPU-{n}-{c}", 10, 32768, "NVIDIA-A100-PCIE-40GB", True, "hami-core")
+            for c in range(gpus)
+        ]
         led = VgpuLedger(f"node-{n}", cards, DEFAULT_CONFIG, table)
         if n % 3 == 0:
-            used = [[ann.DeviceEntry(cards[c].uuid, rng.randrange(1024, 16384), rng.choice((0, 25)))]
-                    for c in range(0, gpus, 2)]
+            used = [
+                [ann.DeviceEntry(cards[c].uuid, rng.randrange(1024, 16384), rng.choice((0, 25)))]
+                for c in range(0, gpus, 2)
+            ]
             led.add_pod(f"running-{n}", "", used)
     return table
 
@@ -57,7 +61,9 @@ def _cluster(nodes: int, gpus: int, impl: ModuleType, seed: int) -> VgpuTable:
 def _pods(count: int, seed: int) -> list[VgpuRequest]:
     rng = random.Random(seed + 1)
     return [
-        VgpuRequest((VgpuContainerRequest(0, 1, rng.randrange(1, 9) * 1024, 101, rng.choice((0, 10, 25, 50))),), 1)
+        VgpuRequest(
+            (VgpuContainerRequest(0, 1, rng.randrange(1, 9) * 1024, 101, rng.choice((0, 10, 25, 50))),), 1
+        )
         for _ in range(count)
     ]
 
@@ -86,7 +92,9 @@ def _scan_seconds(table: VgpuTable, pods: list[VgpuRequest], repeat: int) -> flo
     return (time.perf_counter() - t0) / repeat
 
 
-def run_device_bench(nodes: int = 1000, gpus_per_node: int = 8, pods: int = 3000, seed: int = 7) -> dict[str, Any]:
+def run_device_bench(
+    nodes: int = 1000, gpus_per_node: int = 8, pods: int = 3000, seed: int = 7
+) -> dict[str, Any]:
     """Figures of the vGPU hot path; `ratio` = fallback scan time / compiled scan time."""
     native = native_module()
     reqs = _pods(pods, seed)
@@ -149,13 +157,18 @@ def _ascend_rate(nodes: int, chips: int, pods: int, seed: int) -> tuple[int, flo
     leds = []
     for n in range(nodes):
         regs = [ann.AscendCard(f"npu-{n}-{c}", 7, 21527, 8, "Ascend310P", True, -1, c) for c in range(chips)]
-        node = NodeInfo(f"npu-{n}", Resource.from_list({"cpu": "64", DEFAULT_VNPU.resource_name: str(7 * chips)}),
-                        annotations={ann.ascend_register_key("Ascend310P"): ann.encode_ascend_register(regs)})
+        node = NodeInfo(
+            f"npu-{n}",
+            Resource.from_list({"cpu": "64", DEFAULT_VNPU.resource_name: str(7 * chips)}),
+            annotations={ann.ascend_register_key("Ascend310P"): ann.encode_ascend_register(regs)},
+        )
         led, _ = AscendLedger.from_node(node, DEFAULT_VNPU, DEFAULT_CONFIG)
         if led is not None:
             leds.append(led)
-    reqs = [AscendRequest((AscendContainerRequest(0, 1, rng.choice((2000, 3072, 6000, 12000)), 0),), False)
-            for _ in range(pods)]
+    reqs = [
+        AscendRequest((AscendContainerRequest(0, 1, rng.choice((2000, 3072, 6000, 12000)), 0),), False)
+        for _ in range(pods)
+    ]
     placed = 0
     t0 = time.perf_counter()
     for i, req in enumerate(reqs):
@@ -177,8 +190,14 @@ SECTION = "## Device hot path (`vc-scheduler bench --devices`)"
 def _median_run(nodes: int, gpus: int, pods: int, seed: int, repeats: int) -> dict[str, Any]:
     runs = [run_device_bench(nodes, gpus, pods, seed) for _ in range(repeats)]
     out = dict(runs[0])
-    for key in ("fallback_scan_ms", "fallback_pods_per_s", "compiled_scan_ms", "compiled_pods_per_s", "ratio",
-                "decisions_per_s"):
+    for key in (
+        "fallback_scan_ms",
+        "fallback_pods_per_s",
+        "compiled_scan_ms",
+        "compiled_pods_per_s",
+        "ratio",
+        "decisions_per_s",
+    ):
         if key in out:
             out[key] = round(statistics.median(r[key] for r in runs), 4)
     out["goal_ratio_5x"] = out["ratio"] >= 5.0
@@ -186,8 +205,13 @@ def _median_run(nodes: int, gpus: int, pods: int, seed: int, repeats: int) -> di
     return out
 
 
-def render_markdown(cmd: str, r: dict[str, Any], per_node: tuple[int, float, int], ascend: tuple[int, float, int, int],
-                    repeats: int) -> str:
+def render_markdown(
+    cmd: str,
+    r: dict[str, Any],
+    per_node: tuple[int, float, int],
+    ascend: tuple[int, float, int, int],
+    repeats: int,
+) -> str:
     placed, secs, n_pods = per_node
     a_placed, a_secs, a_nodes, a_chips = ascend
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -208,12 +232,18 @@ def render_markdown(cmd: str, r: dict[str, Any], per_node: tuple[int, float, int
         "|---|---:|---:|---:|",
     ]
     if r.get("compiled_available"):
-        lines.append(f"| one scan of all {r['cards']:,} cards | {r['compiled_scan_ms']:.4f} ms | "
-                     f"{r['fallback_scan_ms']:.3f} ms | {r['ratio']:.0f}x |")
-        lines.append(f"| vGPU decisions per second | {r['compiled_pods_per_s']:,.0f} | "
-                     f"{r['fallback_pods_per_s']:,.0f} | |")
+        lines.append(
+            f"| one scan of all {r['cards']:,} cards | {r['compiled_scan_ms']:.4f} ms | "
+            f"{r['fallback_scan_ms']:.3f} ms | {r['ratio']:.0f}x |"
+        )
+        lines.append(
+            f"| vGPU decisions per second | {r['compiled_pods_per_s']:,.0f} | "
+            f"{r['fallback_pods_per_s']:,.0f} | |"
+        )
     else:
-        lines.append(f"| one scan of all {r['cards']:,} cards | not built | {r['fallback_scan_ms']:.3f} ms | 1x |")
+        lines.append(
+            f"| one scan of all {r['cards']:,} cards | not built | {r['fallback_scan_ms']:.3f} ms | 1x |"
+        )
     lines += [
         "",
         f"- Goal compiled >= 5x the fallback: {yes[r['goal_ratio_5x']]} ({r['ratio']:.0f}x).",
@@ -248,11 +278,15 @@ def write_section(path: str, section: str) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    p = argparse.ArgumentParser(prog="vc-scheduler bench --devices", description="Benchmark the device hot path.")
+    p = argparse.ArgumentParser(
+        prog="vc-scheduler bench --devices", description="Benchmark the device hot path."
+    )
     p.add_argument("--nodes", type=int, default=1000)
     p.add_argument("--gpus", type=int, default=8, help="GPUs (and Ascend chips) per node")
     p.add_argument("--pods", type=int, default=3000)
-    p.add_argument("--per-node-pods", type=int, default=300, help="pods for the per-node (session path) figure")
+    p.add_argument(
+        "--per-node-pods", type=int, default=300, help="pods for the per-node (session path) figure"
+    )
     p.add_argument("--ascend-pods", type=int, default=300)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--seed", type=int, default=7)
@@ -263,14 +297,26 @@ def main(argv: Sequence[str]) -> int:
     table = _cluster(args.nodes, args.gpus, native if native is not None else python_fit, args.seed)
     placed, secs = _decide_per_node(table, _pods(args.per_node_pods, args.seed))
     a_placed, a_secs = _ascend_rate(args.nodes, args.gpus, args.ascend_pods, args.seed)
-    print(f"scan of {r['cards']:,} cards: compiled {r.get('compiled_scan_ms', float('nan'))} ms, "
-          f"fallback {r['fallback_scan_ms']} ms, ratio {r['ratio']}x")
-    print(f"vGPU decisions/s: {r['decisions_per_s']:,.0f} (table scan), "
-          f"{placed / secs if secs else 0:,.0f} (per-node path); Ascend {a_placed / a_secs if a_secs else 0:,.0f}/s")
+    print(
+        f"scan of {r['cards']:,} cards: compiled {r.get('compiled_scan_ms', float('nan'))} ms, "
+        f"fallback {r['fallback_scan_ms']} ms, ratio {r['ratio']}x"
+    )
+    print(
+        f"vGPU decisions/s: {r['decisions_per_s']:,.0f} (table scan), "
+        f"{placed / secs if secs else 0:,.0f} (per-node path); Ascend {a_placed / a_secs if a_secs else 0:,.0f}/s"
+    )
     if args.output:
         cmd = "vc-scheduler bench --devices " + " ".join(argv)
-        write_section(args.output, render_markdown(cmd.strip(), r, (placed, secs, args.per_node_pods),
-                                                   (a_placed, a_secs, args.nodes, args.gpus), max(1, args.repeats)))
+        write_section(
+            args.output,
+            render_markdown(
+                cmd.strip(),
+                r,
+                (placed, secs, args.per_node_pods),
+                (a_placed, a_secs, args.nodes, args.gpus),
+                max(1, args.repeats),
+            ),
+        )
     return 0
 
 

@@ -111,11 +111,15 @@ def parse_rules(raw: Any) -> tuple[Rule, ...]:
     rules: list[Rule] = []
     for i, item in enumerate(raw):
         if not isinstance(item, Mapping) or not item:
-            raise ArgumentError(f"{GPU_EXCLUSIVE_RULES}[{i}]: expected a non-empty map of labels, got {item!r}")
+            raise ArgumentError(
+                f"{GPU_EXCLUSIVE_RULES}[{i}]: expected a non-empty map of labels, got {item!r}"
+            )
         labels = []
         for k, v in item.items():
             if not isinstance(k, str) or not isinstance(v, str):
-                raise ArgumentError(f"{GPU_EXCLUSIVE_RULES}[{i}]: label {k!r}: {v!r} must be a string to a string")
+                raise ArgumentError(
+                    f"{GPU_EXCLUSIVE_RULES}[{i}]: label {k!r}: {v!r} must be a string to a string"
+                )
             labels.append((k, v))
         rules.append(tuple(sorted(labels)))
     return tuple(rules)
@@ -187,7 +191,11 @@ DEFAULT_VNPU = VnpuChip(
     24576,
     8,
     7,
-    (VnpuTemplate("vir01", 3072, 1, 1), VnpuTemplate("vir02", 6144, 2, 2), VnpuTemplate("vir04", 12288, 4, 4)),
+    (
+        VnpuTemplate("vir01", 3072, 1, 1),
+        VnpuTemplate("vir02", 6144, 2, 2),
+        VnpuTemplate("vir04", 12288, 4, 4),
+    ),
 )
 
 
@@ -285,7 +293,12 @@ def _vnpus(raw: Any) -> tuple[bool, tuple[VnpuChip, ...]]:
         if not word or not res:
             raise _Bad(f"vnpus entry needs commonWord and resourceName, got {c!r}")
         templates = tuple(
-            VnpuTemplate(_str(t, "name", ""), _nonneg_int(t, "memory", 0), _nonneg_int(t, "aiCore", 0), _nonneg_int(t, "aiCPU", 0))
+            VnpuTemplate(
+                _str(t, "name", ""),
+                _nonneg_int(t, "memory", 0),
+                _nonneg_int(t, "aiCore", 0),
+                _nonneg_int(t, "aiCPU", 0),
+            )
             for t in (c.get("templates") or [])
             if isinstance(t, dict)
         )

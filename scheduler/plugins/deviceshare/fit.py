@@ -33,7 +33,9 @@ PCT_UNSET = 101
 IMPLEMENTATION = "python"
 
 
-def card_refuses(count: int, devmem: int, used_num: int, used_mem: int, used_cores: int, demand: int, cores: int) -> bool:
+def card_refuses(
+    count: int, devmem: int, used_num: int, used_mem: int, used_cores: int, demand: int, cores: int
+) -> bool:
     """Spec 3.4 rules 2 and 4-7 for one card in its current (working) state."""
     return (
         used_num >= count
@@ -44,7 +46,9 @@ def card_refuses(count: int, devmem: int, used_num: int, used_mem: int, used_cor
     )
 
 
-def card_score(policy: int, count: int, devmem: int, num_before: int, mem_before: int, mem_after: int) -> float:
+def card_score(
+    policy: int, count: int, devmem: int, num_before: int, mem_before: int, mem_after: int
+) -> float:
     """A chosen card's contribution to the node score.
 
     binpack (upstream): 100 x used memory / card memory, after charging.

@@ -65,7 +65,9 @@ def _capacity(node: NodeInfo, name: str) -> int:
 class GpuShareLedger:
     __slots__ = ("cards", "node_name", "pod_cards", "total_cards")
 
-    def __init__(self, node_name: str, total_memory: int, number: int, unhealthy: set[int] | None = None) -> None:
+    def __init__(
+        self, node_name: str, total_memory: int, number: int, unhealthy: set[int] | None = None
+    ) -> None:
         self.node_name = node_name
         per_card = total_memory // number
         bad = unhealthy or set()
@@ -140,7 +142,8 @@ class GpuShareLedger:
     # -- views -------------------------------------------------------------------------------
     def state(self) -> tuple:
         return tuple(
-            (c.index, c.memory, tuple(sorted(c.pods.items()))) for c in sorted(self.cards.values(), key=lambda c: c.index)
+            (c.index, c.memory, tuple(sorted(c.pods.items())))
+            for c in sorted(self.cards.values(), key=lambda c: c.index)
         )
 
 

@@ -66,8 +66,13 @@ class PodDeviceRequests:
     @property
     def uses_any(self) -> bool:
         return bool(
-            self.share or self.share_error or self.vgpu or self.vgpu_error or self.gpu_types
-            or self.ascend or self.ascend_error
+            self.share
+            or self.share_error
+            or self.vgpu
+            or self.vgpu_error
+            or self.gpu_types
+            or self.ascend
+            or self.ascend_error
         )
 
 
@@ -152,7 +157,9 @@ class DeviceSharePlugin(Plugin):
             for chip in chips:
                 if chip.resource_name in node.allocatable.scalars:
                     self._build_ascend(node, chip)
-        self.exclusive = ExclusiveRules.build(a.exclusive_rules, ssn) if a.vgpu and a.exclusive_rules else None
+        self.exclusive = (
+            ExclusiveRules.build(a.exclusive_rules, ssn) if a.vgpu and a.exclusive_rules else None
+        )
         ssn.add_pre_predicate_fn(self.name, self.pre_predicate)
         ssn.add_predicate_fn(self.name, self.predicate)
         ssn.add_node_order_fn(self.name, self.node_order)
@@ -314,7 +321,9 @@ class DeviceSharePlugin(Plugin):
         Pods under exclusivity rules and pods asking a mode the node lacks take the per-node fit,
         which gives the same answer with their exact reason.
         """
-        if (self.exclusive is not None and self.exclusive.track(task.pod)) or (req.mode and req.mode != led.mode):
+        if (self.exclusive is not None and self.exclusive.track(task.pod)) or (
+            req.mode and req.mode != led.mode
+        ):
             f = self._fit_vgpu(led, task, req)
             return f.ok, f.reason, f.score
         return self._scans.node_fit(led, req, self.args.policy)
@@ -446,7 +455,9 @@ class DeviceSharePlugin(Plugin):
         # strictly increasing within a session: the device plugin serves the smallest time first
         self._time_seq += 1
         task.bind_annotations[ann.GPU_INDEX] = ann.encode_gpu_index(f.cards)
-        task.bind_annotations[ann.PREDICATE_TIME] = ann.encode_predicate_time(int(self._now() * 1e9) + self._time_seq)
+        task.bind_annotations[ann.PREDICATE_TIME] = ann.encode_predicate_time(
+            int(self._now() * 1e9) + self._time_seq
+        )
 
     def _allocate_vgpu(self, task: TaskInfo, node: NodeInfo, req: VgpuRequest | None) -> None:
         led = node.devices.get(vgpu.KIND)

@@ -127,7 +127,9 @@ class VgpuRequest:
 
     @property
     def has_card_filters(self) -> bool:
-        return bool(self.use_uuids or self.nouse_uuids or self.use_types or self.nouse_types or self.spread_group)
+        return bool(
+            self.use_uuids or self.nouse_uuids or self.use_types or self.nouse_types or self.spread_group
+        )
 
 
 def vgpu_request(pod: PodInfo, cfg: DeviceConfig) -> tuple[VgpuRequest | None, str]:
@@ -152,7 +154,10 @@ def vgpu_request(pod: PodInfo, cfg: DeviceConfig) -> tuple[VgpuRequest | None, s
             if err:
                 return None, err
             if pct is not None and pct > 100:
-                return None, f"container {c.name}: {cfg.percentage_name} {pct} is more than 100 percent of a card"
+                return (
+                    None,
+                    f"container {c.name}: {cfg.percentage_name} {pct} is more than 100 percent of a card",
+                )
         cores, err = _limit_or_request(c, cfg.cores_name)
         if err:
             return None, err
@@ -230,7 +235,10 @@ def ascend_request(pod: PodInfo, chip: VnpuChip) -> tuple[AscendRequest | None, 
     mode = pod.annotations.get(ann.ASCEND_VNPU_MODE)
     if mode is not None and mode != ann.ASCEND_MODE_HAMI_CORE:
         # upstream silently treats any other value as template mode
-        return None, f"unknown {ann.ASCEND_VNPU_MODE} {mode!r}: expected {ann.ASCEND_MODE_HAMI_CORE} or no annotation"
+        return (
+            None,
+            f"unknown {ann.ASCEND_VNPU_MODE} {mode!r}: expected {ann.ASCEND_MODE_HAMI_CORE} or no annotation",
+        )
     hami_core = mode == ann.ASCEND_MODE_HAMI_CORE
     out: list[AscendContainerRequest] = []
     for i, c in enumerate(pod.containers):
@@ -251,13 +259,22 @@ def ascend_request(pod: PodInfo, chip: VnpuChip) -> tuple[AscendRequest | None, 
         if hami_core and cores > 100:
             return None, f"container {c.name}: {core_name} {cores} is more than 100 percent of a chip"
         if not hami_core and chip.ai_core and cores > chip.ai_core:
-            return None, f"container {c.name}: {core_name} {cores} is more than the {chip.ai_core} AI cores of a {chip.common_word}"
+            return (
+                None,
+                f"container {c.name}: {core_name} {cores} is more than the {chip.ai_core} AI cores of a {chip.common_word}",
+            )
         if mem and not hami_core:
             trimmed = trim_to_template(chip, mem)
             if trimmed is None:
-                return None, f"container {c.name}: {mem_name} {mem} is more than a {chip.common_word} holds ({chip.memory_capacity})"
+                return (
+                    None,
+                    f"container {c.name}: {mem_name} {mem} is more than a {chip.common_word} holds ({chip.memory_capacity})",
+                )
             if nums > 1 and trimmed[0] != chip.memory_allocatable:
-                return None, f"container {c.name}: vNPU does not support partial memory allocation when requesting multiple devices"
+                return (
+                    None,
+                    f"container {c.name}: vNPU does not support partial memory allocation when requesting multiple devices",
+                )
         if nums > 0:
             out.append(AscendContainerRequest(i, nums, mem, cores))
     a = pod.annotations

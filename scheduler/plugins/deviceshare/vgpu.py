@@ -232,7 +232,13 @@ class VgpuLedger:
         self.uuid_index = {u: i for i, u in enumerate(self.uuids)}
         self.factor = cfg.gpu_memory_factor
         last = cards[-1].mode
-        self.mode = ann.MODE_MIG if last == ann.MODE_MIG else ann.MODE_MPS if last == ann.MODE_MPS else ann.MODE_HAMI_CORE
+        self.mode = (
+            ann.MODE_MIG
+            if last == ann.MODE_MIG
+            else ann.MODE_MPS
+            if last == ann.MODE_MPS
+            else ann.MODE_HAMI_CORE
+        )
         self.mig: list[MigCard | None] | None = None
         if self.mode == ann.MODE_MIG:
             geoms = [cfg.geometry_for(c.type) for c in cards]
@@ -388,7 +394,9 @@ class VgpuLedger:
 
     def _fit(self, req: VgpuRequest, policy: int) -> FitResult:
         if req.mode and req.mode != self.mode:
-            return FitResult(False, f"pod required sharing mode {req.mode} is not the same as the node mode {self.mode}")
+            return FitResult(
+                False, f"pod required sharing mode {req.mode} is not the same as the node mode {self.mode}"
+            )
         if req.use_uuids and not any(u in self.uuid_index for u in req.use_uuids):
             return FitResult(False, f"no card on the node matches {ann.VGPU_USE_UUID}")
         t, i = self.table, self.idx
@@ -438,7 +446,9 @@ class VgpuLedger:
         mig = None
         if self.mig is not None:
             mig = tuple(
-                (m.group_index, tuple(sorted((k, tuple(sorted(v))) for k, v in m.used.items()))) if m else None
+                (m.group_index, tuple(sorted((k, tuple(sorted(v))) for k, v in m.used.items())))
+                if m
+                else None
                 for m in self.mig
             )
         return (tuple(self.card_state()), mig, tuple(sorted(self.pods)))

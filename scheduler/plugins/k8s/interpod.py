@@ -61,7 +61,9 @@ class AffinityTerm:
         self.weight = weight
 
     def selects_namespace(self, namespace: str, ns_labels: Mapping[str, str]) -> bool:
-        return namespace in self.namespaces or (self.ns_selector is not None and self.ns_selector.matches(ns_labels))
+        return namespace in self.namespaces or (
+            self.ns_selector is not None and self.ns_selector.matches(ns_labels)
+        )
 
     def matches(self, pod: PodInfo, ns_labels: Mapping[str, str]) -> bool:
         return self.selects_namespace(pod.namespace, ns_labels) and self.selector.matches(pod.labels)
@@ -91,7 +93,13 @@ def _term(pod: PodInfo, raw: Any, weight: int = 0) -> AffinityTerm | None:
     if not namespaces and raw_ns_sel is None:
         namespaces = frozenset({pod.namespace})
     ns_sel = compile_selector(raw_ns_sel) if raw_ns_sel is not None else None
-    return AffinityTerm(namespaces, ns_sel, compile_selector(raw.get("labelSelector")), str(raw.get("topologyKey") or ""), weight)
+    return AffinityTerm(
+        namespaces,
+        ns_sel,
+        compile_selector(raw.get("labelSelector")),
+        str(raw.get("topologyKey") or ""),
+        weight,
+    )
 
 
 def _required(pod: PodInfo, section: Mapping[str, Any]) -> list[AffinityTerm]:
@@ -172,7 +180,9 @@ class InterPodState:
         self.anti_counts: dict[Pair, int] = {}
         self.existing_anti_counts: dict[Pair, int] = {}
         self.existing_keys: set[str] = set()
-        self.matches_self = bool(terms.affinity) and all(t.matches(pod, self.ns_labels) for t in terms.affinity)
+        self.matches_self = bool(terms.affinity) and all(
+            t.matches(pod, self.ns_labels) for t in terms.affinity
+        )
         nodes = sp.ssn.nodes
         if terms.affinity:
             first, rest = terms.affinity[0], terms.affinity[1:]
@@ -225,7 +235,9 @@ class InterPodState:
             self._count(self.affinity_counts, terms.affinity, labels, delta)
         if terms.anti:
             ns_labels = self.sp.ssn.namespaces.get(other.namespace, {})
-            self._count(self.anti_counts, [t for t in terms.anti if t.matches(other, ns_labels)], labels, delta)
+            self._count(
+                self.anti_counts, [t for t in terms.anti if t.matches(other, ns_labels)], labels, delta
+            )
         if other.affinity and "podAntiAffinity" in other.affinity:
             self._count_existing(other, labels, delta)
 

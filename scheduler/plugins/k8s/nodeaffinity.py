@@ -77,7 +77,12 @@ def _compile_field_req(raw: Any) -> Requirement | None:
     if not isinstance(raw, dict):
         return None
     key, op, values = raw.get("key"), raw.get("operator"), raw.get("values") or []
-    if key != FIELD_NODE_NAME or op not in ("In", "NotIn") or not isinstance(values, list) or len(values) != 1:
+    if (
+        key != FIELD_NODE_NAME
+        or op not in ("In", "NotIn")
+        or not isinstance(values, list)
+        or len(values) != 1
+    ):
         return None
     return (key, op, frozenset(str(v) for v in values))
 
@@ -125,7 +130,9 @@ def _node_affinity(affinity: Mapping[str, Any]) -> dict[str, Any]:
     return na if isinstance(na, dict) else {}
 
 
-def required_node_affinity(node_selector: Mapping[str, str], affinity: Mapping[str, Any]) -> RequiredNodeAffinity:
+def required_node_affinity(
+    node_selector: Mapping[str, str], affinity: Mapping[str, Any]
+) -> RequiredNodeAffinity:
     required = _node_affinity(affinity).get("requiredDuringSchedulingIgnoredDuringExecution")
     terms: list[Term | None] | None = None
     if isinstance(required, dict):

@@ -61,7 +61,9 @@ def prefer_no_schedule_tolerations(tolerations: list[dict[str, Any]]) -> list[di
     return [t for t in tolerations if (t.get("effect") or "") in ("", PREFER_NO_SCHEDULE)]
 
 
-def count_intolerable_prefer_no_schedule(taints: list[dict[str, Any]], tolerations: list[dict[str, Any]]) -> int:
+def count_intolerable_prefer_no_schedule(
+    taints: list[dict[str, Any]], tolerations: list[dict[str, Any]]
+) -> int:
     """TaintToleration's raw score: PreferNoSchedule taints the (filtered) tolerations miss."""
     n = 0
     for taint in taints:

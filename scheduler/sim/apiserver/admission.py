@@ -31,12 +31,30 @@ Getter = Callable[[str, str | None, str], Obj | None]
 Lister = Callable[[str], Iterable[Obj]]
 
 SYSTEM_PRIORITY_CLASSES = (
-    ("system-cluster-critical", 2000000000, "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."),
-    ("system-node-critical", 2000001000, "Used for system critical pods that must not be moved from their current node."),
+    (
+        "system-cluster-critical",
+        2000000000,
+        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+    ),
+    (
+        "system-node-critical",
+        2000001000,
+        "Used for system critical pods that must not be moved from their current node.",
+    ),
 )
 DEFAULT_TOLERATIONS = (
-    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+    {
+        "key": "node.kubernetes.io/not-ready",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    },
+    {
+        "key": "node.kubernetes.io/unreachable",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    },
 )
 
 
@@ -79,18 +97,39 @@ def _priority_class_create(obj: Obj, list_all: Lister) -> Obj:
         name = (out.get("metadata") or {}).get("name", "")
         for pc in list_all(PRIORITY_CLASSES):
             if pc.get("globalDefault") and pc["metadata"]["name"] != name:
-                raise invalid("PriorityClass", name, [("globalDefault", f"Invalid value: true: globalDefault {pc['metadata']['name']} already exists")], "scheduling.k8s.io")
+                raise invalid(
+                    "PriorityClass",
+                    name,
+                    [
+                        (
+                            "globalDefault",
+                            f"Invalid value: true: globalDefault {pc['metadata']['name']} already exists",
+                        )
+                    ],
+                    "scheduling.k8s.io",
+                )
     return out
 
 
 def _crd_create(obj: Obj) -> Obj:
     # accepted and established at once: there is no CRD controller to wait for
     names = (obj.get("spec") or {}).get("names") or {}
-    conds = [{"type": t, "status": "True", "reason": r, "message": m} for t, r, m in (
-        ("NamesAccepted", "NoConflicts", "no conflicts found"),
-        ("Established", "InitialNamesAccepted", "the initial names have been accepted"))]
+    conds = [
+        {"type": t, "status": "True", "reason": r, "message": m}
+        for t, r, m in (
+            ("NamesAccepted", "NoConflicts", "no conflicts found"),
+            ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+        )
+    ]
     versions = [v.get("name") for v in (obj.get("spec") or {}).get("versions") or [] if isinstance(v, dict)]
-    return {**obj, "status": {"acceptedNames": names, "conditions": conds, "storedVersions": [v for v in versions if v][:1]}}
+    return {
+        **obj,
+        "status": {
+            "acceptedNames": names,
+            "conditions": conds,
+            "storedVersions": [v for v in versions if v][:1],
+        },
+    }
 
 
 def global_default_class(list_all: Lister) -> Obj | None:
@@ -114,7 +153,11 @@ def _pod_create(pod: Obj, get: Getter, list_all: Lister) -> Obj:
     spec.setdefault("serviceAccount", spec["serviceAccountName"])
     tolerations = list(spec.get("tolerations") or [])
     for t in DEFAULT_TOLERATIONS:
-        if not any(x.get("key") == t["key"] and x.get("effect") in (None, "", "NoExecute") for x in tolerations if isinstance(x, dict)):
+        if not any(
+            x.get("key") == t["key"] and x.get("effect") in (None, "", "NoExecute")
+            for x in tolerations
+            if isinstance(x, dict)
+        ):
             tolerations.append(dict(t))
     spec["tolerations"] = tolerations
     for key in ("containers", "initContainers"):
@@ -157,16 +200,22 @@ def _resolve_priority(pod_name: str, spec: Obj, get: Getter, list_all: Lister) -
             spec["priorityClassName"] = pc["metadata"]["name"]
     value = int(pc.get("value", 0)) if pc is not None else 0
     if "priority" in spec and spec["priority"] is not None and spec["priority"] != value:
-        raise forbidden("pods", pod_name, "the integer value of priority "
-                        f"({spec['priority']}) must not be provided in pod spec; priority admission controller "
-                        f"computed {value} from the given PriorityClass name")
+        raise forbidden(
+            "pods",
+            pod_name,
+            "the integer value of priority "
+            f"({spec['priority']}) must not be provided in pod spec; priority admission controller "
+            f"computed {value} from the given PriorityClass name",
+        )
     spec["priority"] = value
     if pc is not None and "preemptionPolicy" not in spec:
         spec["preemptionPolicy"] = pc.get("preemptionPolicy", "PreemptLowerPriority")
 
 
 def qos_class(spec: Obj) -> str:
-    containers = [c for c in (spec.get("containers") or []) + (spec.get("initContainers") or []) if isinstance(c, dict)]
+    containers = [
+        c for c in (spec.get("containers") or []) + (spec.get("initContainers") or []) if isinstance(c, dict)
+    ]
     any_set = False
     guaranteed = True
     for c in containers:
@@ -214,13 +263,28 @@ def quantity_problems(spec: Obj) -> list[tuple[str, str]]:
                 for rname, v in (r.get(kind) or {}).items() if isinstance(r.get(kind), dict) else ():
                     q = _q(v)
                     if q is None:
-                        out.append((f"spec.{key}[{i}].resources.{kind}[{rname}]", f'Invalid value: "{v}": quantities must match the regular expression \'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$\''))
+                        out.append(
+                            (
+                                f"spec.{key}[{i}].resources.{kind}[{rname}]",
+                                f"Invalid value: \"{v}\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+                            )
+                        )
                     elif q < 0:
-                        out.append((f"spec.{key}[{i}].resources.{kind}[{rname}]", f'Invalid value: "{v}": must be greater than or equal to 0'))
+                        out.append(
+                            (
+                                f"spec.{key}[{i}].resources.{kind}[{rname}]",
+                                f'Invalid value: "{v}": must be greater than or equal to 0',
+                            )
+                        )
                     else:
                         parsed.setdefault(kind, {})[rname] = q
             for rname, req in parsed.get("requests", {}).items():
                 lim = parsed.get("limits", {}).get(rname)
                 if lim is not None and req > lim:
-                    out.append((f"spec.{key}[{i}].resources.requests", f'Invalid value: "{r["requests"][rname]}": must be less than or equal to {rname} limit of {r["limits"][rname]}'))
+                    out.append(
+                        (
+                            f"spec.{key}[{i}].resources.requests",
+                            f'Invalid value: "{r["requests"][rname]}": must be less than or equal to {rname} limit of {r["limits"][rname]}',
+                        )
+                    )
     return out

@@ -104,17 +104,30 @@ class App:
     async def guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
         server = self.server
         started = time.monotonic()
-        request[LOG_KEY] = entry = {"method": request.method, "path": request.path, "query": request.query_string,
-                                  "user_agent": request.headers.get("User-Agent", ""), "verb": "", "group": "",
-                                  "version": "", "resource": "", "subresource": "", "namespace": "", "name": "",
-                                  "code": 0}
+        request[LOG_KEY] = entry = {
+            "method": request.method,
+            "path": request.path,
+            "query": request.query_string,
+            "user_agent": request.headers.get("User-Agent", ""),
+            "verb": "",
+            "group": "",
+            "version": "",
+            "resource": "",
+            "subresource": "",
+            "namespace": "",
+            "name": "",
+            "code": 0,
+        }
         server.request_log.append(entry)  # now, so a running watch is visible in the log
         task = asyncio.current_task()
         if task is not None:
             server.in_flight.add(task)
         try:
-            if (server.require_auth and not request.path.startswith("/sandbox/")
-                    and request.headers.get("Authorization", "") != f"Bearer {server.token}"):
+            if (
+                server.require_auth
+                and not request.path.startswith("/sandbox/")
+                and request.headers.get("Authorization", "") != f"Bearer {server.token}"
+            ):
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             resp = await handler(request)
         except ApiError as err:
@@ -146,8 +159,21 @@ class App:
         accept = request.headers.get("Accept", "")
         head = parts[0] if parts else ""
         if not parts:
-            return json_response({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v2",
-                                            "/openapi/v3", "/readyz", "/version"]})
+            return json_response(
+                {
+                    "paths": [
+                        "/api",
+                        "/api/v1",
+                        "/apis",
+                        "/healthz",
+                        "/livez",
+                        "/openapi/v2",
+                        "/openapi/v3",
+                        "/readyz",
+                        "/version",
+                    ]
+                }
+            )
         if head in ("healthz", "livez", "readyz"):
             return web.Response(text="ok")
         if parts == ["version"]:
@@ -181,15 +207,26 @@ class App:
             raise path_not_found(request.path)
         rr = parse_resource_path(parts)
         entry = request[LOG_KEY]
-        entry.update(verb=rbac_verb(request.method, rr, request.query), group=rr.res.group, version=rr.res.version,
-                     resource=rr.res.plural, subresource=rr.subresource or "", namespace=rr.namespace or "",
-                     name=rr.name or "")
+        entry.update(
+            verb=rbac_verb(request.method, rr, request.query),
+            group=rr.res.group,
+            version=rr.res.version,
+            resource=rr.res.plural,
+            subresource=rr.subresource or "",
+            namespace=rr.namespace or "",
+            name=rr.name or "",
+        )
         await self._faults()
         return await self.resource(request, rr)
 
     async def resource(self, request: web.Request, rr: ResourceRequest) -> web.StreamResponse:
         store = self.store
-        if rr.res.namespaced and rr.namespace is None and request.method in ("POST", "PUT", "PATCH") and rr.name is None:
+        if (
+            rr.res.namespaced
+            and rr.namespace is None
+            and request.method in ("POST", "PUT", "PATCH")
+            and rr.name is None
+        ):
             # creating through the cluster-wide path is not allowed for namespaced kinds
             raise method_not_allowed()
         method = request.method

@@ -11,9 +11,17 @@ from typing import Any
 
 from scheduler.sim.apiserver.resources import TABLE, ResourceInfo
 
-KUBE_VERSION = {"major": "1", "minor": "35", "gitVersion": "v1.35.0-vc-sandbox", "gitCommit": "0000000000000000000000000000000000000000",
-                "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25.0", "compiler": "gc",
-                "platform": "linux/amd64"}
+KUBE_VERSION = {
+    "major": "1",
+    "minor": "35",
+    "gitVersion": "v1.35.0-vc-sandbox",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.25.0",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 
@@ -30,8 +38,11 @@ def version() -> dict[str, Any]:
 
 
 def api_versions(server_address: str) -> dict[str, Any]:
-    return {"kind": "APIVersions", "versions": ["v1"],
-            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]}
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+    }
 
 
 def _group_doc(group: str, versions: list[str]) -> dict[str, Any]:
@@ -40,8 +51,11 @@ def _group_doc(group: str, versions: list[str]) -> dict[str, Any]:
 
 
 def api_group_list() -> dict[str, Any]:
-    return {"kind": "APIGroupList", "apiVersion": "v1",
-            "groups": [_group_doc(g, vs) for g, vs in TABLE.groups().items()]}
+    return {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [_group_doc(g, vs) for g, vs in TABLE.groups().items()],
+    }
 
 
 def api_group(group: str) -> dict[str, Any] | None:
@@ -52,8 +66,13 @@ def api_group(group: str) -> dict[str, Any] | None:
 
 
 def _resource_entries(r: ResourceInfo) -> list[dict[str, Any]]:
-    main: dict[str, Any] = {"name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
-                            "kind": r.kind, "verbs": list(r.verbs)}
+    main: dict[str, Any] = {
+        "name": r.plural,
+        "singularName": r.singular,
+        "namespaced": r.namespaced,
+        "kind": r.kind,
+        "verbs": list(r.verbs),
+    }
     if r.short_names:
         main["shortNames"] = list(r.short_names)
     if r.categories:
@@ -61,8 +80,13 @@ def _resource_entries(r: ResourceInfo) -> list[dict[str, Any]]:
     out = [main]
     for sub in r.subresources:
         kind, group, ver, verbs = SUBRESOURCE_KINDS[sub]
-        entry: dict[str, Any] = {"name": f"{r.plural}/{sub}", "singularName": "", "namespaced": r.namespaced,
-                                 "kind": kind or r.kind, "verbs": list(verbs)}
+        entry: dict[str, Any] = {
+            "name": f"{r.plural}/{sub}",
+            "singularName": "",
+            "namespaced": r.namespaced,
+            "kind": kind or r.kind,
+            "verbs": list(verbs),
+        }
         if group is not None and (group, ver) != (r.group, r.version):
             entry["group"], entry["version"] = group, ver
         out.append(entry)
@@ -73,8 +97,12 @@ def api_resource_list(group: str, version: str) -> dict[str, Any] | None:
     resources = TABLE.in_group_version(group, version)
     if not resources:
         return None
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}" if group else version,
-            "resources": [e for r in resources for e in _resource_entries(r)]}
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
+        "resources": [e for r in resources for e in _resource_entries(r)],
+    }
 
 
 def _aggregated_resource(r: ResourceInfo) -> dict[str, Any]:
@@ -92,10 +120,17 @@ def _aggregated_resource(r: ResourceInfo) -> dict[str, Any]:
     subs = []
     for sub in r.subresources:
         kind, group, ver, verbs = SUBRESOURCE_KINDS[sub]
-        subs.append({"subresource": sub,
-                     "responseKind": {"group": r.group if group is None else group,
-                                      "version": r.version if ver is None else ver, "kind": kind or r.kind},
-                     "verbs": list(verbs)})
+        subs.append(
+            {
+                "subresource": sub,
+                "responseKind": {
+                    "group": r.group if group is None else group,
+                    "version": r.version if ver is None else ver,
+                    "kind": kind or r.kind,
+                },
+                "verbs": list(verbs),
+            }
+        )
     if subs:
         entry["subresources"] = subs
     return entry
@@ -106,12 +141,19 @@ def aggregated(core: bool, api_version: str = "apidiscovery.k8s.io/v2") -> dict[
     groups = {"": ["v1"]} if core else TABLE.groups()
     items = []
     for g, versions in groups.items():
-        items.append({
-            "metadata": {"name": g, "creationTimestamp": None},
-            "versions": [{"version": v, "freshness": "Current",
-                          "resources": [_aggregated_resource(r) for r in TABLE.in_group_version(g, v)]}
-                         for v in versions],
-        })
+        items.append(
+            {
+                "metadata": {"name": g, "creationTimestamp": None},
+                "versions": [
+                    {
+                        "version": v,
+                        "freshness": "Current",
+                        "resources": [_aggregated_resource(r) for r in TABLE.in_group_version(g, v)],
+                    }
+                    for v in versions
+                ],
+            }
+        )
     return {"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": items}
 
 

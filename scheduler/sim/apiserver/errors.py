@@ -69,7 +69,12 @@ def already_exists(resource: str, name: str, group: str = "") -> ApiError:
 
 def conflict(resource: str, name: str, why: str, group: str = "") -> ApiError:
     q = _qualified(resource, group)
-    return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {q} "{name}": {why}', _details(resource, name, group))
+    return ApiError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {q} "{name}": {why}',
+        _details(resource, name, group),
+    )
 
 
 STALE = "the object has been modified; please apply your changes to the latest version and try again"
@@ -81,7 +86,9 @@ def invalid(kind: str, name: str, causes: list[tuple[str, str]], group: str = ""
     if len(causes) > 1:
         text = "[" + text + "]"
     details = _details(kind, name, group)
-    details["causes"] = [{"reason": _cause_reason(why), "message": why, "field": field} for field, why in causes]
+    details["causes"] = [
+        {"reason": _cause_reason(why), "message": why, "field": field} for field, why in causes
+    ]
     return ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {text}', details)
 
 
@@ -124,15 +131,23 @@ def too_many_requests(retry_after: int = 1) -> ApiError:
 
 
 def internal(message: str) -> ApiError:
-    return ApiError(500, "InternalError", f"Internal error occurred: {message}", {"causes": [{"message": message}]})
+    return ApiError(
+        500, "InternalError", f"Internal error occurred: {message}", {"causes": [{"message": message}]}
+    )
 
 
-def method_not_allowed(message: str = "the server does not allow this method on the requested resource") -> ApiError:
+def method_not_allowed(
+    message: str = "the server does not allow this method on the requested resource",
+) -> ApiError:
     return ApiError(405, "MethodNotAllowed", message)
 
 
 def unsupported_media_type(content_type: str) -> ApiError:
-    return ApiError(415, "UnsupportedMediaType", f'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got "{content_type}")')
+    return ApiError(
+        415,
+        "UnsupportedMediaType",
+        f'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got "{content_type}")',
+    )
 
 
 def too_large(limit: int) -> ApiError:
@@ -140,11 +155,22 @@ def too_large(limit: int) -> ApiError:
 
 
 def path_not_found(path: str) -> ApiError:
-    return ApiError(404, "NotFound", "the server could not find the requested resource", {"causes": [{"reason": "UnexpectedServerResponse", "message": f"404 page not found: {path}"}]})
+    return ApiError(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+        {"causes": [{"reason": "UnexpectedServerResponse", "message": f"404 page not found: {path}"}]},
+    )
 
 
 def success(details: dict[str, Any] | None = None, code: int = 200) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code}
+    out: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "code": code,
+    }
     if details:
         out["details"] = details
     return out

@@ -19,8 +19,15 @@ from typing import Any
 
 from scheduler.sim.apiserver.errors import ApiError, internal, too_many_requests
 
-KNOBS = ("error_rate", "error_codes", "latency_ms", "close_watches_every", "retry_after", "history_size",
-         "expire_history")
+KNOBS = (
+    "error_rate",
+    "error_codes",
+    "latency_ms",
+    "close_watches_every",
+    "retry_after",
+    "history_size",
+    "expire_history",
+)
 
 
 @dataclass
@@ -43,19 +50,30 @@ class FaultInjector:
         if code == 500:
             return internal("injected fault")
         if code == 503:
-            return ApiError(503, "ServiceUnavailable", "the server is currently unable to handle the request (injected)",
-                            headers={"Retry-After": str(self.retry_after)})
+            return ApiError(
+                503,
+                "ServiceUnavailable",
+                "the server is currently unable to handle the request (injected)",
+                headers={"Retry-After": str(self.retry_after)},
+            )
         if code == 504:
-            return ApiError(504, "Timeout", "the server was unable to return a response in the time allotted (injected)")
+            return ApiError(
+                504, "Timeout", "the server was unable to return a response in the time allotted (injected)"
+            )
         return ApiError(code, "InternalError", f"injected fault {code}")
 
     def watch_lifetime(self) -> float | None:
         return self.close_watches_every
 
     def to_dict(self) -> dict[str, Any]:
-        return {"error_rate": self.error_rate, "error_codes": list(self.error_codes), "latency_ms": self.latency_ms,
-                "close_watches_every": self.close_watches_every, "retry_after": self.retry_after,
-                "injected": self.injected}
+        return {
+            "error_rate": self.error_rate,
+            "error_codes": list(self.error_codes),
+            "latency_ms": self.latency_ms,
+            "close_watches_every": self.close_watches_every,
+            "retry_after": self.retry_after,
+            "injected": self.injected,
+        }
 
     def configure(self, body: dict[str, Any]) -> None:
         """Set the knobs present in `body` (history knobs are applied by the server)."""

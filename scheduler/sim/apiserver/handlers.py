@@ -55,9 +55,12 @@ def query_bool(query: Any, key: str) -> bool:
     return query.get(key, "") in _TRUE
 
 
-def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None,
-                  content_type: str = JSON) -> web.Response:
-    return web.Response(body=codec.dumps(body), status=status, headers={**(headers or {}), "Content-Type": content_type})
+def json_response(
+    body: Any, status: int = 200, headers: dict[str, str] | None = None, content_type: str = JSON
+) -> web.Response:
+    return web.Response(
+        body=codec.dumps(body), status=status, headers={**(headers or {}), "Content-Type": content_type}
+    )
 
 
 def written_response(store: Store, res: ResourceInfo, obj: dict[str, Any], status: int = 200) -> web.Response:
@@ -96,7 +99,11 @@ def decode_object(request: web.Request, raw: bytes) -> Any:
             return yaml.safe_load(raw)
         except yaml.YAMLError as exc:
             raise bad_request(f"the object provided is unrecognized (must be of type YAML): {exc}") from None
-    raise ApiError(415, "UnsupportedMediaType", f'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, {protobuf.MEDIA_TYPE} (got "{ctype}")')
+    raise ApiError(
+        415,
+        "UnsupportedMediaType",
+        f'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, {protobuf.MEDIA_TYPE} (got "{ctype}")',
+    )
 
 
 def _check_kind(rr: ResourceRequest, body: Any, expected_kind: str | None = None) -> dict[str, Any]:
@@ -105,7 +112,9 @@ def _check_kind(rr: ResourceRequest, body: Any, expected_kind: str | None = None
     kind = body.get("kind")
     want = expected_kind or rr.res.kind
     if kind and kind != want and not (expected_kind is None and kind == "DeleteOptions"):
-        raise bad_request(f"the API version in the data ({body.get('apiVersion')}) and kind ({kind}) do not match the expected {want}")
+        raise bad_request(
+            f"the API version in the data ({body.get('apiVersion')}) and kind ({kind}) do not match the expected {want}"
+        )
     return body
 
 
@@ -130,8 +139,12 @@ def _parse_continue(token: str) -> tuple[int, tuple[str, str]]:
 
 def selector_of(request: web.Request, rr: ResourceRequest) -> Selector:
     q = request.query
-    return Selector.parse(q.get("labelSelector"), q.get("fieldSelector"), rr.res.key,
-                          rr.namespace if rr.res.namespaced else None)
+    return Selector.parse(
+        q.get("labelSelector"),
+        q.get("fieldSelector"),
+        rr.res.key,
+        rr.namespace if rr.res.namespaced else None,
+    )
 
 
 def list_objects(store: Store, request: web.Request, rr: ResourceRequest) -> dict[str, Any]:
@@ -150,8 +163,14 @@ def list_objects(store: Store, request: web.Request, rr: ResourceRequest) -> dic
         list_rv, start_after = _parse_continue(q["continue"])
     md: dict[str, Any] = {"resourceVersion": str(list_rv)}
     if not limit and start_after is None:
-        items = store.list(rr.res) if sel.empty else sorted(
-            store.iter_objects(rr.res, sel), key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
+        items = (
+            store.list(rr.res)
+            if sel.empty
+            else sorted(
+                store.iter_objects(rr.res, sel),
+                key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]),
+            )
+        )
         return {"kind": rr.res.list_kind, "apiVersion": rr.res.api_version, "metadata": md, "items": items}
     keys = store.sorted_keys(rr.res)
     lo, hi = 0, len(keys)
@@ -186,18 +205,36 @@ async def handle_get(store: Store, request: web.Request, rr: ResourceRequest) ->
     if rr.name is None:
         doc = list_objects(store, request, rr)
         if table:
-            return json_response(tables.to_table(rr.res, doc["items"], doc["metadata"], request.query.get("includeObject")))
+            return json_response(
+                tables.to_table(rr.res, doc["items"], doc["metadata"], request.query.get("includeObject"))
+            )
         # the same bytes as json_response(doc), from each object's cached encoding
-        body = b"".join((b'{"kind":', codec.dumps(doc["kind"]), b',"apiVersion":', codec.dumps(doc["apiVersion"]),
-                         b',"metadata":', codec.dumps(doc["metadata"]), b',"items":[',
-                         b",".join([store.encoded(rr.res, o) for o in doc["items"]]), b"]}"))
+        body = b"".join(
+            (
+                b'{"kind":',
+                codec.dumps(doc["kind"]),
+                b',"apiVersion":',
+                codec.dumps(doc["apiVersion"]),
+                b',"metadata":',
+                codec.dumps(doc["metadata"]),
+                b',"items":[',
+                b",".join([store.encoded(rr.res, o) for o in doc["items"]]),
+                b"]}",
+            )
+        )
         return web.Response(body=body, status=200, headers={"Content-Type": JSON})
     if rr.subresource not in (None, "status"):
         raise method_not_allowed()
     obj = store.must_get(rr.res, rr.namespace, rr.name)
     if table:
-        return json_response(tables.to_table(rr.res, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]},
-                                             request.query.get("includeObject")))
+        return json_response(
+            tables.to_table(
+                rr.res,
+                [obj],
+                {"resourceVersion": obj["metadata"]["resourceVersion"]},
+                request.query.get("includeObject"),
+            )
+        )
     return json_response(obj)
 
 
@@ -205,7 +242,11 @@ async def handle_watch(store: Store, request: web.Request, rr: ResourceRequest) 
     q = request.query
     sel = selector_of(request, rr)
     if rr.name is not None:
-        sel = Selector(sel.labels, (*sel.fields, *Selector.parse(None, f"metadata.name={rr.name}", rr.res.key).fields), sel.namespace)
+        sel = Selector(
+            sel.labels,
+            (*sel.fields, *Selector.parse(None, f"metadata.name={rr.name}", rr.res.key).fields),
+            sel.namespace,
+        )
     try:
         timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else None
     except ValueError:
@@ -222,7 +263,9 @@ async def handle_watch(store: Store, request: web.Request, rr: ResourceRequest) 
     )
     stream = WatchStream(store, rr.res, sel, opts)  # raises 400 before the response starts
     table = tables.wants_table(request.headers.get("Accept", ""))
-    resp = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache, private"})
+    resp = web.StreamResponse(
+        status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache, private"}
+    )
     resp.enable_chunked_encoding()
     await resp.prepare(request)
     server.active_watches += 1
@@ -258,12 +301,23 @@ async def handle_post(store: Store, request: web.Request, rr: ResourceRequest, b
 async def handle_put(store: Store, request: web.Request, rr: ResourceRequest, body: Any) -> web.Response:
     if rr.name is None or rr.subresource not in (None, "status"):
         raise method_not_allowed()
-    obj = store.update(_check_kind(rr, body), rr.namespace, rr.res, rr.subresource, rr.name, dry_run=_is_dry_run(request))
+    obj = store.update(
+        _check_kind(rr, body), rr.namespace, rr.res, rr.subresource, rr.name, dry_run=_is_dry_run(request)
+    )
     return written_response(store, rr.res, obj)
 
 
-BUILT_IN_GROUPS = frozenset({"", "apps", "policy", "rbac.authorization.k8s.io", "scheduling.k8s.io",
-                             "coordination.k8s.io", "events.k8s.io"})
+BUILT_IN_GROUPS = frozenset(
+    {
+        "",
+        "apps",
+        "policy",
+        "rbac.authorization.k8s.io",
+        "scheduling.k8s.io",
+        "coordination.k8s.io",
+        "events.k8s.io",
+    }
+)
 
 
 async def handle_patch(store: Store, request: web.Request, rr: ResourceRequest, raw: bytes) -> web.Response:
@@ -277,9 +331,15 @@ async def handle_patch(store: Store, request: web.Request, rr: ResourceRequest, 
         raise unsupported_media_type(ctype)
     if ptype == "strategic" and rr.res.group not in BUILT_IN_GROUPS:
         # as the real server: custom resources have no Go struct to derive merge keys from
-        raise ApiError(415, "UnsupportedMediaType", "strategic merge patch is not supported for custom resources; use merge-patch+json or json-patch+json")
+        raise ApiError(
+            415,
+            "UnsupportedMediaType",
+            "strategic merge patch is not supported for custom resources; use merge-patch+json or json-patch+json",
+        )
     patch = decode_body(raw)
-    obj = store.patch(rr.res, rr.namespace, rr.name, patch, ptype, rr.subresource, dry_run=_is_dry_run(request))
+    obj = store.patch(
+        rr.res, rr.namespace, rr.name, patch, ptype, rr.subresource, dry_run=_is_dry_run(request)
+    )
     return written_response(store, rr.res, obj)
 
 
@@ -291,7 +351,11 @@ async def handle_apply(store: Store, request: web.Request, rr: ResourceRequest, 
     conflicts, and a field dropped from the applied configuration stays on the object.
     """
     if not request.query.get("fieldManager"):
-        raise ApiError(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch')
+        raise ApiError(
+            422,
+            "Invalid",
+            'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+        )
     try:
         applied = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError as exc:
@@ -305,7 +369,9 @@ async def handle_apply(store: Store, request: web.Request, rr: ResourceRequest, 
             store.must_get(rr.res, rr.namespace, str(rr.name))  # a status apply needs the object: 404
         md = dict(body.get("metadata") or {})
         if md.get("name", rr.name) != rr.name:
-            raise bad_request(f"the name of the object ({md.get('name')}) does not match the name on the URL ({rr.name})")
+            raise bad_request(
+                f"the name of the object ({md.get('name')}) does not match the name on the URL ({rr.name})"
+            )
         md["name"] = rr.name
         obj = store.create({**body, "metadata": md}, rr.namespace, rr.res, dry_run=dry)
         return written_response(store, rr.res, obj, 201)
@@ -329,10 +395,18 @@ async def handle_delete(store: Store, request: web.Request, rr: ResourceRequest,
     if rr.name is None:
         # deletecollection: every matching object, answered as the list of what was deleted
         sel = selector_of(request, rr)
-        deleted = [store.delete(rr.res, o["metadata"].get("namespace"), o["metadata"]["name"], grace, None, dry)
-                   for o in sorted(store.iter_objects(rr.res, sel), key=lambda o: o["metadata"]["name"])]
-        return json_response({"kind": rr.res.list_kind, "apiVersion": rr.res.api_version,
-                              "metadata": {"resourceVersion": str(store.rv)}, "items": deleted})
+        deleted = [
+            store.delete(rr.res, o["metadata"].get("namespace"), o["metadata"]["name"], grace, None, dry)
+            for o in sorted(store.iter_objects(rr.res, sel), key=lambda o: o["metadata"]["name"])
+        ]
+        return json_response(
+            {
+                "kind": rr.res.list_kind,
+                "apiVersion": rr.res.api_version,
+                "metadata": {"resourceVersion": str(store.rv)},
+                "items": deleted,
+            }
+        )
     if rr.subresource is not None:
         raise method_not_allowed()
     obj = store.delete(rr.res, rr.namespace, rr.name, grace, opts.get("preconditions"), dry)

@@ -16,7 +16,9 @@ from scheduler.sim.apiserver import codec
 class Event:
     __slots__ = ("_line", "_lines", "_obj_bytes", "key", "ns", "obj", "old", "rv", "type")
 
-    def __init__(self, type_: str, key: str, rv: int, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    def __init__(
+        self, type_: str, key: str, rv: int, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
         self.type = type_
         self.key = key
         self.rv = rv
@@ -110,7 +112,9 @@ class History:
         self.floor_rv = current_rv
 
     def resize(self, capacity: int) -> None:
-        kept = [e for e in (self.at(s) for s in range(self.first_seq, self.seq)) if e is not None][-max(1, capacity):]
+        kept = [e for e in (self.at(s) for s in range(self.first_seq, self.seq)) if e is not None][
+            -max(1, capacity) :
+        ]
         dropped_before = self.seq - len(kept)
         old_events = [self.at(s) for s in range(self.first_seq, dropped_before)]
         for e in old_events:

@@ -10,7 +10,9 @@ import yaml
 CONTEXT = "vc-sandbox"
 
 
-def kubeconfig(url: str, token: str | None = None, ca_file: str | None = None, namespace: str = "default") -> dict:
+def kubeconfig(
+    url: str, token: str | None = None, ca_file: str | None = None, namespace: str = "default"
+) -> dict:
     cluster: dict[str, object] = {"server": url}
     if ca_file:
         cluster["certificate-authority"] = str(ca_file)
@@ -21,13 +23,20 @@ def kubeconfig(url: str, token: str | None = None, ca_file: str | None = None, n
         "preferences": {},
         "clusters": [{"name": CONTEXT, "cluster": cluster}],
         "users": [{"name": CONTEXT, "user": user}],
-        "contexts": [{"name": CONTEXT, "context": {"cluster": CONTEXT, "user": CONTEXT, "namespace": namespace}}],
+        "contexts": [
+            {"name": CONTEXT, "context": {"cluster": CONTEXT, "user": CONTEXT, "namespace": namespace}}
+        ],
         "current-context": CONTEXT,
     }
 
 
-def write_kubeconfig(path: str | os.PathLike[str], url: str, token: str | None = None, ca_file: str | None = None,
-                     namespace: str = "default") -> Path:
+def write_kubeconfig(
+    path: str | os.PathLike[str],
+    url: str,
+    token: str | None = None,
+    ca_file: str | None = None,
+    namespace: str = "default",
+) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(p.name + ".tmp")

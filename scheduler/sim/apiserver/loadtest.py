@@ -41,34 +41,81 @@ _CONTINUE = re.compile(rb'"continue":"([^"]+)"')
 
 
 def make_node(i: int) -> dict[str, Any]:
-    alloc = {"cpu": "64", "memory": "512Gi", "pods": "110", "volcano.sh/vgpu-number": "8", "volcano.sh/vgpu-memory": "81920"}
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": f"node-{i:05d}", "labels": {"kubernetes.io/hostname": f"node-{i:05d}",
-                                                             "topology.kubernetes.io/zone": f"zone-{i % 3}"}},
-            "status": {"capacity": dict(alloc), "allocatable": alloc,
-                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-                       "nodeInfo": {"kubeletVersion": "v1.35.0"}}}
+    alloc = {
+        "cpu": "64",
+        "memory": "512Gi",
+        "pods": "110",
+        "volcano.sh/vgpu-number": "8",
+        "volcano.sh/vgpu-memory": "81920",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": f"node-{i:05d}",
+            "labels": {
+                "kubernetes.io/hostname": f"node-{i:05d}",
+                "topology.kubernetes.io/zone": f"zone-{i % 3}",
+            },
+        },
+        "status": {
+            "capacity": dict(alloc),
+            "allocatable": alloc,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+            "nodeInfo": {"kubeletVersion": "v1.35.0"},
+        },
+    }
 
 
 def make_pod(i: int, ns: str = POD_NS) -> dict[str, Any]:
     job = f"job-{i // 8:06d}"
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"{job}-worker-{i % 8}", "namespace": ns,
-                         "labels": {"volcano.sh/job-name": job, "app": "train"},
-                         "annotations": {"scheduling.k8s.io/group-name": job}},
-            "spec": {"schedulerName": "volcano", "containers": [
-                {"name": "main", "image": "busybox:1.36", "command": ["sleep", "3600"],
-                 "resources": {"limits": {"cpu": "1", "memory": "2Gi", "volcano.sh/vgpu-number": "1"}}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{job}-worker-{i % 8}",
+            "namespace": ns,
+            "labels": {"volcano.sh/job-name": job, "app": "train"},
+            "annotations": {"scheduling.k8s.io/group-name": job},
+        },
+        "spec": {
+            "schedulerName": "volcano",
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox:1.36",
+                    "command": ["sleep", "3600"],
+                    "resources": {"limits": {"cpu": "1", "memory": "2Gi", "volcano.sh/vgpu-number": "1"}},
+                }
+            ],
+        },
+    }
 
 
 def running_status(i: int) -> dict[str, Any]:
     """The status a kubelet writes when the pod's containers started."""
-    return {"status": {
-        "phase": "Running", "hostIP": "10.0.0.1", "podIP": f"10.1.{i // 250 % 250}.{i % 250}",
-        "startTime": "2026-01-01T00:00:00Z",
-        "conditions": [{"type": t, "status": "True"} for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")],
-        "containerStatuses": [{"name": "main", "ready": True, "restartCount": 0, "image": "busybox:1.36",
-                               "started": True, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}}
+    return {
+        "status": {
+            "phase": "Running",
+            "hostIP": "10.0.0.1",
+            "podIP": f"10.1.{i // 250 % 250}.{i % 250}",
+            "startTime": "2026-01-01T00:00:00Z",
+            "conditions": [
+                {"type": t, "status": "True"}
+                for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+            ],
+            "containerStatuses": [
+                {
+                    "name": "main",
+                    "ready": True,
+                    "restartCount": 0,
+                    "image": "busybox:1.36",
+                    "started": True,
+                    "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
+                }
+            ],
+        }
+    }
 
 
 def preload(store: Any, nodes: int, pods: int) -> None:
@@ -96,10 +143,21 @@ async def serve(args: argparse.Namespace) -> None:
     took = time.perf_counter() - t
     await srv.start()
     # one line on stdout tells the parent where to connect and what the preload cost
-    print(json.dumps({"url": srv.url, "preload_seconds": round(took, 2), "rss_mb": round(rss_mb(), 1),
-                      "rss_growth_mb": round(rss_mb() - base, 1)}), flush=True)
+    print(
+        json.dumps(
+            {
+                "url": srv.url,
+                "preload_seconds": round(took, 2),
+                "rss_mb": round(rss_mb(), 1),
+                "rss_growth_mb": round(rss_mb() - base, 1),
+            }
+        ),
+        flush=True,
+    )
     try:
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until the parent closes stdin
+        await asyncio.get_running_loop().run_in_executor(
+            None, sys.stdin.read
+        )  # until the parent closes stdin
     finally:
         await srv.stop()
 
@@ -111,20 +169,38 @@ Request = tuple[str, str, str, bytes]
 
 def create_request(i: int) -> tuple[str, Request]:
     pod = make_pod(i)
-    return pod["metadata"]["name"], ("POST", f"/api/v1/namespaces/{POD_NS}/pods", "application/json", codec.dumps(pod))
+    return pod["metadata"]["name"], (
+        "POST",
+        f"/api/v1/namespaces/{POD_NS}/pods",
+        "application/json",
+        codec.dumps(pod),
+    )
 
 
 def binding_request(i: int, nodes: int) -> tuple[str, Request]:
     name = make_pod(i)["metadata"]["name"]
-    body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": f"node-{i % max(1, nodes):05d}"}}
-    return name, ("POST", f"/api/v1/namespaces/{POD_NS}/pods/{name}/binding", "application/json", codec.dumps(body))
+    body = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": f"node-{i % max(1, nodes):05d}"},
+    }
+    return name, (
+        "POST",
+        f"/api/v1/namespaces/{POD_NS}/pods/{name}/binding",
+        "application/json",
+        codec.dumps(body),
+    )
 
 
 def status_request(i: int) -> tuple[str, Request]:
     name = make_pod(i)["metadata"]["name"]
-    return name, ("PATCH", f"/api/v1/namespaces/{POD_NS}/pods/{name}/status",
-                  "application/strategic-merge-patch+json", codec.dumps(running_status(i)))
+    return name, (
+        "PATCH",
+        f"/api/v1/namespaces/{POD_NS}/pods/{name}/status",
+        "application/strategic-merge-patch+json",
+        codec.dumps(running_status(i)),
+    )
 
 
 class Watcher:
@@ -143,8 +219,11 @@ class Watcher:
 
     async def run(self, session: aiohttp.ClientSession, url: str, rv: str) -> None:
         params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "1800"}
-        async with session.get(f"{url}/api/v1/namespaces/{POD_NS}/pods", params=params,
-                               timeout=aiohttp.ClientTimeout(total=None, sock_read=300)) as r:
+        async with session.get(
+            f"{url}/api/v1/namespaces/{POD_NS}/pods",
+            params=params,
+            timeout=aiohttp.ClientTimeout(total=None, sock_read=300),
+        ) as r:
             async for chunk in r.content.iter_any():
                 n = chunk.count(b"\n")
                 if n:
@@ -160,8 +239,13 @@ class Watcher:
             self.names.append(codec.loads(line)["object"]["metadata"]["name"])
 
 
-async def _write_all(url: str, jobs: Iterator[tuple[str, Request]], sent: dict[str, float],
-                     rtts: list[float], pace: Callable[[], float] | None) -> int:
+async def _write_all(
+    url: str,
+    jobs: Iterator[tuple[str, Request]],
+    sent: dict[str, float],
+    rtts: list[float],
+    pace: Callable[[], float] | None,
+) -> int:
     """Send requests over one keep-alive connection with a minimal HTTP/1.1 client; returns errors.
 
     aiohttp's client costs more CPU per request than the server does; on a 2-core machine it
@@ -176,8 +260,10 @@ async def _write_all(url: str, jobs: Iterator[tuple[str, Request]], sent: dict[s
                 delay = pace() - time.perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
-            head = (f"{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: {ctype}\r\n"
-                    f"Accept: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+            head = (
+                f"{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: {ctype}\r\n"
+                f"Accept: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            ).encode()
             t = time.perf_counter()
             sent[name] = t
             writer.write(head + body)
@@ -202,11 +288,12 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
-def fanout_latencies(watchers: list[Watcher], names: list[str], first: int, count: int,
-                     sent: dict[str, float]) -> list[float]:
+def fanout_latencies(
+    watchers: list[Watcher], names: list[str], first: int, count: int, sent: dict[str, float]
+) -> list[float]:
     """Latencies of events [first, first+count) of the stream across all watchers, sorted (sampled)."""
     step = max(1, count * len(watchers) // MAX_SAMPLES)
-    t_send = [sent.get(n, float("nan")) for n in names[first:first + count]]
+    t_send = [sent.get(n, float("nan")) for n in names[first : first + count]]
     out: list[float] = []
     for w in watchers:
         done = 0
@@ -253,13 +340,25 @@ async def measure(args: argparse.Namespace, url: str, result: dict[str, Any]) ->
             counter = iter(range(n))
             pace = (lambda: t0 + next(counter) / rate) if rate else None  # noqa: B023 - used within this iteration
             t = time.perf_counter()
-            errors = sum(await asyncio.gather(*(_write_all(url, jobs, sent, rtts, pace) for _ in range(args.concurrency))))
+            errors = sum(
+                await asyncio.gather(
+                    *(_write_all(url, jobs, sent, rtts, pace) for _ in range(args.concurrency))
+                )
+            )
             took = time.perf_counter() - t
             rtts.sort()
-            rows.append({"phase": label, "writes": n, "errors": errors, "seconds": round(took, 2),
-                         "writes_per_second": round(n / took), "target_rate": rate,
-                         "request_ms_p50": round(percentile(rtts, 0.5) * 1000, 2),
-                         "request_ms_p99": round(percentile(rtts, 0.99) * 1000, 2)})
+            rows.append(
+                {
+                    "phase": label,
+                    "writes": n,
+                    "errors": errors,
+                    "seconds": round(took, 2),
+                    "writes_per_second": round(n / took),
+                    "target_rate": rate,
+                    "request_ms_p50": round(percentile(rtts, 0.5) * 1000, 2),
+                    "request_ms_p99": round(percentile(rtts, 0.99) * 1000, 2),
+                }
+            )
             sent_by_phase.append(sent)
             await asyncio.sleep(0.5)  # let the watchers drain before the next phase starts
         expected = sum(len(s) for s in sent_by_phase)
@@ -277,15 +376,20 @@ async def measure(args: argparse.Namespace, url: str, result: dict[str, Any]) ->
             row["fanout_ms_p50"] = round(percentile(lat, 0.5) * 1000, 2)
             row["fanout_ms_p99"] = round(percentile(lat, 0.99) * 1000, 2)
             row["fanout_ms_max"] = round(lat[-1] * 1000, 2) if lat else None
-        result.update(phases=rows, watchers=args.watchers,
-                      watchers_complete=sum(1 for w in watchers if w.lines >= expected),
-                      events_expected_per_watcher=expected)
+        result.update(
+            phases=rows,
+            watchers=args.watchers,
+            watchers_complete=sum(1 for w in watchers if w.lines >= expected),
+            events_expected_per_watcher=expected,
+        )
         async with session.get(f"{url}/sandbox/stats") as r:
             stats = await r.json()
         result["server_rss_mb_end"] = stats.get("rss_mb")
         total_writes = sum(r["writes"] - r["errors"] for r in rows)
         # server CPU per write, watch fan-out included: the figure that does not depend on the client
-        result["server_cpu_us_per_write"] = round((stats["cpu_seconds"] - cpu_before) / max(1, total_writes) * 1e6)
+        result["server_cpu_us_per_write"] = round(
+            (stats["cpu_seconds"] - cpu_before) / max(1, total_writes) * 1e6
+        )
     return result
 
 
@@ -329,23 +433,47 @@ async def measure_lists(session: aiohttp.ClientSession, url: str, repeats: int =
     async with session.get(f"{url}/api/v1/pods", params={"limit": "1"}) as r:
         items = int(codec.loads(await r.read())["metadata"].get("remainingItemCount", 0)) + 1
     whole.sort()
-    return {"pods": items, "paged_cold_ms": round(cold * 1000), "first_page_ms": round(cold_first_page * 1000, 1),
-            "pages": pages, "paged_warm_ms": round(warm[len(warm) // 2] * 1000),
-            "whole_list_ms": round(whole[len(whole) // 2] * 1000), "whole_list_mb": round(size / 2**20, 1)}
+    return {
+        "pods": items,
+        "paged_cold_ms": round(cold * 1000),
+        "first_page_ms": round(cold_first_page * 1000, 1),
+        "pages": pages,
+        "paged_warm_ms": round(warm[len(warm) // 2] * 1000),
+        "whole_list_ms": round(whole[len(whole) // 2] * 1000),
+        "whole_list_mb": round(size / 2**20, 1),
+    }
 
 
 async def drive(args: argparse.Namespace) -> dict[str, Any]:
     if args.url:
         return await measure(args, args.url, {"nodes": None, "pods": None, "fast_json": codec.FAST})
-    cmd = [sys.executable, "-m", "scheduler.sim.apiserver.loadtest", "--serve", "--nodes", str(args.nodes),
-           "--pods", str(args.pods), "--history", str(args.history), *([] if args.gc_freeze else ["--no-gc-freeze"])]
+    cmd = [
+        sys.executable,
+        "-m",
+        "scheduler.sim.apiserver.loadtest",
+        "--serve",
+        "--nodes",
+        str(args.nodes),
+        "--pods",
+        str(args.pods),
+        "--history",
+        str(args.history),
+        *([] if args.gc_freeze else ["--no-gc-freeze"]),
+    ]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = await asyncio.create_subprocess_exec(*cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env)
+    proc = await asyncio.create_subprocess_exec(
+        *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env
+    )
     assert proc.stdout is not None and proc.stdin is not None
     info = json.loads(await asyncio.wait_for(proc.stdout.readline(), 1800))
-    result: dict[str, Any] = {"nodes": args.nodes, "pods": args.pods, "server_rss_mb_after_preload": info["rss_mb"],
-                              "preload_seconds": info["preload_seconds"], "fast_json": codec.FAST,
-                              "gc_freeze": args.gc_freeze}
+    result: dict[str, Any] = {
+        "nodes": args.nodes,
+        "pods": args.pods,
+        "server_rss_mb_after_preload": info["rss_mb"],
+        "preload_seconds": info["preload_seconds"],
+        "fast_json": codec.FAST,
+        "gc_freeze": args.gc_freeze,
+    }
     try:
         return await measure(args, info["url"], result)
     finally:
@@ -369,10 +497,12 @@ def render(result: dict[str, Any], command: str, load_before: str, load_after: s
     lists = result["lists"]
     rss = max(result["server_rss_mb_after_preload"], result.get("server_rss_mb_end") or 0)
     lines = [
-        SECTION, "",
+        SECTION,
+        "",
         f"Command: `{command}` (taken {when}, Python {platform.python_version()}, "
         f"{'orjson' if result['fast_json'] else 'standard-library json'}, load average {load_before} before and "
-        f"{load_after} after the run).", "",
+        f"{load_after} after the run).",
+        "",
         f"The server is a child process preloaded with {result['nodes']:,} Ready nodes and {result['pods']:,} pods, "
         "bound and Running with the status kubelets write. The client holds "
         f"{result['watchers']} watches of pods and writes {result['phases'][0]['writes']:,} new pods in each phase "
@@ -383,20 +513,30 @@ def render(result: dict[str, Any], command: str, load_before: str, load_after: s
         "watcher receiving the event: it includes the write's own queueing at full speed. Every watcher "
         "watches every pod, the worst case (kubelets watch only their node's pods): a status patch's event, "
         "the largest, is sent 100 times, and the client reading all of it shares the 2 cores with the server. "
-        + ("" if result["fast_json"] else "JSON is the standard library's; `orjson`, when installed, replaces it "
-           "(`scheduler/sim/apiserver/codec.py`; not a dependency). ")
-        + ("After the preload the server moves its heap out of the garbage collector's reach (`gc.freeze()`) "
-           "and collects less often (`settle_heap()` in `server.py`), as `vc-scheduler sandbox` does after "
-           "creating its initial objects: without it, full collections over the preloaded objects stall every "
-           "request and watch for up to a second (`--no-gc-freeze` measures that)." if result.get("gc_freeze") else
-           "The preloaded heap was left to the garbage collector (`--no-gc-freeze`)."), "",
+        + (
+            ""
+            if result["fast_json"]
+            else "JSON is the standard library's; `orjson`, when installed, replaces it "
+            "(`scheduler/sim/apiserver/codec.py`; not a dependency). "
+        )
+        + (
+            "After the preload the server moves its heap out of the garbage collector's reach (`gc.freeze()`) "
+            "and collects less often (`settle_heap()` in `server.py`), as `vc-scheduler sandbox` does after "
+            "creating its initial objects: without it, full collections over the preloaded objects stall every "
+            "request and watch for up to a second (`--no-gc-freeze` measures that)."
+            if result.get("gc_freeze")
+            else "The preloaded heap was left to the garbage collector (`--no-gc-freeze`)."
+        ),
+        "",
         "| phase | writes/s | request p50 / p99 (ms) | fan-out p50 / p99 / max (ms) | errors |",
         "|---|---:|---:|---:|---:|",
     ]
     for row in result["phases"]:
         label = row["phase"] + (f" at {row['target_rate']:,.0f}/s" if row.get("target_rate") else "")
-        lines.append(f"| {label} | {row['writes_per_second']:,} | {row['request_ms_p50']} / {row['request_ms_p99']} | "
-                     f"{row['fanout_ms_p50']} / {row['fanout_ms_p99']} / {row['fanout_ms_max']} | {row['errors']} |")
+        lines.append(
+            f"| {label} | {row['writes_per_second']:,} | {row['request_ms_p50']} / {row['request_ms_p99']} | "
+            f"{row['fanout_ms_p50']} / {row['fanout_ms_p99']} / {row['fanout_ms_max']} | {row['errors']} |"
+        )
     lines += [
         "",
         f"- Server memory: {result['server_rss_mb_after_preload']:,.0f} MiB RSS after the preload, "
@@ -414,7 +554,9 @@ def render(result: dict[str, Any], command: str, load_before: str, load_after: s
     full_speed = [r for r in result["phases"] if not r.get("target_rate")]
     slowest = min(r["writes_per_second"] for r in full_speed)
     goal_mem = rss <= 2048 and result["nodes"] >= 5000 and result["pods"] >= 150_000
-    goal_writes = slowest >= 2000 and result["watchers"] >= 100 and result["watchers_complete"] == result["watchers"]
+    goal_writes = (
+        slowest >= 2000 and result["watchers"] >= 100 and result["watchers_complete"] == result["watchers"]
+    )
     lines += [
         f"- Goal 5,000 nodes and 150,000 pods in ≤ 2 GB: {'reached' if goal_mem else 'not reached'} "
         f"({rss:,.0f} MiB at {result['nodes']:,} nodes and {result['pods']:,} pods).",
@@ -435,12 +577,14 @@ def write_section(path: Path, text: str) -> None:
         doc = doc.rstrip("\n") + "\n\n" + text
     else:
         nxt = doc.find("\n## ", start + len(SECTION))
-        doc = doc[:start] + text + (doc[nxt + 1:] if nxt >= 0 else "")
+        doc = doc[:start] + text + (doc[nxt + 1 :] if nxt >= 0 else "")
     path.write_text(doc)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m scheduler.sim.apiserver.loadtest", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m scheduler.sim.apiserver.loadtest", description=__doc__.split("\n\n")[0]
+    )
     p.add_argument("--nodes", type=int, default=5000)
     p.add_argument("--pods", type=int, default=150_000)
     p.add_argument("--writes", type=int, default=20_000, help="writes per phase")
@@ -448,15 +592,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--watchers", type=int, default=100)
     p.add_argument("--rate", type=float, default=1000.0, help="writes/s of the paced phase")
     p.add_argument("--history", type=int, default=10_000)
-    p.add_argument("--no-gc-freeze", dest="gc_freeze", action="store_false",
-                   help="leave the garbage collector as Python sets it (the sandbox tunes it after its initial objects)")
+    p.add_argument(
+        "--no-gc-freeze",
+        dest="gc_freeze",
+        action="store_false",
+        help="leave the garbage collector as Python sets it (the sandbox tunes it after its initial objects)",
+    )
     p.add_argument("--url", help="measure a server that is already running instead of starting one")
     p.add_argument("--output", help="rewrite this load test's section of this Markdown file")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.writes < 1 or args.concurrency < 1 or args.watchers < 1 or args.rate <= 0 or args.nodes < 0 or args.pods < 0:
-        p.error("--writes, --concurrency, --watchers and --rate must be positive, --nodes and --pods not negative")
+    if (
+        args.writes < 1
+        or args.concurrency < 1
+        or args.watchers < 1
+        or args.rate <= 0
+        or args.nodes < 0
+        or args.pods < 0
+    ):
+        p.error(
+            "--writes, --concurrency, --watchers and --rate must be positive, --nodes and --pods not negative"
+        )
     if args.output and args.url:
         p.error("--output needs the preloaded server this command starts (not --url)")
     try:
@@ -474,12 +631,16 @@ def main(argv: list[str] | None = None) -> int:
         for k, v in result.items():
             if k == "phases":
                 for row in v:
-                    print(f"{'phase ' + row['phase']:32} " + " ".join(f"{a}={b}" for a, b in row.items() if a != "phase"))
+                    print(
+                        f"{'phase ' + row['phase']:32} "
+                        + " ".join(f"{a}={b}" for a, b in row.items() if a != "phase")
+                    )
             else:
                 print(f"{k:32} {v}")
     if args.output:
         command = "python -m scheduler.sim.apiserver.loadtest " + " ".join(
-            a for a in (argv if argv is not None else sys.argv[1:]) if a != "--json")
+            a for a in (argv if argv is not None else sys.argv[1:]) if a != "--json"
+        )
         write_section(Path(args.output), render(result, command.strip(), load_before, _load()))
     return 0
 

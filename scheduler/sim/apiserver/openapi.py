@@ -43,7 +43,10 @@ def gv_document(gv: str, resources: list[ResourceInfo]) -> dict[str, Any]:
     paths: dict[str, Any] = {}
     for r in resources:
         gvk = {"group": r.group, "version": r.version, "kind": r.kind}
-        params = [{"name": p, "in": "query", "schema": {"type": "string"}, "uniqueItems": True} for p in _QUERY_PARAMS]
+        params = [
+            {"name": p, "in": "query", "schema": {"type": "string"}, "uniqueItems": True}
+            for p in _QUERY_PARAMS
+        ]
         paths[_item_path(r)] = {
             "patch": {
                 "operationId": f"patch{r.kind}",
@@ -53,8 +56,12 @@ def gv_document(gv: str, resources: list[ResourceInfo]) -> dict[str, Any]:
                 "responses": {"200": {"description": "OK"}},
             },
         }
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.35.0"}, "paths": paths,
-            "components": {"schemas": {}}}
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.35.0"},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }
 
 
 _DOCS: dict[str, bytes] = {gv: codec.dumps(gv_document(gv, rs)) for gv, rs in _gv_paths().items()}
@@ -69,5 +76,8 @@ def answer(parts: list[str], request: web.Request) -> web.Response:
     if len(parts) > 1 and parts[0] == "v3":
         doc = _DOCS.get("/".join(parts[1:]))
         if doc is not None:
-            return web.Response(body=doc, headers={"Content-Type": "application/json", "Etag": f'"{_HASHES["/".join(parts[1:])]}"'})
+            return web.Response(
+                body=doc,
+                headers={"Content-Type": "application/json", "Etag": f'"{_HASHES["/".join(parts[1:])]}"'},
+            )
     raise path_not_found(request.path)

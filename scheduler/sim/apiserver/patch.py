@@ -108,10 +108,14 @@ def _strip_directives(x: Any) -> Any:
 def _merge_keyed_list(current: list[Any], patch: list[Any], key: str) -> list[Any]:
     # A list patch element with `$patch: replace` replaces the whole list with the others.
     if any(isinstance(p, dict) and p.get("$patch") == "replace" for p in patch):
-        return [_strip_directives(p) for p in patch if not (isinstance(p, dict) and p.get("$patch") == "replace")]
+        return [
+            _strip_directives(p) for p in patch if not (isinstance(p, dict) and p.get("$patch") == "replace")
+        ]
     out = list(current)
     # keys are compared by value; a malformed key (a list, say) must not crash the lookup
-    index = {_hashable(item.get(key)): i for i, item in enumerate(out) if isinstance(item, dict) and key in item}
+    index = {
+        _hashable(item.get(key)): i for i, item in enumerate(out) if isinstance(item, dict) and key in item
+    }
     for p in patch:
         if not isinstance(p, dict) or key not in p:
             # elements without the key cannot be matched: append them as the server does
@@ -131,6 +135,7 @@ def _merge_keyed_list(current: list[Any], patch: list[Any], key: str) -> list[An
 
 
 # ---- JSON patch (RFC 6902) ----
+
 
 def _tokens(pointer: Any) -> list[str]:
     if not isinstance(pointer, str) or (pointer and not pointer.startswith("/")):

@@ -25,58 +25,130 @@ MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 Schema = dict[int, tuple[str, Any]]
 
 TIME: Schema = {1: ("seconds", "int"), 2: ("nanos", "int")}
-OWNER_REFERENCE: Schema = {5: ("apiVersion", "string"), 1: ("kind", "string"), 3: ("name", "string"),
-                           4: ("uid", "string"), 6: ("controller", "bool"), 7: ("blockOwnerDeletion", "bool")}
-OBJECT_META: Schema = {
-    1: ("name", "string"), 2: ("generateName", "string"), 3: ("namespace", "string"), 4: ("selfLink", "string"),
-    5: ("uid", "string"), 6: ("resourceVersion", "string"), 7: ("generation", "int"),
-    8: ("creationTimestamp", "time"), 9: ("deletionTimestamp", "time"), 10: ("deletionGracePeriodSeconds", "int"),
-    11: ("labels", ("map", "string")), 12: ("annotations", ("map", "string")),
-    13: ("ownerReferences", ("repeated", OWNER_REFERENCE)), 14: ("finalizers", ("repeated", "string")),
+OWNER_REFERENCE: Schema = {
+    5: ("apiVersion", "string"),
+    1: ("kind", "string"),
+    3: ("name", "string"),
+    4: ("uid", "string"),
+    6: ("controller", "bool"),
+    7: ("blockOwnerDeletion", "bool"),
 }
-OBJECT_REFERENCE: Schema = {1: ("kind", "string"), 2: ("namespace", "string"), 3: ("name", "string"),
-                            4: ("uid", "string"), 5: ("apiVersion", "string"), 6: ("resourceVersion", "string"),
-                            7: ("fieldPath", "string")}
-DELETE_OPTIONS: Schema = {1: ("gracePeriodSeconds", "int"),
-                          2: ("preconditions", {1: ("uid", "string"), 2: ("resourceVersion", "string")}),
-                          3: ("orphanDependents", "bool"), 4: ("propagationPolicy", "string"),
-                          5: ("dryRun", ("repeated", "string"))}
-LABEL_SELECTOR: Schema = {1: ("matchLabels", ("map", "string")),
-                          2: ("matchExpressions", ("repeated", {1: ("key", "string"), 2: ("operator", "string"),
-                                                                3: ("values", ("repeated", "string"))}))}
-POLICY_RULE: Schema = {1: ("verbs", ("repeated", "string")), 2: ("apiGroups", ("repeated", "string")),
-                       3: ("resources", ("repeated", "string")), 4: ("resourceNames", ("repeated", "string")),
-                       5: ("nonResourceURLs", ("repeated", "string"))}
-SUBJECT: Schema = {1: ("kind", "string"), 2: ("apiGroup", "string"), 3: ("name", "string"), 4: ("namespace", "string")}
+OBJECT_META: Schema = {
+    1: ("name", "string"),
+    2: ("generateName", "string"),
+    3: ("namespace", "string"),
+    4: ("selfLink", "string"),
+    5: ("uid", "string"),
+    6: ("resourceVersion", "string"),
+    7: ("generation", "int"),
+    8: ("creationTimestamp", "time"),
+    9: ("deletionTimestamp", "time"),
+    10: ("deletionGracePeriodSeconds", "int"),
+    11: ("labels", ("map", "string")),
+    12: ("annotations", ("map", "string")),
+    13: ("ownerReferences", ("repeated", OWNER_REFERENCE)),
+    14: ("finalizers", ("repeated", "string")),
+}
+OBJECT_REFERENCE: Schema = {
+    1: ("kind", "string"),
+    2: ("namespace", "string"),
+    3: ("name", "string"),
+    4: ("uid", "string"),
+    5: ("apiVersion", "string"),
+    6: ("resourceVersion", "string"),
+    7: ("fieldPath", "string"),
+}
+DELETE_OPTIONS: Schema = {
+    1: ("gracePeriodSeconds", "int"),
+    2: ("preconditions", {1: ("uid", "string"), 2: ("resourceVersion", "string")}),
+    3: ("orphanDependents", "bool"),
+    4: ("propagationPolicy", "string"),
+    5: ("dryRun", ("repeated", "string")),
+}
+LABEL_SELECTOR: Schema = {
+    1: ("matchLabels", ("map", "string")),
+    2: (
+        "matchExpressions",
+        (
+            "repeated",
+            {1: ("key", "string"), 2: ("operator", "string"), 3: ("values", ("repeated", "string"))},
+        ),
+    ),
+}
+POLICY_RULE: Schema = {
+    1: ("verbs", ("repeated", "string")),
+    2: ("apiGroups", ("repeated", "string")),
+    3: ("resources", ("repeated", "string")),
+    4: ("resourceNames", ("repeated", "string")),
+    5: ("nonResourceURLs", ("repeated", "string")),
+}
+SUBJECT: Schema = {
+    1: ("kind", "string"),
+    2: ("apiGroup", "string"),
+    3: ("name", "string"),
+    4: ("namespace", "string"),
+}
 ROLE_REF: Schema = {1: ("apiGroup", "string"), 2: ("kind", "string"), 3: ("name", "string")}
-BINDINGS: Schema = {1: ("metadata", OBJECT_META), 2: ("subjects", ("repeated", SUBJECT)), 3: ("roleRef", ROLE_REF)}
+BINDINGS: Schema = {
+    1: ("metadata", OBJECT_META),
+    2: ("subjects", ("repeated", SUBJECT)),
+    3: ("roleRef", ROLE_REF),
+}
 
 # (apiVersion, kind) -> schema of the object
 KINDS: dict[tuple[str, str], Schema] = {
-    ("v1", "Namespace"): {1: ("metadata", OBJECT_META), 2: ("spec", {1: ("finalizers", ("repeated", "string"))}),
-                          3: ("status", {1: ("phase", "string")})},
-    ("v1", "ConfigMap"): {1: ("metadata", OBJECT_META), 2: ("data", ("map", "string")),
-                          3: ("binaryData", ("map", "bytes")), 4: ("immutable", "bool")},
-    ("v1", "Secret"): {1: ("metadata", OBJECT_META), 2: ("data", ("map", "bytes")), 3: ("type", "string"),
-                       4: ("stringData", ("map", "string")), 5: ("immutable", "bool")},
-    ("v1", "ServiceAccount"): {1: ("metadata", OBJECT_META), 2: ("secrets", ("repeated", OBJECT_REFERENCE)),
-                               3: ("imagePullSecrets", ("repeated", {1: ("name", "string")})),
-                               4: ("automountServiceAccountToken", "bool")},
+    ("v1", "Namespace"): {
+        1: ("metadata", OBJECT_META),
+        2: ("spec", {1: ("finalizers", ("repeated", "string"))}),
+        3: ("status", {1: ("phase", "string")}),
+    },
+    ("v1", "ConfigMap"): {
+        1: ("metadata", OBJECT_META),
+        2: ("data", ("map", "string")),
+        3: ("binaryData", ("map", "bytes")),
+        4: ("immutable", "bool"),
+    },
+    ("v1", "Secret"): {
+        1: ("metadata", OBJECT_META),
+        2: ("data", ("map", "bytes")),
+        3: ("type", "string"),
+        4: ("stringData", ("map", "string")),
+        5: ("immutable", "bool"),
+    },
+    ("v1", "ServiceAccount"): {
+        1: ("metadata", OBJECT_META),
+        2: ("secrets", ("repeated", OBJECT_REFERENCE)),
+        3: ("imagePullSecrets", ("repeated", {1: ("name", "string")})),
+        4: ("automountServiceAccountToken", "bool"),
+    },
     ("v1", "Binding"): {1: ("metadata", OBJECT_META), 2: ("target", OBJECT_REFERENCE)},
     ("v1", "DeleteOptions"): DELETE_OPTIONS,
     ("policy/v1", "Eviction"): {1: ("metadata", OBJECT_META), 2: ("deleteOptions", DELETE_OPTIONS)},
-    ("scheduling.k8s.io/v1", "PriorityClass"): {1: ("metadata", OBJECT_META), 2: ("value", "int"),
-                                                3: ("globalDefault", "bool"), 4: ("description", "string"),
-                                                5: ("preemptionPolicy", "string")},
-    ("rbac.authorization.k8s.io/v1", "Role"): {1: ("metadata", OBJECT_META), 2: ("rules", ("repeated", POLICY_RULE))},
+    ("scheduling.k8s.io/v1", "PriorityClass"): {
+        1: ("metadata", OBJECT_META),
+        2: ("value", "int"),
+        3: ("globalDefault", "bool"),
+        4: ("description", "string"),
+        5: ("preemptionPolicy", "string"),
+    },
+    ("rbac.authorization.k8s.io/v1", "Role"): {
+        1: ("metadata", OBJECT_META),
+        2: ("rules", ("repeated", POLICY_RULE)),
+    },
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): {
-        1: ("metadata", OBJECT_META), 2: ("rules", ("repeated", POLICY_RULE)),
-        3: ("aggregationRule", {1: ("clusterRoleSelectors", ("repeated", LABEL_SELECTOR))})},
+        1: ("metadata", OBJECT_META),
+        2: ("rules", ("repeated", POLICY_RULE)),
+        3: ("aggregationRule", {1: ("clusterRoleSelectors", ("repeated", LABEL_SELECTOR))}),
+    },
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): BINDINGS,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): BINDINGS,
 }
-UNKNOWN: Schema = {1: ("typeMeta", {1: ("apiVersion", "string"), 2: ("kind", "string")}), 2: ("raw", "raw"),
-                   3: ("contentEncoding", "string"), 4: ("contentType", "string")}
+UNKNOWN: Schema = {
+    1: ("typeMeta", {1: ("apiVersion", "string"), 2: ("kind", "string")}),
+    2: ("raw", "raw"),
+    3: ("contentEncoding", "string"),
+    4: ("contentType", "string"),
+}
 
 
 def _varint(data: bytes, i: int) -> tuple[int, int]:
@@ -107,11 +179,11 @@ def _fields(data: bytes) -> list[tuple[int, int, Any]]:
             length, i = _varint(data, i)
             if i + length > len(data):
                 raise ValueError("truncated field")
-            value, i = data[i:i + length], i + length
+            value, i = data[i : i + length], i + length
         elif wire == 1:
-            value, i = data[i:i + 8], i + 8
+            value, i = data[i : i + 8], i + 8
         elif wire == 5:
-            value, i = data[i:i + 4], i + 4
+            value, i = data[i : i + 4], i + 4
         else:
             raise ValueError(f"unsupported wire type {wire}")
         out.append((num, wire, value))
@@ -167,14 +239,17 @@ def decode(body: bytes) -> dict[str, Any]:
     if not body.startswith(MAGIC):
         raise bad_request("the protobuf body does not start with the Kubernetes magic number")
     try:
-        envelope = decode_message(body[len(MAGIC):], UNKNOWN)
+        envelope = decode_message(body[len(MAGIC) :], UNKNOWN)
         type_meta = envelope.get("typeMeta") or {}
         api_version, kind = type_meta.get("apiVersion", ""), type_meta.get("kind", "")
         schema = KINDS.get((api_version, kind))
         if schema is None:
-            raise ApiError(415, "UnsupportedMediaType",
-                           f"the sandbox reads protobuf bodies only for {sorted(k for _, k in KINDS)}, not {api_version} {kind}; "
-                           "send JSON (e.g. kubectl apply -f / kubectl create -f)")
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                f"the sandbox reads protobuf bodies only for {sorted(k for _, k in KINDS)}, not {api_version} {kind}; "
+                "send JSON (e.g. kubectl apply -f / kubectl create -f)",
+            )
         obj = decode_message(envelope.get("raw", b""), schema)
     except (ValueError, UnicodeDecodeError) as exc:
         raise bad_request(f"the protobuf body cannot be decoded: {exc}") from None

@@ -48,11 +48,32 @@ class ResourceInfo:
         return self.kind + "List"
 
 
-def _r(group: str, version: str, plural: str, kind: str, namespaced: bool, short: tuple[str, ...] = (),
-       sub: tuple[str, ...] = (), singular: str | None = None, categories: tuple[str, ...] = (),
-       verbs: tuple[str, ...] = ALL_VERBS, status_on_create: bool = False) -> ResourceInfo:
-    return ResourceInfo(group, version, plural, singular or kind.lower(), kind, namespaced, short, sub,
-                        categories, verbs, status_on_create)
+def _r(
+    group: str,
+    version: str,
+    plural: str,
+    kind: str,
+    namespaced: bool,
+    short: tuple[str, ...] = (),
+    sub: tuple[str, ...] = (),
+    singular: str | None = None,
+    categories: tuple[str, ...] = (),
+    verbs: tuple[str, ...] = ALL_VERBS,
+    status_on_create: bool = False,
+) -> ResourceInfo:
+    return ResourceInfo(
+        group,
+        version,
+        plural,
+        singular or kind.lower(),
+        kind,
+        namespaced,
+        short,
+        sub,
+        categories,
+        verbs,
+        status_on_create,
+    )
 
 
 _NS_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
@@ -70,10 +91,26 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     _r("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ("pc",)),
     _r("coordination.k8s.io", "v1", "leases", "Lease", True),
     _r("events.k8s.io", "v1", "events", "Event", True, ("ev",)),
-    _r("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True, ("pg", "podgroup-v1beta1"), ("status",)),
+    _r(
+        "scheduling.volcano.sh",
+        "v1beta1",
+        "podgroups",
+        "PodGroup",
+        True,
+        ("pg", "podgroup-v1beta1"),
+        ("status",),
+    ),
     _r("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False, ("q", "queue-v1beta1"), ("status",)),
     _r("batch.volcano.sh", "v1alpha1", "jobs", "Job", True, ("vcjob", "vj"), ("status",)),
-    _r("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False, ("crd", "crds"), ("status",)),
+    _r(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        False,
+        ("crd", "crds"),
+        ("status",),
+    ),
     _r("apps", "v1", "deployments", "Deployment", True, ("deploy",), ("status",), categories=("all",)),
     _r("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
     _r("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
@@ -84,8 +121,17 @@ RESOURCES: tuple[ResourceInfo, ...] = (
 
 # Order of groups in /apis. kubectl resolves a name several groups serve ("events") by the first
 # group that has it, after the core group; CRD groups (Volcano's) come last, as on a cluster.
-GROUP_ORDER = ("apps", "events.k8s.io", "policy", "rbac.authorization.k8s.io", "scheduling.k8s.io",
-               "coordination.k8s.io", "apiextensions.k8s.io", "batch.volcano.sh", "scheduling.volcano.sh")
+GROUP_ORDER = (
+    "apps",
+    "events.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "scheduling.k8s.io",
+    "coordination.k8s.io",
+    "apiextensions.k8s.io",
+    "batch.volcano.sh",
+    "scheduling.volcano.sh",
+)
 
 
 class ResourceTable:

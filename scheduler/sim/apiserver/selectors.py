@@ -110,7 +110,10 @@ def _path(*keys: str) -> Callable[[Obj], str]:
     return get
 
 
-COMMON_FIELDS: dict[str, Callable[[Obj], str]] = {"metadata.name": _md("name"), "metadata.namespace": _md("namespace")}
+COMMON_FIELDS: dict[str, Callable[[Obj], str]] = {
+    "metadata.name": _md("name"),
+    "metadata.namespace": _md("namespace"),
+}
 
 # extra selectable fields per store key, as the real server registers them
 EXTRA_FIELDS: dict[str, dict[str, Callable[[Obj], str]]] = {
@@ -170,7 +173,7 @@ def parse_field_selector(text: str | None, resource_key: str) -> tuple[FieldRequ
         name = name.strip()
         getter = fields.get(name)
         if getter is None:
-            raise bad_request(f'field label not supported: {name}')
+            raise bad_request(f"field label not supported: {name}")
         reqs.append(FieldRequirement(name, equal, value.strip(), getter))
     return tuple(reqs)
 
@@ -201,6 +204,9 @@ class Selector:
         return labels_match(self.labels, obj) and fields_match(self.fields, obj)
 
     @classmethod
-    def parse(cls, label_text: str | None, field_text: str | None, resource_key: str,
-              namespace: str | None = None) -> Selector:
-        return cls(parse_label_selector(label_text), parse_field_selector(field_text, resource_key), namespace)
+    def parse(
+        cls, label_text: str | None, field_text: str | None, resource_key: str, namespace: str | None = None
+    ) -> Selector:
+        return cls(
+            parse_label_selector(label_text), parse_field_selector(field_text, resource_key), namespace
+        )

@@ -76,9 +76,13 @@ class ApiServer:
         self.port = port
         self.tls = tls
         self.store = store or Store(history_size=history_size)
-        self.faults = FaultInjector(error_rate=error_rate, error_codes=list(error_codes or [500]),
-                                    latency_ms=latency_ms, close_watches_every=close_watches_every,
-                                    retry_after=retry_after)
+        self.faults = FaultInjector(
+            error_rate=error_rate,
+            error_codes=list(error_codes or [500]),
+            latency_ms=latency_ms,
+            close_watches_every=close_watches_every,
+            retry_after=retry_after,
+        )
         self.bookmark_interval = bookmark_interval
         self.watch_timeout = watch_timeout
         self.watch_coalesce = watch_coalesce
@@ -154,7 +158,12 @@ class ApiServer:
         return {**self.faults.to_dict(), "history_size": self.store.history_size}
 
     def stats(self) -> dict[str, Any]:
-        return {"resourceVersion": self.store.rv, "writes": self.store.writes, "active_watches": self.active_watches,
-                "requests": len(self.request_log), "rss_mb": round(rss_mb(), 1),
-                "cpu_seconds": round(time.process_time(), 3),
-                "objects": {r: n for r in sorted(self.store._data) if (n := self.store.count(r))}}
+        return {
+            "resourceVersion": self.store.rv,
+            "writes": self.store.writes,
+            "active_watches": self.active_watches,
+            "requests": len(self.request_log),
+            "rss_mb": round(rss_mb(), 1),
+            "cpu_seconds": round(time.process_time(), 3),
+            "objects": {r: n for r in sorted(self.store._data) if (n := self.store.count(r))},
+        }

@@ -50,8 +50,15 @@ Obj = dict[str, Any]
 Subscriber = Callable[[str, str, Obj], None]
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-_BOOKKEEPING = ("uid", "creationTimestamp", "resourceVersion", "generation", "deletionTimestamp",
-                "deletionGracePeriodSeconds", "selfLink")
+_BOOKKEEPING = (
+    "uid",
+    "creationTimestamp",
+    "resourceVersion",
+    "generation",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "selfLink",
+)
 
 
 _stamp_cache: tuple[int, str] = (0, "")
@@ -100,8 +107,15 @@ class Store:
             for ns in INITIAL_NAMESPACES:
                 self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
             for name, value, desc in admission.SYSTEM_PRIORITY_CLASSES:
-                self.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                             "metadata": {"name": name}, "value": value, "description": desc})
+                self.create(
+                    {
+                        "apiVersion": "scheduling.k8s.io/v1",
+                        "kind": "PriorityClass",
+                        "metadata": {"name": name},
+                        "value": value,
+                        "description": desc,
+                    }
+                )
 
     # ---- lookups ----
 
@@ -144,19 +158,30 @@ class Store:
         by_ns = self._data[res.key]
         sel = selector or Selector()
         if res.key == "pods" and sel.fields:
-            node = next((f.value for f in sel.fields if f.field == "spec.nodeName" and f.equal and f.value), None)
+            node = next(
+                (f.value for f in sel.fields if f.field == "spec.nodeName" and f.equal and f.value), None
+            )
             if node is not None:
                 yield from (o for o in self._pods_by_node.get(node, {}).values() if sel.matches(o))
                 return
-        spaces = [by_ns.get(sel.namespace, {})] if sel.namespace is not None and res.namespaced else list(by_ns.values())
+        spaces = (
+            [by_ns.get(sel.namespace, {})]
+            if sel.namespace is not None and res.namespaced
+            else list(by_ns.values())
+        )
         for objs in spaces:
             if sel.labels or sel.fields:
                 yield from (o for o in objs.values() if sel.matches(o))
             else:
                 yield from objs.values()
 
-    def list(self, ref: str | ResourceInfo, namespace: str | None = None, label_selector: str | None = None,
-             field_selector: str | None = None) -> list[Obj]:
+    def list(
+        self,
+        ref: str | ResourceInfo,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[Obj]:
         """Matching objects (read-only), sorted by namespace and name as the real server returns them."""
         res = self.resource(ref)
         sel = Selector.parse(label_selector, field_selector, res.key, namespace if res.namespaced else None)
@@ -182,7 +207,9 @@ class Store:
         self._subscribers.append(callback)
         return lambda: self._subscribers.remove(callback) if callback in self._subscribers else None
 
-    def subscribe_queue(self, resource_keys: set[str] | None = None) -> tuple[asyncio.Queue[tuple[str, str, Obj]], Callable[[], None]]:
+    def subscribe_queue(
+        self, resource_keys: set[str] | None = None
+    ) -> tuple[asyncio.Queue[tuple[str, str, Obj]], Callable[[], None]]:
         """An unbounded asyncio queue of (event_type, resource_key, obj) and its unsubscribe."""
         q: asyncio.Queue[tuple[str, str, Obj]] = asyncio.Queue()
 
@@ -301,9 +328,16 @@ class Store:
         if nsobj is None:
             raise not_found("namespaces", ns)
         if nsobj.get("metadata", {}).get("deletionTimestamp"):
-            raise forbidden(res.plural, name, f"unable to create new content in namespace {ns} because it is being terminated", res.group)
+            raise forbidden(
+                res.plural,
+                name,
+                f"unable to create new content in namespace {ns} because it is being terminated",
+                res.group,
+            )
 
-    def create(self, obj: Obj, namespace: str | None = None, res: ResourceInfo | None = None, dry_run: bool = False) -> Obj:
+    def create(
+        self, obj: Obj, namespace: str | None = None, res: ResourceInfo | None = None, dry_run: bool = False
+    ) -> Obj:
         """Create `obj` (its kind picks the resource unless `res` is given); returns the stored object."""
         if not isinstance(obj, dict) or not isinstance(obj.get("metadata", {}), dict):
             raise bad_request("the object must be a JSON object with a metadata object")
@@ -313,7 +347,9 @@ class Store:
         if res.namespaced:
             ns = md.get("namespace") or namespace or "default"
             if namespace and md.get("namespace") and md["namespace"] != namespace:
-                raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+                raise bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
             md["namespace"] = ns
         else:
             md.pop("namespace", None)
@@ -341,8 +377,15 @@ class Store:
         self._emit(res, "ADDED", obj, None)
         return obj
 
-    def update(self, obj: Obj, namespace: str | None = None, res: ResourceInfo | None = None,
-               subresource: str | None = None, name: str | None = None, dry_run: bool = False) -> Obj:
+    def update(
+        self,
+        obj: Obj,
+        namespace: str | None = None,
+        res: ResourceInfo | None = None,
+        subresource: str | None = None,
+        name: str | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
         """PUT semantics: a stale `metadata.resourceVersion` is a 409 Conflict."""
         if not isinstance(obj, dict) or not isinstance(obj.get("metadata", {}), dict):
             raise bad_request("the object must be a JSON object with a metadata object")
@@ -351,18 +394,30 @@ class Store:
         md = obj.get("metadata") or {}
         name = name or md.get("name") or ""
         if md.get("name") and md["name"] != name:
-            raise bad_request(f"the name of the object ({md['name']}) does not match the name on the URL ({name})")
+            raise bad_request(
+                f"the name of the object ({md['name']}) does not match the name on the URL ({name})"
+            )
         ns = (md.get("namespace") or namespace or "default") if res.namespaced else None
         if res.namespaced and namespace and md.get("namespace") and md["namespace"] != namespace:
-            raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+            raise bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
         old = self.must_get(res, ns, name)
         rv = md.get("resourceVersion")
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise conflict(res.plural, name, STALE, res.group)
         return self._replace(res, old, obj, subresource, dry_run)
 
-    def patch(self, ref: str | ResourceInfo, namespace: str | None, name: str, patch: Any,
-              patch_type: str = "merge", subresource: str | None = None, dry_run: bool = False) -> Obj:
+    def patch(
+        self,
+        ref: str | ResourceInfo,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        patch_type: str = "merge",
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
         """Apply a "merge", "strategic" or "json" patch; a resourceVersion in the patch is a precondition."""
         res = self.resource(ref)
         old = self.must_get(res, namespace, name)
@@ -380,7 +435,11 @@ class Store:
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise conflict(res.plural, name, STALE, res.group)
         if new["metadata"].get("name") != name:
-            raise ApiError(422, "Invalid", f'{res.kind} "{name}" is invalid: metadata.name: Invalid value: "{new["metadata"].get("name")}": field is immutable')
+            raise ApiError(
+                422,
+                "Invalid",
+                f'{res.kind} "{name}" is invalid: metadata.name: Invalid value: "{new["metadata"].get("name")}": field is immutable',
+            )
         return self._replace(res, old, new, subresource, dry_run)
 
     def _replace(self, res: ResourceInfo, old: Obj, new: Obj, subresource: str | None, dry_run: bool) -> Obj:
@@ -388,7 +447,11 @@ class Store:
         old_md = old["metadata"]
         if subresource == "status":
             # only status changes through /status (spec/sim contract)
-            new = {**old, "status": new.get("status")} if new.get("status") is not None else {k: v for k, v in old.items() if k != "status"}
+            new = (
+                {**old, "status": new.get("status")}
+                if new.get("status") is not None
+                else {k: v for k, v in old.items() if k != "status"}
+            )
         else:
             new = {**new, "apiVersion": res.api_version, "kind": res.kind}
             if res.has_status:
@@ -397,7 +460,14 @@ class Store:
                 else:
                     new.pop("status", None)
             md = dict(new.get("metadata") or {})
-            for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "name"):
+            for k in (
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+                "name",
+            ):
                 if k in old_md:
                     md[k] = old_md[k]
                 else:
@@ -420,7 +490,11 @@ class Store:
             return old  # a no-op write does not bump resourceVersion nor send an event
         if dry_run:
             return new
-        if old_md.get("deletionTimestamp") and not new["metadata"].get("finalizers") and self._removable(res, new):
+        if (
+            old_md.get("deletionTimestamp")
+            and not new["metadata"].get("finalizers")
+            and self._removable(res, new)
+        ):
             return self._delete_now(res, new)
         new["metadata"]["resourceVersion"] = self._next_rv()
         self._put(res, new, old)
@@ -441,18 +515,34 @@ class Store:
         self._emit(res, "DELETED", final, obj)
         return final
 
-    def delete(self, ref: str | ResourceInfo, namespace: str | None, name: str,
-               grace_period_seconds: int | None = None, preconditions: dict[str, Any] | None = None,
-               dry_run: bool = False) -> Obj:
+    def delete(
+        self,
+        ref: str | ResourceInfo,
+        namespace: str | None,
+        name: str,
+        grace_period_seconds: int | None = None,
+        preconditions: dict[str, Any] | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
         """Delete; pods on a node terminate gracefully (deletionTimestamp) until a grace-0 delete."""
         res = self.resource(ref)
         obj = self.must_get(res, namespace, name)
         md = obj["metadata"]
         pre = preconditions or {}
         if pre.get("uid") and pre["uid"] != md.get("uid"):
-            raise conflict(res.plural, name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {md.get('uid')}", res.group)
+            raise conflict(
+                res.plural,
+                name,
+                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {md.get('uid')}",
+                res.group,
+            )
         if pre.get("resourceVersion") and pre["resourceVersion"] != md.get("resourceVersion"):
-            raise conflict(res.plural, name, f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, ResourceVersion in object meta: {md.get('resourceVersion')}", res.group)
+            raise conflict(
+                res.plural,
+                name,
+                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, ResourceVersion in object meta: {md.get('resourceVersion')}",
+                res.group,
+            )
         if dry_run:
             return obj
         if res.key == "namespaces":
@@ -467,8 +557,12 @@ class Store:
                 return obj
         if grace == 0 and not md.get("finalizers"):
             return self._delete_now(res, obj)
-        new_md = {**md, "deletionTimestamp": now_rfc3339(grace), "deletionGracePeriodSeconds": grace,
-                  "resourceVersion": self._next_rv()}
+        new_md = {
+            **md,
+            "deletionTimestamp": now_rfc3339(grace),
+            "deletionGracePeriodSeconds": grace,
+            "resourceVersion": self._next_rv(),
+        }
         if md.get("deletionTimestamp") and grace > 0:
             new_md["deletionTimestamp"] = md["deletionTimestamp"]
         new = {**obj, "metadata": new_md}
@@ -504,37 +598,63 @@ class Store:
         pod = self.get(pods, namespace, name)
         if pod is None:
             raise not_found("pods", name)
-        if not isinstance(binding, dict) or not isinstance(binding.get("target") or {}, dict) \
-                or not isinstance(binding.get("metadata") or {}, dict):
-            raise bad_request("json: cannot unmarshal into Go struct Binding: target and metadata must be objects")
+        if (
+            not isinstance(binding, dict)
+            or not isinstance(binding.get("target") or {}, dict)
+            or not isinstance(binding.get("metadata") or {}, dict)
+        ):
+            raise bad_request(
+                "json: cannot unmarshal into Go struct Binding: target and metadata must be objects"
+            )
         if not isinstance((binding.get("target") or {}).get("name") or "", str):
-            raise bad_request("json: cannot unmarshal into Go struct field Binding.target.name of type string")
+            raise bad_request(
+                "json: cannot unmarshal into Go struct field Binding.target.name of type string"
+            )
         bmd = binding.get("metadata") or {}
         ann = bmd.get("annotations")
-        if ann is not None and (not isinstance(ann, dict) or any(not isinstance(v, str) for v in ann.values())):
-            raise bad_request("json: cannot unmarshal into Go struct field Binding.metadata.annotations of type map[string]string")
+        if ann is not None and (
+            not isinstance(ann, dict) or any(not isinstance(v, str) for v in ann.values())
+        ):
+            raise bad_request(
+                "json: cannot unmarshal into Go struct field Binding.metadata.annotations of type map[string]string"
+            )
         target = binding.get("target") or {}
         node = target.get("name")
         if not node:
             raise ApiError(422, "Invalid", f'Binding.core "{name}" is invalid: target.name: Required value')
         if target.get("kind") not in (None, "", "Node"):
-            raise ApiError(422, "Invalid", f'Binding.core "{name}" is invalid: target.kind: Unsupported value: "{target.get("kind")}": supported values: "Node"')
+            raise ApiError(
+                422,
+                "Invalid",
+                f'Binding.core "{name}" is invalid: target.kind: Unsupported value: "{target.get("kind")}": supported values: "Node"',
+            )
         md = pod["metadata"]
         if md.get("deletionTimestamp"):
             raise conflict("pods", name, "pod is being deleted, cannot be assigned to a host")
         current = (pod.get("spec") or {}).get("nodeName")
         if current:
-            raise conflict("pods", name, f"pod {name} is already assigned to node \"{current}\"")
-        uid = ((binding.get("metadata") or {}).get("uid"))
+            raise conflict("pods", name, f'pod {name} is already assigned to node "{current}"')
+        uid = (binding.get("metadata") or {}).get("uid")
         if uid and uid != md.get("uid"):
-            raise conflict("pods", name, f"Precondition failed: UID in precondition: {uid}, UID in object meta: {md.get('uid')}")
+            raise conflict(
+                "pods",
+                name,
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {md.get('uid')}",
+            )
         new_md = dict(md)
         ann = (binding.get("metadata") or {}).get("annotations") or {}
         if ann:
             new_md["annotations"] = {**(md.get("annotations") or {}), **ann}
         status = dict(pod.get("status") or {})
         conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-        conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now_rfc3339()})
+        conds.append(
+            {
+                "type": "PodScheduled",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": now_rfc3339(),
+            }
+        )
         status["conditions"] = conds
         new_md["resourceVersion"] = self._next_rv()
         new = {**pod, "metadata": new_md, "spec": {**pod["spec"], "nodeName": node}, "status": status}

@@ -108,12 +108,15 @@ def _node_status(o: Obj) -> str:
 
 def _node_roles(o: Obj) -> str:
     prefix = "node-role.kubernetes.io/"
-    roles = sorted(k[len(prefix):] for k in (_get(o, "metadata", "labels") or {}) if k.startswith(prefix))
+    roles = sorted(k[len(prefix) :] for k in (_get(o, "metadata", "labels") or {}) if k.startswith(prefix))
     return ",".join(roles) or "<none>"
 
 
 def _node_ip(o: Obj) -> str:
-    return next((a.get("address") for a in _get(o, "status", "addresses") or [] if a.get("type") == "InternalIP"), "<none>")
+    return next(
+        (a.get("address") for a in _get(o, "status", "addresses") or [] if a.get("type") == "InternalIP"),
+        "<none>",
+    )
 
 
 def _field(*path: str) -> Callable[[Obj], Any]:
@@ -124,29 +127,55 @@ NAME: Column = ("Name", "string", 0, _name)
 AGE: Column = ("Age", "string", 0, _age)
 
 COLUMNS: dict[str, list[Column]] = {
-    "pods": [NAME, ("Ready", "string", 0, _pod_ready), ("Status", "string", 0, _pod_status),
-             ("Restarts", "integer", 0, _pod_restarts), AGE,
-             ("IP", "string", 1, lambda o: _get(o, "status", "podIP") or "<none>"),
-             ("Node", "string", 1, lambda o: _get(o, "spec", "nodeName") or "<none>"),
-             ("Nominated Node", "string", 1, lambda o: _get(o, "status", "nominatedNodeName") or "<none>")],
-    "nodes": [NAME, ("Status", "string", 0, _node_status), ("Roles", "string", 0, _node_roles), AGE,
-              ("Version", "string", 0, lambda o: _get(o, "status", "nodeInfo", "kubeletVersion") or ""),
-              ("Internal-IP", "string", 1, _node_ip)],
+    "pods": [
+        NAME,
+        ("Ready", "string", 0, _pod_ready),
+        ("Status", "string", 0, _pod_status),
+        ("Restarts", "integer", 0, _pod_restarts),
+        AGE,
+        ("IP", "string", 1, lambda o: _get(o, "status", "podIP") or "<none>"),
+        ("Node", "string", 1, lambda o: _get(o, "spec", "nodeName") or "<none>"),
+        ("Nominated Node", "string", 1, lambda o: _get(o, "status", "nominatedNodeName") or "<none>"),
+    ],
+    "nodes": [
+        NAME,
+        ("Status", "string", 0, _node_status),
+        ("Roles", "string", 0, _node_roles),
+        AGE,
+        ("Version", "string", 0, lambda o: _get(o, "status", "nodeInfo", "kubeletVersion") or ""),
+        ("Internal-IP", "string", 1, _node_ip),
+    ],
     "namespaces": [NAME, ("Status", "string", 0, _field("status", "phase")), AGE],
     "priorityclasses.scheduling.k8s.io": [
-        NAME, ("Value", "integer", 0, _field("value")),
-        ("Global-Default", "boolean", 0, lambda o: bool(o.get("globalDefault"))), AGE,
-        ("PreemptionPolicy", "string", 0, _field("preemptionPolicy"))],
+        NAME,
+        ("Value", "integer", 0, _field("value")),
+        ("Global-Default", "boolean", 0, lambda o: bool(o.get("globalDefault"))),
+        AGE,
+        ("PreemptionPolicy", "string", 0, _field("preemptionPolicy")),
+    ],
     "podgroups.scheduling.volcano.sh": [
-        NAME, ("STATUS", "string", 0, _field("status", "phase")), ("minMember", "integer", 0, _field("spec", "minMember")),
-        ("RUNNINGS", "integer", 0, _field("status", "running")), AGE, ("QUEUE", "string", 1, _field("spec", "queue"))],
+        NAME,
+        ("STATUS", "string", 0, _field("status", "phase")),
+        ("minMember", "integer", 0, _field("spec", "minMember")),
+        ("RUNNINGS", "integer", 0, _field("status", "running")),
+        AGE,
+        ("QUEUE", "string", 1, _field("spec", "queue")),
+    ],
     "queues.scheduling.volcano.sh": [
-        NAME, ("STATE", "string", 0, _field("status", "state")), ("WEIGHT", "integer", 0, _field("spec", "weight")),
-        ("PARENT", "string", 0, _field("spec", "parent")), AGE],
+        NAME,
+        ("STATE", "string", 0, _field("status", "state")),
+        ("WEIGHT", "integer", 0, _field("spec", "weight")),
+        ("PARENT", "string", 0, _field("spec", "parent")),
+        AGE,
+    ],
     "jobs.batch.volcano.sh": [
-        NAME, ("STATUS", "string", 0, _field("status", "state", "phase")),
+        NAME,
+        ("STATUS", "string", 0, _field("status", "state", "phase")),
         ("minAvailable", "integer", 0, _field("spec", "minAvailable")),
-        ("RUNNINGS", "integer", 0, _field("status", "running")), AGE, ("QUEUE", "string", 1, _field("spec", "queue"))],
+        ("RUNNINGS", "integer", 0, _field("status", "running")),
+        AGE,
+        ("QUEUE", "string", 1, _field("spec", "queue")),
+    ],
 }
 
 
@@ -159,15 +188,31 @@ def _row_object(res: ResourceInfo, obj: Obj, include: str | None) -> Any:
         return None
     if include == "Object":
         return obj
-    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata") or {}}
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata") or {},
+    }
 
 
-def to_table(res: ResourceInfo, objs: list[Obj], list_meta: dict[str, Any], include: str | None = None) -> dict[str, Any]:
+def to_table(
+    res: ResourceInfo, objs: list[Obj], list_meta: dict[str, Any], include: str | None = None
+) -> dict[str, Any]:
     cols = _columns(res)
-    defs = [{"name": n, "type": t, "format": "name" if i == 0 else "", "description": "", "priority": p}
-            for i, (n, t, p, _) in enumerate(cols)]
-    rows = [{"cells": [cell(o) for (_, _, _, cell) in cols], "object": _row_object(res, o, include)} for o in objs]
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "columnDefinitions": defs, "rows": rows}
+    defs = [
+        {"name": n, "type": t, "format": "name" if i == 0 else "", "description": "", "priority": p}
+        for i, (n, t, p, _) in enumerate(cols)
+    ]
+    rows = [
+        {"cells": [cell(o) for (_, _, _, cell) in cols], "object": _row_object(res, o, include)} for o in objs
+    ]
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": list_meta,
+        "columnDefinitions": defs,
+        "rows": rows,
+    }
 
 
 def table_watch_chunk(res: ResourceInfo, chunk: bytes) -> bytes:

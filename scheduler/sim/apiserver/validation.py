@@ -20,25 +20,31 @@ _SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 _QUALIFIED_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
-SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-                 "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
-                 "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
-LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
-             "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
-             "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
+    "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
 
 # kinds whose names are DNS-1123 labels (63 characters) rather than subdomains
 LABEL_NAMED = frozenset({"namespaces", "services"})
 # kinds whose names are "path segments" (anything but / and %) in the real server
 PATH_NAMED = frozenset({"clusterroles", "clusterrolebindings", "roles", "rolebindings"})
 # pod spec fields an update may change (everything else is immutable once created)
-POD_MUTABLE_SPEC = frozenset({"activeDeadlineSeconds", "tolerations", "schedulingGates", "terminationGracePeriodSeconds"})
+POD_MUTABLE_SPEC = frozenset(
+    {"activeDeadlineSeconds", "tolerations", "schedulingGates", "terminationGracePeriodSeconds"}
+)
 
 
 def name_problem(res: ResourceInfo, name: str) -> str | None:
     if res.plural in PATH_NAMED:
         if name in (".", "..") or "/" in name or "%" in name:
-            return f'Invalid value: "{name}": may not contain \'/\' or \'%\''
+            return f"Invalid value: \"{name}\": may not contain '/' or '%'"
         return None
     if res.plural in LABEL_NAMED:
         if len(name) > 63:
@@ -60,10 +66,25 @@ def _labels_problems(md: dict[str, Any]) -> list[tuple[str, str]]:
         return [("metadata.labels", "Invalid value: must be a map of strings")]
     for k, v in labels.items():
         prefix, _, base = k.rpartition("/")
-        if not base or len(base) > 63 or not _QUALIFIED_RE.match(base) or (prefix and not _SUBDOMAIN_RE.match(prefix)):
-            out.append(("metadata.labels", f'Invalid value: "{k}": name part must consist of alphanumeric characters, \'-\', \'_\' or \'.\''))
+        if (
+            not base
+            or len(base) > 63
+            or not _QUALIFIED_RE.match(base)
+            or (prefix and not _SUBDOMAIN_RE.match(prefix))
+        ):
+            out.append(
+                (
+                    "metadata.labels",
+                    f"Invalid value: \"{k}\": name part must consist of alphanumeric characters, '-', '_' or '.'",
+                )
+            )
         if not isinstance(v, str) or len(v) > 63 or not _LABEL_VALUE_RE.match(v):
-            out.append(("metadata.labels", f'Invalid value: "{v}": a valid label must be an empty string or consist of alphanumeric characters, \'-\', \'_\' or \'.\''))
+            out.append(
+                (
+                    "metadata.labels",
+                    f"Invalid value: \"{v}\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.'",
+                )
+            )
     ann = md.get("annotations") or {}
     if not isinstance(ann, dict) or any(not isinstance(v, str) for v in ann.values()):
         out.append(("metadata.annotations", "Invalid value: annotation values must be strings"))
@@ -130,7 +151,12 @@ def _node(obj: dict[str, Any]) -> list[tuple[str, str]]:
         if not isinstance(t, dict) or not t.get("key"):
             out.append((f"spec.taints[{i}].key", "Required value"))
         elif t.get("effect") not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
-            out.append((f"spec.taints[{i}].effect", f'Unsupported value: "{t.get("effect")}": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"'))
+            out.append(
+                (
+                    f"spec.taints[{i}].effect",
+                    f'Unsupported value: "{t.get("effect")}": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"',
+                )
+            )
     return out
 
 
@@ -154,17 +180,28 @@ def check_pod_update(old: dict[str, Any], new: dict[str, Any]) -> None:
     if old_spec != new_spec:
         name = (new.get("metadata") or {}).get("name", "")
         changed = sorted(k for k in set(old_spec) | set(new_spec) if old_spec.get(k) != new_spec.get(k))
-        raise invalid("Pod", name, [("spec", "Forbidden: pod updates may not change fields other than "
-                                             "`spec.containers[*].image`,`spec.initContainers[*].image`,"
-                                             "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions "
-                                             "to existing tolerations),`spec.terminationGracePeriodSeconds` "
-                                             f"(allow it to be set to 1 if it was previously negative) (changed: {', '.join(changed)})")])
+        raise invalid(
+            "Pod",
+            name,
+            [
+                (
+                    "spec",
+                    "Forbidden: pod updates may not change fields other than "
+                    "`spec.containers[*].image`,`spec.initContainers[*].image`,"
+                    "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions "
+                    "to existing tolerations),`spec.terminationGracePeriodSeconds` "
+                    f"(allow it to be set to 1 if it was previously negative) (changed: {', '.join(changed)})",
+                )
+            ],
+        )
 
 
 def check_immutable_name(res: ResourceInfo, url_name: str, body: dict[str, Any]) -> ApiError | None:
     body_name = (body.get("metadata") or {}).get("name")
     if body_name and body_name != url_name:
-        return bad_request(f"the name of the object ({body_name}) does not match the name on the URL ({url_name})")
+        return bad_request(
+            f"the name of the object ({body_name}) does not match the name on the URL ({url_name})"
+        )
     return None
 
 
@@ -191,7 +228,9 @@ def check_decodable(res: ResourceInfo, obj: dict[str, Any]) -> None:
             raise _unmarshal_error(res.kind, f"metadata.{key}", value, "string")
     for key in ("labels", "annotations"):
         value = (md or {}).get(key)
-        if value is not None and (not isinstance(value, dict) or any(not isinstance(v, str) for v in value.values())):
+        if value is not None and (
+            not isinstance(value, dict) or any(not isinstance(v, str) for v in value.values())
+        ):
             raise _unmarshal_error(res.kind, f"metadata.{key}", value, "map[string]string")
     fin = (md or {}).get("finalizers")
     if fin is not None and (not isinstance(fin, list) or any(not isinstance(f, str) for f in fin)):
@@ -199,7 +238,9 @@ def check_decodable(res: ResourceInfo, obj: dict[str, Any]) -> None:
     string_maps = _STRING_MAP_FIELDS.get(res.key, ())
     for key in string_maps:
         value = obj.get(key)
-        if value is not None and (not isinstance(value, dict) or any(not isinstance(v, str) for v in value.values())):
+        if value is not None and (
+            not isinstance(value, dict) or any(not isinstance(v, str) for v in value.values())
+        ):
             raise _unmarshal_error(res.kind, key, value, "map[string]string")
     if not string_maps:
         for key in _STRUCT_FIELDS:
@@ -210,11 +251,24 @@ def check_decodable(res: ResourceInfo, obj: dict[str, Any]) -> None:
         _check_pod_spec_decodable(obj["spec"])
 
 
-_POD_LIST_FIELDS = {"containers": "v1.Container", "initContainers": "v1.Container", "tolerations": "v1.Toleration",
-                    "volumes": "v1.Volume", "topologySpreadConstraints": "v1.TopologySpreadConstraint",
-                    "schedulingGates": "v1.PodSchedulingGate"}
-_POD_STRING_FIELDS = ("nodeName", "schedulerName", "priorityClassName", "serviceAccountName", "serviceAccount",
-                      "restartPolicy", "dnsPolicy", "preemptionPolicy")
+_POD_LIST_FIELDS = {
+    "containers": "v1.Container",
+    "initContainers": "v1.Container",
+    "tolerations": "v1.Toleration",
+    "volumes": "v1.Volume",
+    "topologySpreadConstraints": "v1.TopologySpreadConstraint",
+    "schedulingGates": "v1.PodSchedulingGate",
+}
+_POD_STRING_FIELDS = (
+    "nodeName",
+    "schedulerName",
+    "priorityClassName",
+    "serviceAccountName",
+    "serviceAccount",
+    "restartPolicy",
+    "dnsPolicy",
+    "preemptionPolicy",
+)
 
 
 def _check_pod_spec_decodable(spec: dict[str, Any]) -> None:
@@ -250,6 +304,8 @@ def _check_pod_spec_decodable(spec: dict[str, Any]) -> None:
             raise _unmarshal_error("Pod", "spec.containers.resources", resources, "v1.ResourceRequirements")
         for kind in ("limits", "requests"):
             value = resources.get(kind)
-            if value is not None and (not isinstance(value, dict) or any(
-                    isinstance(q, bool) or not isinstance(q, (str, int, float)) for q in value.values())):
+            if value is not None and (
+                not isinstance(value, dict)
+                or any(isinstance(q, bool) or not isinstance(q, (str, int, float)) for q in value.values())
+            ):
                 raise _unmarshal_error("Pod", f"spec.containers.resources.{kind}", value, "v1.ResourceList")

@@ -103,12 +103,14 @@ class WatchStream:
         if self.initial:
             # everything that exists now, as ADDED, then the changes after it
             cursor = history.seq
-            batch = [b'{"type":"ADDED","object":' + self.store.encoded(self.res, o) + b"}\n"
-                     for o in self.store.iter_objects(self.res, self.selector)]
+            batch = [
+                b'{"type":"ADDED","object":' + self.store.encoded(self.res, o) + b"}\n"
+                for o in self.store.iter_objects(self.res, self.selector)
+            ]
             if self.opts.send_initial_events and self.opts.bookmarks:
                 batch.append(self._bookmark({INITIAL_EVENTS_END: "true"}))
             for i in range(0, len(batch), 500):
-                yield b"".join(batch[i:i + 500])
+                yield b"".join(batch[i : i + 500])
         else:
             assert self.start_rv is not None
             found = history.seq_after(self.start_rv)

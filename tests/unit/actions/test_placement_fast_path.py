@@ -22,21 +22,33 @@ BINPACK = parse(
 
 def _decisions(conf, monkeypatch: pytest.MonkeyPatch, slow: bool) -> tuple[list, list]:
     if slow:
-        monkeypatch.setattr(PlacementCache, "best", lambda self, task, cands: prioritize(self.ssn, task, cands, self))
+        monkeypatch.setattr(
+            PlacementCache, "best", lambda self, task, cands: prioritize(self.ssn, task, cands, self)
+        )
     state = ClusterState()
     gen_nodes(state, 12, cpu=8, mem_gi=16)  # small nodes: they fill up, fits and scores move
     queues = gen_queues(state, 2)
     # pods being deleted on half the nodes: those keep fitting FutureIdle once Idle is used up
-    state.apply_podgroup({"kind": "PodGroup", "metadata": {"name": "old", "namespace": "old"},
-                          "spec": {"minMember": 1, "queue": queues[0]}, "status": {"phase": "Running"}})
+    state.apply_podgroup(
+        {
+            "kind": "PodGroup",
+            "metadata": {"name": "old", "namespace": "old"},
+            "spec": {"minMember": 1, "queue": queues[0]},
+            "status": {"phase": "Running"},
+        }
+    )
     for i in range(0, 12, 2):
         pod = _pod(f"old-{i}", "old", "old", "3", "1Gi", node=f"node-{i:05d}", phase="Running", idx=i)
         pod["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
         state.apply_pod(pod)
     gen_pending_jobs(state, 300, 5, queues, random.Random(11))
     snap = state.snapshot()
-    res = run_session(snap, conf, SessionOptions(minimum_feasible_nodes=4, percentage_nodes_to_find=50),
-                      rng=random.Random(5))
+    res = run_session(
+        snap,
+        conf,
+        SessionOptions(minimum_feasible_nodes=4, percentage_nodes_to_find=50),
+        rng=random.Random(5),
+    )
     monkeypatch.undo()
     return [(b.task.key, b.node) for b in res.binds], sorted(res.pipelined.items())
 

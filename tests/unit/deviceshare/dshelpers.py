@@ -29,36 +29,67 @@ nvidia:
 """
 
 
-def cards(n: int, devmem: int = 16384, count: int = 10, type_: str = T4, mode: str = "hami-core",
-          prefix: str = "GPU-", health: list[bool] | None = None) -> list[ann.RegisteredCard]:
+def cards(
+    n: int,
+    devmem: int = 16384,
+    count: int = 10,
+    type_: str = T4,
+    mode: str = "hami-core",
+    prefix: str = "GPU-",
+    health: list[bool] | None = None,
+) -> list[ann.RegisteredCard]:
     return [
         ann.RegisteredCard(f"{prefix}{i}", count, devmem, type_, True if health is None else health[i], mode)
         for i in range(n)
     ]
 
 
-def vgpu_node(name: str, registered: list[ann.RegisteredCard] | str, annotations: dict[str, str] | None = None,
-              labels: dict[str, str] | None = None) -> NodeInfo:
+def vgpu_node(
+    name: str,
+    registered: list[ann.RegisteredCard] | str,
+    annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+) -> NodeInfo:
     reg = registered if isinstance(registered, str) else ann.encode_vgpu_register(registered)
     n = len(registered) if not isinstance(registered, str) else 2
-    alloc = {"cpu": "64", "memory": "256Gi", "pods": "110", ann.VGPU_NUMBER: str(10 * n),
-             ann.VGPU_MEMORY: "65536", ann.VGPU_CORES: str(100 * n)}
-    node = NodeInfo(name, Resource.from_list(alloc), labels=labels or {},
-                    annotations={ann.VGPU_REGISTER: reg, **(annotations or {})})
+    alloc = {
+        "cpu": "64",
+        "memory": "256Gi",
+        "pods": "110",
+        ann.VGPU_NUMBER: str(10 * n),
+        ann.VGPU_MEMORY: "65536",
+        ann.VGPU_CORES: str(100 * n),
+    }
+    node = NodeInfo(
+        name,
+        Resource.from_list(alloc),
+        labels=labels or {},
+        annotations={ann.VGPU_REGISTER: reg, **(annotations or {})},
+    )
     node.raw_capacity = dict(alloc)
     return node
 
 
-def share_node(name: str, memory: str = "89424", number: str = "8", annotations: dict[str, str] | None = None) -> NodeInfo:
+def share_node(
+    name: str, memory: str = "89424", number: str = "8", annotations: dict[str, str] | None = None
+) -> NodeInfo:
     alloc = {"cpu": "4", "memory": "8Gi", "pods": "110", ann.GPU_MEMORY: memory, ann.GPU_NUMBER: number}
     node = NodeInfo(name, Resource.from_list(alloc), annotations=dict(annotations or {}))
     node.raw_capacity = dict(alloc)
     return node
 
 
-def pod(name: str, *limits: dict[str, Any], annotations: dict[str, str] | None = None, ns: str = "default",
-        init: list[dict[str, Any]] | None = None, phase: str = "Pending", node_name: str = "",
-        uid: str | None = None, labels: dict[str, str] | None = None) -> PodInfo:
+def pod(
+    name: str,
+    *limits: dict[str, Any],
+    annotations: dict[str, str] | None = None,
+    ns: str = "default",
+    init: list[dict[str, Any]] | None = None,
+    phase: str = "Pending",
+    node_name: str = "",
+    uid: str | None = None,
+    labels: dict[str, str] | None = None,
+) -> PodInfo:
     return PodInfo(
         uid=uid or f"uid-{ns}-{name}",
         name=name,
@@ -76,8 +107,9 @@ def task(p: PodInfo, status: TaskStatus = TaskStatus.PENDING, job: str = "job") 
     return TaskInfo(p, job, Resource(), Resource(), status)
 
 
-def vgpu_limits(number: int | None = 1, memory: int | None = None, cores: int | None = None,
-                pct: int | None = None) -> dict[str, Any]:
+def vgpu_limits(
+    number: int | None = 1, memory: int | None = None, cores: int | None = None, pct: int | None = None
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if number is not None:
         out[ann.VGPU_NUMBER] = str(number)

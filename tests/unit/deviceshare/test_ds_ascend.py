@@ -49,20 +49,43 @@ vnpus:
 B3 = CFG_910.vnpus[0]
 
 
-def chips(n: int, devmem: int = 21527, count: int = 7, devcore: int = 8, word: str = "Ascend310P",
-          health: list[bool] | None = None, networks: list[int] | None = None) -> list[ann.AscendCard]:
+def chips(
+    n: int,
+    devmem: int = 21527,
+    count: int = 7,
+    devcore: int = 8,
+    word: str = "Ascend310P",
+    health: list[bool] | None = None,
+    networks: list[int] | None = None,
+) -> list[ann.AscendCard]:
     return [
-        ann.AscendCard(f"{word}-chip-{i}", count, devmem, devcore, word, True if health is None else health[i],
-                       -1 if networks is None else networks[i], i)
+        ann.AscendCard(
+            f"{word}-chip-{i}",
+            count,
+            devmem,
+            devcore,
+            word,
+            True if health is None else health[i],
+            -1 if networks is None else networks[i],
+            i,
+        )
         for i in range(n)
     ]
 
 
-def npu_node(name: str, registered: list[ann.AscendCard] | str, word: str = "Ascend310P",
-             annotations: dict[str, str] | None = None) -> NodeInfo:
+def npu_node(
+    name: str,
+    registered: list[ann.AscendCard] | str,
+    word: str = "Ascend310P",
+    annotations: dict[str, str] | None = None,
+) -> NodeInfo:
     reg = registered if isinstance(registered, str) else ann.encode_ascend_register(registered)
     alloc = {"cpu": "64", "memory": "256Gi", "pods": "110", f"huawei.com/{word}": "8"}
-    node = NodeInfo(name, Resource.from_list(alloc), annotations={ann.ascend_register_key(word): reg, **(annotations or {})})
+    node = NodeInfo(
+        name,
+        Resource.from_list(alloc),
+        annotations={ann.ascend_register_key(word): reg, **(annotations or {})},
+    )
     node.raw_capacity = dict(alloc)
     return node
 
@@ -73,8 +96,9 @@ def ledger(node: NodeInfo, chip=P310, cfg=DEFAULT_CONFIG) -> AscendLedger:
     return led
 
 
-def npu_limits(number: int | None = 1, memory: int | None = None, cores: int | None = None,
-               res: str = RES) -> dict[str, Any]:
+def npu_limits(
+    number: int | None = 1, memory: int | None = None, cores: int | None = None, res: str = RES
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if number is not None:
         out[res] = str(number)
@@ -94,9 +118,18 @@ def request(*limits: dict[str, Any], annotations: dict[str, str] | None = None, 
 # -- template rounding (upstream Test_trimMemory, 310P) ----------------------------------------------
 @pytest.mark.parametrize(
     ("asked", "want"),
-    [(1, (3072, "vir01")), (3071, (3072, "vir01")), (3072, (3072, "vir01")), (3073, (6144, "vir02")),
-     (6145, (12288, "vir04")), (12288, (12288, "vir04")), (12289, (21527, "")), (21528, (21527, "")),
-     (24576, (21527, "")), (24577, None)],
+    [
+        (1, (3072, "vir01")),
+        (3071, (3072, "vir01")),
+        (3072, (3072, "vir01")),
+        (3073, (6144, "vir02")),
+        (6145, (12288, "vir04")),
+        (12288, (12288, "vir04")),
+        (12289, (21527, "")),
+        (21528, (21527, "")),
+        (24576, (21527, "")),
+        (24577, None),
+    ],
 )
 def test_memory_is_rounded_up_to_the_smallest_template(asked: int, want: tuple[int, str] | None) -> None:
     assert trim_to_template(P310, asked) == want
@@ -175,7 +208,9 @@ def test_whole_chip_has_no_template_and_hami_core_writes_memory_and_cores() -> N
     hf = core.fit(hr, POLICY_NONE)
     assert hf.ok and hf.picks[0][0].mem == 1000  # hami-core: no template rounding
     anns = core.annotations(hr, hf.picks, 0)
-    assert json.loads(anns["huawei.com/Ascend310P"]) == [{"UUID": "Ascend310P-chip-0", "memory": 1000, "core": 20}]
+    assert json.loads(anns["huawei.com/Ascend310P"]) == [
+        {"UUID": "Ascend310P-chip-0", "memory": 1000, "core": 20}
+    ]
     assert anns["hami.io/Ascend310P-devices-allocated"] == "Ascend310P-chip-0,Ascend310P,1000,20:;"
     # the node's hami-vnpu-core annotation decides; without it the configuration's default (false)
     plain = ledger(npu_node("t", chips(1), annotations={ann.HAMI_VNPU_CORE: "false"}))
@@ -208,8 +243,11 @@ def test_ascend910_takes_chips_from_the_best_connected_network() -> None:
     assert f.ok and sorted(p.chip for p in f.picks[0]) == [4, 5, 6, 7]
     assert f.score == 10.0  # all four on one network: the full locality bonus
     # without NetworkID on every chip there is no topology step: first fitting chips in order
-    flat = ledger(npu_node("m", chips(8, devmem=65536, count=4, devcore=20, word="Ascend910B3"), word="Ascend910B3"),
-                  chip=B3, cfg=CFG_910)
+    flat = ledger(
+        npu_node("m", chips(8, devmem=65536, count=4, devcore=20, word="Ascend910B3"), word="Ascend910B3"),
+        chip=B3,
+        cfg=CFG_910,
+    )
     assert not flat.topology and [p.chip for p in flat.fit(r, POLICY_NONE).picks[0]] == [0, 1, 2, 3]
 
 
@@ -218,9 +256,13 @@ def test_uuid_filters_and_unhealthy_chips() -> None:
     r = request(npu_limits(1, memory=1000))
     # upstream would hand out the unhealthy chip 0 (kubelet then refuses the pod); we skip it
     assert led.fit(r, POLICY_NONE).picks[0][0].chip == 1
-    deny = request(npu_limits(1, memory=1000), annotations={"hami.io/no-use-Ascend310P-uuid": "Ascend310P-chip-1"})
+    deny = request(
+        npu_limits(1, memory=1000), annotations={"hami.io/no-use-Ascend310P-uuid": "Ascend310P-chip-1"}
+    )
     assert led.fit(deny, POLICY_NONE).picks[0][0].chip == 2
-    allow = request(npu_limits(1, memory=1000), annotations={"hami.io/use-Ascend310P-uuid": "Ascend310P-chip-0"})
+    allow = request(
+        npu_limits(1, memory=1000), annotations={"hami.io/use-Ascend310P-uuid": "Ascend310P-chip-0"}
+    )
     f = led.fit(allow, POLICY_NONE)
     assert not f.ok and "no enough ascend device available" in f.reason
 
@@ -281,7 +323,14 @@ def test_register_roundtrip_is_what_the_plugin_marshals() -> None:
     regs = chips(2, devmem=65536, count=4, devcore=20, word="Ascend910B3", networks=[0, 1])
     text = ann.encode_ascend_register(regs)
     # Go's omitempty leaves out index 0 and unhealthy=false; NetworkID arrives as a JSON number
-    assert json.loads(text)[0] == {"id": "Ascend910B3-chip-0", "count": 4, "devmem": 65536, "devcore": 20,
-                                   "type": "Ascend910B3", "health": True, "custominfo": {"NetworkID": 0}}
+    assert json.loads(text)[0] == {
+        "id": "Ascend910B3-chip-0",
+        "count": 4,
+        "devmem": 65536,
+        "devcore": 20,
+        "type": "Ascend910B3",
+        "health": True,
+        "custominfo": {"NetworkID": 0},
+    }
     assert ann.decode_ascend_register(text) == (regs, "")
     assert ann.decode_ascend_register('[{"id":"x","custominfo":{"NetworkID":1.0}}]')[0][0].network_id == 1

@@ -18,12 +18,19 @@ RES = DEFAULT_VNPU.resource_name
 
 node_specs = st.lists(
     # chips, split count, hami-core node, health of chip 0
-    st.tuples(st.integers(1, 4), st.integers(1, 7), st.booleans(), st.booleans()), min_size=1, max_size=3,
+    st.tuples(st.integers(1, 4), st.integers(1, 7), st.booleans(), st.booleans()),
+    min_size=1,
+    max_size=3,
 )
-container = st.tuples(st.integers(1, 2), st.sampled_from([None, 1000, 2000, 3072, 7000, 13000, 21527]),
-                      st.sampled_from([None, 0, 3, 5, 8]))
+container = st.tuples(
+    st.integers(1, 2),
+    st.sampled_from([None, 1000, 2000, 3072, 7000, 13000, 21527]),
+    st.sampled_from([None, 0, 3, 5, 8]),
+)
 op = st.one_of(
-    st.tuples(st.just("alloc"), st.lists(container, min_size=1, max_size=2), st.integers(0, 2), st.integers(0, 2)),
+    st.tuples(
+        st.just("alloc"), st.lists(container, min_size=1, max_size=2), st.integers(0, 2), st.integers(0, 2)
+    ),
     st.tuples(st.just("release"), st.integers(0, 50)),
 )
 
@@ -31,8 +38,12 @@ op = st.one_of(
 def build(specs) -> list[AscendLedger]:
     out = []
     for i, (n, count, core, healthy) in enumerate(specs):
-        regs = [ann.AscendCard(f"n{i}-c{c}", count, 21527, 100 if core else 8, "Ascend310P",
-                               healthy or c > 0, -1, c) for c in range(n)]
+        regs = [
+            ann.AscendCard(
+                f"n{i}-c{c}", count, 21527, 100 if core else 8, "Ascend310P", healthy or c > 0, -1, c
+            )
+            for c in range(n)
+        ]
         node = npu_node(f"n{i}", regs, annotations={ann.HAMI_VNPU_CORE: "true" if core else "false"})
         led, why = AscendLedger.from_node(node, DEFAULT_VNPU, DEFAULT_CONFIG)
         assert led is not None, why

@@ -28,18 +28,27 @@ def args(**kw) -> DeviceShareArgs:
         ({"GPUNumberEnable": True, "VGPUEnable": True}, ("GPUNumberEnable", "VGPUEnable")),
     ],
 )
-def test_our_choice_exclusive_switches_reject_the_configuration_upstream_aborts_the_process(switches, named) -> None:
+def test_our_choice_exclusive_switches_reject_the_configuration_upstream_aborts_the_process(
+    switches, named
+) -> None:
     """Upstream kills the scheduler at plugin construction; we reject the configuration with an
     ArgumentError naming both switches (a reload keeps the last good configuration)."""
     with pytest.raises(ArgumentError) as e:
-        DeviceSharePlugin.validate(Arguments({f"deviceshare.{k}": v for k, v in switches.items()}, "deviceshare"))
+        DeviceSharePlugin.validate(
+            Arguments({f"deviceshare.{k}": v for k, v in switches.items()}, "deviceshare")
+        )
     assert all(f"deviceshare.{n}" in str(e.value) for n in named)
 
 
 def test_defaults_legacy_alias_and_policy_names() -> None:
     a = args()
-    assert (a.gpu_sharing, a.vgpu, a.weight, a.policy, a.cm_key) == (False, False, 0, POLICY_NONE,
-                                                                    "kube-system/volcano-vgpu-device-config")
+    assert (a.gpu_sharing, a.vgpu, a.weight, a.policy, a.cm_key) == (
+        False,
+        False,
+        0,
+        POLICY_NONE,
+        "kube-system/volcano-vgpu-device-config",
+    )
     assert DeviceShareArgs.parse(Arguments({"predicate.GPUSharingEnable": True})).gpu_sharing
     assert args(SchedulePolicy="binpack").policy == POLICY_BINPACK
     assert args(SchedulePolicy="tightly").policy == POLICY_NONE  # any other string: no policy (spec 1.1)
@@ -51,7 +60,11 @@ def test_device_config_defaults_without_configmap_have_no_percentage_and_no_geom
     c = parse_device_config(None)
     assert c is DEFAULT_CONFIG
     assert (c.count_name, c.memory_name, c.percentage_name, c.cores_name) == (
-        "volcano.sh/vgpu-number", "volcano.sh/vgpu-memory", "", "volcano.sh/vgpu-cores")
+        "volcano.sh/vgpu-number",
+        "volcano.sh/vgpu-memory",
+        "",
+        "volcano.sh/vgpu-cores",
+    )
     assert c.mig == () and c.vnpus[0].common_word == "Ascend310P"
 
 
@@ -69,8 +82,13 @@ def test_device_config_reads_names_factor_and_geometries() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["nvidia: [1, 2]", "nvidia: {gpuMemoryFactor: -1}", ": : :", "nvidia: {knownMigGeometries: [{models: [A30],"
-     " allowedGeometries: [{group: g, geometries: [{name: x, memory: 0, count: 1}]}]}]}"],
+    [
+        "nvidia: [1, 2]",
+        "nvidia: {gpuMemoryFactor: -1}",
+        ": : :",
+        "nvidia: {knownMigGeometries: [{models: [A30],"
+        " allowedGeometries: [{group: g, geometries: [{name: x, memory: 0, count: 1}]}]}]}",
+    ],
 )
 def test_unusable_device_config_falls_back_to_defaults_with_a_warning(text) -> None:
     c = parse_device_config(text)
@@ -79,11 +97,15 @@ def test_unusable_device_config_falls_back_to_defaults_with_a_warning(text) -> N
 
 
 def test_register_roundtrip_and_lenient_fields() -> None:
-    cards = [ann.RegisteredCard("GPU-a", 10, 32768, "NVIDIA-Tesla V100-PCIE-32GB", True, "hami-core"),
-             ann.RegisteredCard("GPU-b", 4, 81920, "NVIDIA-A100-SXM4-80GB", False, "mig")]
+    cards = [
+        ann.RegisteredCard("GPU-a", 10, 32768, "NVIDIA-Tesla V100-PCIE-32GB", True, "hami-core"),
+        ann.RegisteredCard("GPU-b", 4, 81920, "NVIDIA-A100-SXM4-80GB", False, "mig"),
+    ]
     text = ann.encode_vgpu_register(cards)
-    assert text == ("GPU-a,10,32768,NVIDIA-Tesla V100-PCIE-32GB,true,hami-core:"
-                    "GPU-b,4,81920,NVIDIA-A100-SXM4-80GB,false,mig:")
+    assert text == (
+        "GPU-a,10,32768,NVIDIA-Tesla V100-PCIE-32GB,true,hami-core:"
+        "GPU-b,4,81920,NVIDIA-A100-SXM4-80GB,false,mig:"
+    )
     assert ann.decode_vgpu_register(text) == (cards, "")
     got, _ = ann.decode_vgpu_register("GPU-a,x,-3,NVIDIA-T4,yes,hami-core,extra:")
     assert got == [ann.RegisteredCard("GPU-a", 0, 0, "NVIDIA-T4", False, "hami-core")]
@@ -113,7 +135,9 @@ def test_ascend_codecs_roundtrip_and_refuse_garbage() -> None:
     segs = [[ann.DeviceEntry("npu-0", 3072, 1)]]
     text = ann.encode_generic_devices("Ascend310P", segs)
     assert text == "npu-0,Ascend310P,3072,1:;"
-    assert [[(e.uuid, e.mem, e.cores) for e in s] for s in ann.decode_generic_devices(text)] == [[("npu-0", 3072, 1)]]
+    assert [[(e.uuid, e.mem, e.cores) for e in s] for s in ann.decode_generic_devices(text)] == [
+        [("npu-0", 3072, 1)]
+    ]
 
 
 NOW = 1_714_557_600.0  # 2024-05-01T10:00:00Z
@@ -133,5 +157,7 @@ def test_lock_value_is_rfc3339() -> None:
         ("yesterday", "refuse"),
     ],
 )
-def test_lock_decision_takes_free_and_stale_locks_and_refuses_fresh_or_garbled_ones(existing, decision) -> None:
+def test_lock_decision_takes_free_and_stale_locks_and_refuses_fresh_or_garbled_ones(
+    existing, decision
+) -> None:
     assert ann.lock_decision(existing, NOW) == decision

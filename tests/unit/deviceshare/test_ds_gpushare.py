@@ -101,7 +101,12 @@ def test_completed_pods_keep_a_card_busy_but_free_its_memory() -> None:
 
 
 def test_pod_amounts_read_limits_and_take_the_max_of_init_containers() -> None:
-    p = pod("p", {ann.GPU_MEMORY: "1000"}, {ann.GPU_MEMORY: "500"}, init=[{ann.GPU_MEMORY: "2000"}, {ann.GPU_MEMORY: "10"}])
+    p = pod(
+        "p",
+        {ann.GPU_MEMORY: "1000"},
+        {ann.GPU_MEMORY: "500"},
+        init=[{ann.GPU_MEMORY: "2000"}, {ann.GPU_MEMORY: "10"}],
+    )
     r, _ = gpushare_request(p, True, False)
     assert r is not None and r.memory == 2000
     q = pod("q", {ann.GPU_MEMORY: "1000"}, {ann.GPU_MEMORY: "500"}, init=[{ann.GPU_MEMORY: "100"}])

@@ -36,39 +36,73 @@ def _registered(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def run(conf: str, objects: list[dict[str, Any]], cycles: int = 1) -> SimulationResult:
     # simulate advances the objects it is given (binds, annotations): give it its own copy
-    return simulate(copy.deepcopy(objects), parse(conf), cycles=cycles, seed=0, options=SessionOptions(deterministic=True))
+    return simulate(
+        copy.deepcopy(objects), parse(conf), cycles=cycles, seed=0, options=SessionOptions(deterministic=True)
+    )
 
 
 def conf(args: dict[str, Any], actions: str = "enqueue, allocate, backfill") -> str:
     arg_lines = "".join(f"      {k}: {v}\n" for k, v in args.items())
-    return (f'actions: "{actions}"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n  - name: conformance\n'
-            f"- plugins:\n  - name: predicates\n  - name: deviceshare\n    arguments:\n{arg_lines}")
+    return (
+        f'actions: "{actions}"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n  - name: conformance\n'
+        f"- plugins:\n  - name: predicates\n  - name: deviceshare\n    arguments:\n{arg_lines}"
+    )
 
 
 def k8s_node(name: str, extra: dict[str, str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
     alloc = {"cpu": "16", "memory": "64Gi", "pods": "110", **extra}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "annotations": annotations or {}},
-            "status": {"capacity": dict(alloc), "allocatable": alloc, "conditions": [{"type": "Ready", "status": "True"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "annotations": annotations or {}},
+        "status": {
+            "capacity": dict(alloc),
+            "allocatable": alloc,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
 
 
-def k8s_pod(name: str, limits: dict[str, str], annotations: dict[str, str] | None = None, node: str = "",
-            phase: str = "Pending", priority: int | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {"limits": limits}}]}
+def k8s_pod(
+    name: str,
+    limits: dict[str, str],
+    annotations: dict[str, str] | None = None,
+    node: str = "",
+    phase: str = "Pending",
+    priority: int | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "schedulerName": "volcano",
+        "containers": [{"name": "c", "resources": {"limits": limits}}],
+    }
     if node:
         spec["nodeName"] = node
     if priority is not None:
         spec["priority"] = priority
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default",
-            "annotations": annotations or {}}, "spec": spec, "status": {"phase": phase}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations or {}},
+        "spec": spec,
+        "status": {"phase": phase},
+    }
 
 
-QUEUE = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
-         "spec": {"weight": 1}, "status": {"state": "Open"}}
+QUEUE = {
+    "apiVersion": "scheduling.volcano.sh/v1beta1",
+    "kind": "Queue",
+    "metadata": {"name": "default"},
+    "spec": {"weight": 1},
+    "status": {"state": "Open"},
+}
 
 
 def vgpu_cluster_node(split: int = 10) -> dict[str, Any]:
-    return k8s_node("v", {ann.VGPU_NUMBER: str(split), ann.VGPU_MEMORY: "16384", ann.VGPU_CORES: "100"},
-                    {ann.VGPU_REGISTER: VGPU_REG.format(n=split)})
+    return k8s_node(
+        "v",
+        {ann.VGPU_NUMBER: str(split), ann.VGPU_MEMORY: "16384", ann.VGPU_CORES: "100"},
+        {ann.VGPU_REGISTER: VGPU_REG.format(n=split)},
+    )
 
 
 @pytest.mark.parametrize("seed", ["gpu-share-seed000", "vgpu-binpack-seed004"])
@@ -89,8 +123,11 @@ def test_seed_scenarios_write_the_expected_annotations(seed: str) -> None:
 
 
 def test_device_state_is_rebuilt_from_pod_annotations_in_the_next_cycle() -> None:
-    objects = [QUEUE, k8s_node("g", {ann.GPU_MEMORY: "20000", ann.GPU_NUMBER: "2"}),
-               k8s_pod("a", {ann.GPU_MEMORY: "9000"})]
+    objects = [
+        QUEUE,
+        k8s_node("g", {ann.GPU_MEMORY: "20000", ann.GPU_NUMBER: "2"}),
+        k8s_pod("a", {ann.GPU_MEMORY: "9000"}),
+    ]
     first = run(conf({"deviceshare.GPUSharingEnable": "true"}), objects)
     assert first.annotations["default/a"][ann.GPU_INDEX] == "0"
     objects += [k8s_pod("b", {ann.GPU_MEMORY: "9000"}), k8s_pod("c", {ann.GPU_MEMORY: "2000"})]
@@ -98,7 +135,9 @@ def test_device_state_is_rebuilt_from_pod_annotations_in_the_next_cycle() -> Non
     idx = {k: v[ann.GPU_INDEX] for k, v in out.annotations.items()}
     # 10000 MiB cards: two 9000 MiB pods need both cards; the 2000 MiB pod fits on neither
     assert sorted([idx["default/a"], idx["default/b"]]) == ["0", "1"]
-    assert "default/c" in out.pending and "GpuShare no enough gpu memory on node g" in out.pending["default/c"]
+    assert (
+        "default/c" in out.pending and "GpuShare no enough gpu memory on node g" in out.pending["default/c"]
+    )
 
 
 def test_preemption_frees_the_victims_card_for_the_preemptor() -> None:
@@ -106,17 +145,33 @@ def test_preemption_frees_the_victims_card_for_the_preemptor() -> None:
     limits = {ann.VGPU_NUMBER: "1", ann.VGPU_MEMORY: "16000"}
     v = vgpu_cluster_node()
     objects = [
-        b.priority_class("low", 10), b.priority_class("high", 100), b.queue("q1"),
-        b.node("v", cpu="16", extra=v["status"]["allocatable"] | {"cpu": "16"}, annotations=v["metadata"]["annotations"]),
+        b.priority_class("low", 10),
+        b.priority_class("high", 100),
+        b.queue("q1"),
+        b.node(
+            "v",
+            cpu="16",
+            extra=v["status"]["allocatable"] | {"cpu": "16"},
+            annotations=v["metadata"]["annotations"],
+        ),
         b.podgroup("pg1", 1, queue="q1", priority_class="low", phase="Running"),
         b.podgroup("pg2", 1, queue="q1", priority_class="high"),
         b.pod("low", group="pg1", node_name="v", phase="Running", limits=limits, annotations=running),
         # gang keeps pg1 at its minMember: a second member that may not be evicted makes "low" a victim
-        b.pod("keeper", group="pg1", node_name="v", phase="Running", annotations={"volcano.sh/preemptable": "false"}),
+        b.pod(
+            "keeper",
+            group="pg1",
+            node_name="v",
+            phase="Running",
+            annotations={"volcano.sh/preemptable": "false"},
+        ),
         b.pod("high", group="pg2", limits=limits),
     ]
     args = {"deviceshare.VGPUEnable": True, "deviceshare.NodeLockEnable": True}
-    out = run(b.tiers("preempt", ["conformance", "gang", "priority", "deviceshare"], args={"deviceshare": args}), objects)
+    out = run(
+        b.tiers("preempt", ["conformance", "gang", "priority", "deviceshare"], args={"deviceshare": args}),
+        objects,
+    )
     assert out.evictions == ["c1/low"]
     assert out.pipelined.get("c1/high") == "v"
     # a pipelined task is not bound now: it must not leave a node lock nobody would release
@@ -141,12 +196,16 @@ def test_node_lock_allows_one_pod_in_flight_per_node_and_records_the_lock() -> N
     # a fresh lock already on the node refuses; one older than five minutes is taken over
     fresh = vgpu_cluster_node()
     fresh["metadata"]["annotations"]["hamivgpu"] = ann.lock_value(time.time())
-    out = run(conf({"deviceshare.VGPUEnable": "true", "deviceshare.NodeLockEnable": "true"}),
-              [QUEUE, fresh, k8s_pod("a", limits)])
+    out = run(
+        conf({"deviceshare.VGPUEnable": "true", "deviceshare.NodeLockEnable": "true"}),
+        [QUEUE, fresh, k8s_pod("a", limits)],
+    )
     assert out.bindings == {} and "locked within 5 minutes" in out.pending["default/a"]
     fresh["metadata"]["annotations"]["hamivgpu"] = ann.lock_value(time.time() - 600)
-    out = run(conf({"deviceshare.VGPUEnable": "true", "deviceshare.NodeLockEnable": "true"}),
-              [QUEUE, fresh, k8s_pod("a", limits)])
+    out = run(
+        conf({"deviceshare.VGPUEnable": "true", "deviceshare.NodeLockEnable": "true"}),
+        [QUEUE, fresh, k8s_pod("a", limits)],
+    )
     assert out.bindings == {"default/a": "v"}
 
 
@@ -155,11 +214,17 @@ def test_binpack_weight_orders_nodes_by_device_score() -> None:
     busy["metadata"]["name"] = "busy"
     limits = {ann.VGPU_NUMBER: "1", ann.VGPU_MEMORY: "4000"}
     running = {ann.VGPU_NODE: "busy", ann.VGPU_IDS_NEW: "GPU-a,NVIDIA,8000,0:", ann.BIND_PHASE: "success"}
-    objects = [QUEUE, vgpu_cluster_node(), busy,
-               k8s_pod("r", {ann.VGPU_NUMBER: "1", ann.VGPU_MEMORY: "8000"}, running, node="busy", phase="Running"),
-               k8s_pod("p", limits)]
+    objects = [
+        QUEUE,
+        vgpu_cluster_node(),
+        busy,
+        k8s_pod("r", {ann.VGPU_NUMBER: "1", ann.VGPU_MEMORY: "8000"}, running, node="busy", phase="Running"),
+        k8s_pod("p", limits),
+    ]
     args = {"deviceshare.VGPUEnable": "true", "deviceshare.ScheduleWeight": 10}
-    assert run(conf({**args, "deviceshare.SchedulePolicy": "binpack"}), objects).bindings["default/p"] == "busy"
+    assert (
+        run(conf({**args, "deviceshare.SchedulePolicy": "binpack"}), objects).bindings["default/p"] == "busy"
+    )
     assert run(conf({**args, "deviceshare.SchedulePolicy": "spread"}), objects).bindings["default/p"] == "v"
 
 
@@ -168,8 +233,9 @@ def test_session_open_is_cheap_on_5000_nodes_mostly_without_gpus() -> None:
     for i in range(5000):
         name = f"n{i}"
         if i % 100 == 0:
-            nodes[name] = vgpu_node(name, "".join(
-                f"GPU-{i}-{c},10,16384,NVIDIA-Tesla T4,true,hami-core:" for c in range(8)))
+            nodes[name] = vgpu_node(
+                name, "".join(f"GPU-{i}-{c},10,16384,NVIDIA-Tesla T4,true,hami-core:" for c in range(8))
+            )
         elif i % 100 == 1:
             nodes[name] = share_node(name)
         else:
@@ -184,7 +250,9 @@ def test_session_open_is_cheap_on_5000_nodes_mostly_without_gpus() -> None:
     assert elapsed < 0.25, f"session open took {elapsed * 1000:.0f} ms"
 
 
-def _open(args: dict[str, Any], nodes: dict[str, NodeInfo], configmaps: dict | None = None) -> tuple[Session, Any]:
+def _open(
+    args: dict[str, Any], nodes: dict[str, NodeInfo], configmaps: dict | None = None
+) -> tuple[Session, Any]:
     snap = Snapshot(nodes=nodes, configmaps=configmaps or {})
     ssn = Session(snap, parse(conf(args)))
     plugin = DeviceSharePlugin(ssn.conf.tiers[1].plugins[1].arguments)

@@ -37,19 +37,30 @@ def _registered(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def run(objects: list[dict[str, Any]], args: dict[str, Any], actions: str = "preempt") -> SimulationResult:
-    conf = b.tiers(actions, ["conformance", "gang", "priority", "predicates", "deviceshare", "proportion"],
-                   args={"deviceshare": args})
-    return simulate(copy.deepcopy(objects), parse(conf), cycles=1, seed=0, options=SessionOptions(deterministic=True))
+    conf = b.tiers(
+        actions,
+        ["conformance", "gang", "priority", "predicates", "deviceshare", "proportion"],
+        args={"deviceshare": args},
+    )
+    return simulate(
+        copy.deepcopy(objects), parse(conf), cycles=1, seed=0, options=SessionOptions(deterministic=True)
+    )
 
 
 def vgpu_node(name: str, reg: str, cards: int) -> dict[str, Any]:
-    extra = {ann.VGPU_NUMBER: str(10 * cards), ann.VGPU_MEMORY: str(16384 * cards), ann.VGPU_CORES: str(100 * cards)}
+    extra = {
+        ann.VGPU_NUMBER: str(10 * cards),
+        ann.VGPU_MEMORY: str(16384 * cards),
+        ann.VGPU_CORES: str(100 * cards),
+    }
     return b.node(name, cpu="32", memory="64Gi", extra=extra, annotations={ann.VGPU_REGISTER: reg})
 
 
 def running(name: str, group: str, node: str, ids: str, limits: dict[str, str], **kw: Any) -> dict[str, Any]:
     a = {ann.VGPU_NODE: node, ann.VGPU_IDS_NEW: ids, ann.BIND_PHASE: "success", **kw.pop("annotations", {})}
-    return b.pod(name, cpu="1", group=group, node_name=node, phase="Running", limits=limits, annotations=a, **kw)
+    return b.pod(
+        name, cpu="1", group=group, node_name=node, phase="Running", limits=limits, annotations=a, **kw
+    )
 
 
 def vgpu(number: int = 1, memory: int | None = None, cores: int | None = None) -> dict[str, str]:
@@ -63,12 +74,20 @@ def vgpu(number: int = 1, memory: int | None = None, cores: int | None = None) -
 
 def base(*extra: dict[str, Any]) -> list[dict[str, Any]]:
     return [
-        b.priority_class("low", 10), b.priority_class("high", 100), b.queue("q1"),
+        b.priority_class("low", 10),
+        b.priority_class("high", 100),
+        b.queue("q1"),
         b.podgroup("low", 1, queue="q1", priority_class="low", phase="Running"),
         b.podgroup("high", 1, queue="q1", priority_class="high"),
         # a non-preemptable member keeps gang from protecting the low job's other pods
-        b.pod("keeper", cpu="1", group="low", node_name="n", phase="Running",
-              annotations={"volcano.sh/preemptable": "false"}),
+        b.pod(
+            "keeper",
+            cpu="1",
+            group="low",
+            node_name="n",
+            phase="Running",
+            annotations={"volcano.sh/preemptable": "false"},
+        ),
         *extra,
     ]
 
@@ -96,8 +115,14 @@ def test_memory_preemptor_lands_on_the_card_its_victim_freed() -> None:
     objects = base(
         vgpu_node("n", T4_REG, 2),
         running("victim", "low", "n", "GPU-a,NVIDIA,12000,0:", vgpu(1, 12000)),
-        running("pinned", "low", "n", "GPU-b,NVIDIA,10000,0:", vgpu(1, 10000),
-                annotations={"volcano.sh/preemptable": "false"}),
+        running(
+            "pinned",
+            "low",
+            "n",
+            "GPU-b,NVIDIA,10000,0:",
+            vgpu(1, 10000),
+            annotations={"volcano.sh/preemptable": "false"},
+        ),
         b.pod("hi", cpu="1", group="high", limits=vgpu(1, 14000)),
     )
     out = run(objects, VGPU)
@@ -113,8 +138,14 @@ def test_exclusive_cores_evict_everything_on_one_card_and_nothing_more() -> None
         vgpu_node("n", T4_REG, 2),
         running("a1", "low", "n", "GPU-a,NVIDIA,1000,10:", vgpu(1, 1000, 10)),
         running("a2", "low", "n", "GPU-a,NVIDIA,1000,10:", vgpu(1, 1000, 10)),
-        running("pinned", "low", "n", "GPU-b,NVIDIA,1000,10:", vgpu(1, 1000, 10),
-                annotations={"volcano.sh/preemptable": "false"}),
+        running(
+            "pinned",
+            "low",
+            "n",
+            "GPU-b,NVIDIA,1000,10:",
+            vgpu(1, 1000, 10),
+            annotations={"volcano.sh/preemptable": "false"},
+        ),
         b.pod("hi", cpu="1", group="high", limits=vgpu(1, 1000, 100)),
     )
     out = run(objects, VGPU)
@@ -127,8 +158,14 @@ def test_no_eviction_when_freeing_every_victim_still_leaves_the_devices_short() 
     objects = base(
         vgpu_node("n", T4_REG, 2),
         running("victim", "low", "n", "GPU-a,NVIDIA,16000,0:", vgpu(1, 16000)),
-        running("pinned", "low", "n", "GPU-b,NVIDIA,16000,0:", vgpu(1, 16000),
-                annotations={"volcano.sh/preemptable": "false"}),
+        running(
+            "pinned",
+            "low",
+            "n",
+            "GPU-b,NVIDIA,16000,0:",
+            vgpu(1, 16000),
+            annotations={"volcano.sh/preemptable": "false"},
+        ),
         b.pod("hi", cpu="1", group="high", limits=vgpu(2, 8000)),
     )
     out = run(objects, VGPU)
@@ -139,15 +176,28 @@ def test_mig_preemptor_gets_the_slice_its_victim_freed() -> None:
     # group3 (2 x 3g.40gb) is in use: one slice by a victim, one pinned; a 30000 MiB request
     # fits only in the victim's slice once it is gone
     objects = base(
-        b.node("n", cpu="32", memory="64Gi", extra={ann.VGPU_NUMBER: "10", ann.VGPU_MEMORY: "81920",
-                                                   ann.VGPU_CORES: "100"},
-               annotations={ann.VGPU_REGISTER: A100_REG}),
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "volcano-vgpu-device-config",
-                                                              "namespace": "kube-system"},
-         "data": {"device-config.yaml": GEOMETRY}},
+        b.node(
+            "n",
+            cpu="32",
+            memory="64Gi",
+            extra={ann.VGPU_NUMBER: "10", ann.VGPU_MEMORY: "81920", ann.VGPU_CORES: "100"},
+            annotations={ann.VGPU_REGISTER: A100_REG},
+        ),
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "volcano-vgpu-device-config", "namespace": "kube-system"},
+            "data": {"device-config.yaml": GEOMETRY},
+        },
         running("victim", "low", "n", "GPU-m[group3-0],NVIDIA,30000,0:", vgpu(1, 30000)),
-        running("pinned", "low", "n", "GPU-m[group3-1],NVIDIA,30000,0:", vgpu(1, 30000),
-                annotations={"volcano.sh/preemptable": "false"}),
+        running(
+            "pinned",
+            "low",
+            "n",
+            "GPU-m[group3-1],NVIDIA,30000,0:",
+            vgpu(1, 30000),
+            annotations={"volcano.sh/preemptable": "false"},
+        ),
         b.pod("hi", cpu="1", group="high", limits=vgpu(1, 30000)),
     )
     out = run(objects, VGPU)
@@ -157,7 +207,8 @@ def test_mig_preemptor_gets_the_slice_its_victim_freed() -> None:
 
 def test_reclaim_frees_a_card_across_queues() -> None:
     objects = [
-        b.queue("q1", weight=1), b.queue("q2", weight=1),
+        b.queue("q1", weight=1),
+        b.queue("q2", weight=1),
         vgpu_node("n", "GPU-a,10,16384,NVIDIA-Tesla T4,true,hami-core:", 1),
         b.podgroup("greedy", 1, queue="q1", phase="Running"),
         b.podgroup("starved", 1, queue="q2"),
@@ -172,17 +223,35 @@ def test_reclaim_frees_a_card_across_queues() -> None:
 
 def test_ascend_preemptor_gets_the_chip_its_victim_freed() -> None:
     word = "Ascend310P"
-    reg = ann.encode_ascend_register([ann.AscendCard(f"npu-{i}", 7, 21527, 8, word, True, -1, i) for i in range(2)])
-    held = {"hami.io/Ascend310P-devices-allocated": "npu-{i},Ascend310P,21527,0:;", ann.HAMI_BIND_PHASE: "success"}
+    reg = ann.encode_ascend_register(
+        [ann.AscendCard(f"npu-{i}", 7, 21527, 8, word, True, -1, i) for i in range(2)]
+    )
+    held = {
+        "hami.io/Ascend310P-devices-allocated": "npu-{i},Ascend310P,21527,0:;",
+        ann.HAMI_BIND_PHASE: "success",
+    }
 
     def npu_pod(name: str, i: int, **kw: Any) -> dict[str, Any]:
         a = {k: v.format(i=i) for k, v in held.items()} | kw.pop("annotations", {})
-        return b.pod(name, cpu="1", group="low", node_name="n", phase="Running",
-                     limits={"huawei.com/Ascend310P": "1"}, annotations=a, **kw)
+        return b.pod(
+            name,
+            cpu="1",
+            group="low",
+            node_name="n",
+            phase="Running",
+            limits={"huawei.com/Ascend310P": "1"},
+            annotations=a,
+            **kw,
+        )
 
     objects = base(
-        b.node("n", cpu="32", memory="64Gi", extra={"huawei.com/Ascend310P": "14"},
-               annotations={ann.ascend_register_key(word): reg}),
+        b.node(
+            "n",
+            cpu="32",
+            memory="64Gi",
+            extra={"huawei.com/Ascend310P": "14"},
+            annotations={ann.ascend_register_key(word): reg},
+        ),
         npu_pod("victim", 0),
         npu_pod("pinned", 1, annotations={"volcano.sh/preemptable": "false"}),
         b.pod("hi", cpu="1", group="high", limits={"huawei.com/Ascend310P": "1"}),
@@ -202,8 +271,14 @@ def test_a_victim_on_a_card_that_cannot_be_emptied_is_given_back() -> None:
         # listed first, so victim order (reverse of task order) puts b1 first
         running("a1", "low", "n", "GPU-a,NVIDIA,1000,10:", vgpu(1, 1000, 10)),
         running("b1", "low", "n", "GPU-b,NVIDIA,1000,10:", vgpu(1, 1000, 10)),
-        running("pinned", "low", "n", "GPU-b,NVIDIA,1000,10:", vgpu(1, 1000, 10),
-                annotations={"volcano.sh/preemptable": "false"}),
+        running(
+            "pinned",
+            "low",
+            "n",
+            "GPU-b,NVIDIA,1000,10:",
+            vgpu(1, 1000, 10),
+            annotations={"volcano.sh/preemptable": "false"},
+        ),
         b.pod("hi", cpu="1", group="high", limits=vgpu(1, 1000, 100)),
     )
     out = run(objects, VGPU)
@@ -214,9 +289,18 @@ def test_a_victim_on_a_card_that_cannot_be_emptied_is_given_back() -> None:
 # -- GPU exclusivity rules (spec 6.7) ------------------------------------------------------------------
 def exclusive_objects(new_labels: dict[str, str]) -> list[dict[str, Any]]:
     return [
-        b.queue("q1"), vgpu_node("n", T4_REG, 2),
-        b.podgroup("old", 1, queue="q1", phase="Running"), b.podgroup("new", 1, queue="q1"),
-        running("trainer", "old", "n", "GPU-a,NVIDIA,2000,0:", vgpu(1, 2000), labels={"app": "train", "team": "ml"}),
+        b.queue("q1"),
+        vgpu_node("n", T4_REG, 2),
+        b.podgroup("old", 1, queue="q1", phase="Running"),
+        b.podgroup("new", 1, queue="q1"),
+        running(
+            "trainer",
+            "old",
+            "n",
+            "GPU-a,NVIDIA,2000,0:",
+            vgpu(1, 2000),
+            labels={"app": "train", "team": "ml"},
+        ),
         b.pod("next", cpu="1", group="new", limits=vgpu(1, 2000), labels=new_labels),
     ]
 
@@ -231,17 +315,31 @@ def exclusive_objects(new_labels: dict[str, str]) -> list[dict[str, Any]]:
     ],
 )
 def test_exclusivity_rule_keeps_same_rule_pods_on_separate_gpus(labels: dict[str, str], card: str) -> None:
-    args = {**VGPU, "deviceshare.SchedulePolicy": "binpack", "deviceshare.ScheduleWeight": 1,
-            "deviceshare.GPUExclusiveRules": [{"app": "train", "team": "ml"}, {"workload": "infer"}]}
+    args = {
+        **VGPU,
+        "deviceshare.SchedulePolicy": "binpack",
+        "deviceshare.ScheduleWeight": 1,
+        "deviceshare.GPUExclusiveRules": [{"app": "train", "team": "ml"}, {"workload": "infer"}],
+    }
     out = run(exclusive_objects(labels), args, actions="allocate")
     assert out.bindings == {"c1/next": "n"}
-    assert [e.uuid for s in ann.decode_pod_devices(out.annotations["c1/next"][ann.VGPU_IDS_NEW]) for e in s] == [card]
+    assert [
+        e.uuid for s in ann.decode_pod_devices(out.annotations["c1/next"][ann.VGPU_IDS_NEW]) for e in s
+    ] == [card]
 
 
 def test_exclusivity_rule_leaves_a_pod_pending_when_every_gpu_is_taken_by_its_rule() -> None:
     objects = exclusive_objects({"app": "train", "team": "ml"})
-    objects.append(running("trainer2", "old", "n", "GPU-b,NVIDIA,2000,0:", vgpu(1, 2000),
-                           labels={"app": "train", "team": "ml"}))
+    objects.append(
+        running(
+            "trainer2",
+            "old",
+            "n",
+            "GPU-b,NVIDIA,2000,0:",
+            vgpu(1, 2000),
+            labels={"app": "train", "team": "ml"},
+        )
+    )
     args = {**VGPU, "deviceshare.GPUExclusiveRules": [{"app": "train", "team": "ml"}]}
     out = run(objects, args, actions="allocate")
     assert out.bindings == {} and "not enough gpu fitted" in out.pending["c1/next"]
@@ -254,7 +352,9 @@ def test_bad_exclusivity_rules_are_refused_with_the_argument_named(bad: Any) -> 
     from scheduler.framework.arguments import ArgumentError, Arguments
 
     with pytest.raises(ArgumentError, match=r"deviceshare\.GPUExclusiveRules"):
-        DeviceSharePlugin.validate(Arguments({"deviceshare.VGPUEnable": True, "deviceshare.GPUExclusiveRules": bad}))
+        DeviceSharePlugin.validate(
+            Arguments({"deviceshare.VGPUEnable": True, "deviceshare.GPUExclusiveRules": bad})
+        )
 
 
 def test_pod_using_vgpu_and_ascend_rolls_back_both_when_the_ascend_lock_is_held() -> None:
@@ -262,18 +362,31 @@ def test_pod_using_vgpu_and_ascend_rolls_back_both_when_the_ascend_lock_is_held(
     word = "Ascend310P"
     reg = ann.encode_ascend_register([ann.AscendCard("npu-0", 7, 21527, 8, word, True, -1, 0)])
     node = vgpu_node("n", T4_REG, 2)
-    node["metadata"]["annotations"].update({ann.ascend_register_key(word): reg, ann.LOCK_HAMI: "2999-01-01T00:00:00Z"})
+    node["metadata"]["annotations"].update(
+        {ann.ascend_register_key(word): reg, ann.LOCK_HAMI: "2999-01-01T00:00:00Z"}
+    )
     for k in ("capacity", "allocatable"):
         node["status"][k]["huawei.com/Ascend310P"] = "7"
     both = {**vgpu(1, 1000), "huawei.com/Ascend310P": "1"}
-    objects = [b.queue("q1"), node, b.podgroup("pg", 1, queue="q1"), b.pod("both", cpu="1", group="pg", limits=both)]
+    objects = [
+        b.queue("q1"),
+        node,
+        b.podgroup("pg", 1, queue="q1"),
+        b.pod("both", cpu="1", group="pg", limits=both),
+    ]
     args = {**VGPU, "deviceshare.AscendHAMiVNPUEnable": True, "deviceshare.NodeLockEnable": True}
     out = run(objects, args, actions="allocate")
-    assert out.bindings == {} and "has been locked within 5 minutes (hami.io/mutex.lock)" in out.pending["c1/both"]
+    assert (
+        out.bindings == {}
+        and "has been locked within 5 minutes (hami.io/mutex.lock)" in out.pending["c1/both"]
+    )
     assert out.cycles[0].node_locks == []  # the vGPU lock intent taken first was withdrawn
     # without the lock both kinds are allocated, each with its own annotations and lock
     node["metadata"]["annotations"].pop(ann.LOCK_HAMI)
     out = run(objects, args, actions="allocate")
     got = out.annotations["c1/both"]
-    assert got[ann.VGPU_IDS_NEW].startswith("GPU-") and got["hami.io/Ascend310P-devices-allocated"] == "npu-0,Ascend310P,21527,0:;"
+    assert (
+        got[ann.VGPU_IDS_NEW].startswith("GPU-")
+        and got["hami.io/Ascend310P-devices-allocated"] == "npu-0,Ascend310P,21527,0:;"
+    )
     assert sorted(k for _, k, _ in out.cycles[0].node_locks) == sorted([ann.LOCK_VGPU, ann.LOCK_HAMI])

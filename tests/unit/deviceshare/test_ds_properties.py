@@ -17,13 +17,23 @@ CFG = parse_device_config(A100_GEOMETRY)
 
 node_specs = st.lists(
     st.tuples(st.integers(1, 4), st.integers(1, 4), st.sampled_from([8000, 16384]), st.booleans()),
-    min_size=1, max_size=3,
+    min_size=1,
+    max_size=3,
 )
-container = st.tuples(st.integers(1, 2), st.sampled_from([None, 500, 3000, 9000, 20000]),
-                      st.sampled_from([None, 0, 30, 100]), st.sampled_from([None, 50, 100]))
+container = st.tuples(
+    st.integers(1, 2),
+    st.sampled_from([None, 500, 3000, 9000, 20000]),
+    st.sampled_from([None, 0, 30, 100]),
+    st.sampled_from([None, 50, 100]),
+)
 op = st.one_of(
-    st.tuples(st.just("alloc"), st.lists(container, min_size=1, max_size=2), st.integers(0, 2), st.integers(0, 2),
-              st.sampled_from(["", "g1", "g2"])),
+    st.tuples(
+        st.just("alloc"),
+        st.lists(container, min_size=1, max_size=2),
+        st.integers(0, 2),
+        st.integers(0, 2),
+        st.sampled_from(["", "g1", "g2"]),
+    ),
     st.tuples(st.just("release"), st.integers(0, 50)),
     st.tuples(st.just("delete"), st.integers(0, 50)),
     st.tuples(st.just("restore"), st.integers(0, 50)),
@@ -33,8 +43,17 @@ op = st.one_of(
 def build(specs) -> list:
     nodes = []
     for i, (n_cards, count, devmem, mig) in enumerate(specs):
-        regs = [ann.RegisteredCard(f"GPU-{i}-{c}", count, 81920 if mig else devmem, A100 if mig else T4, True,
-                                   "mig" if mig else "hami-core") for c in range(n_cards)]
+        regs = [
+            ann.RegisteredCard(
+                f"GPU-{i}-{c}",
+                count,
+                81920 if mig else devmem,
+                A100 if mig else T4,
+                True,
+                "mig" if mig else "hami-core",
+            )
+            for c in range(n_cards)
+        ]
         nodes.append(vgpu_node(f"n{i}", regs))
     return nodes
 
@@ -106,8 +125,15 @@ def test_vgpu_ledgers_never_overfill_and_rebuild_equals_live(specs, ops) -> None
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(1, 4), st.lists(st.tuples(st.booleans(), st.integers(1, 6000), st.integers(1, 3),
-                                             st.integers(0, 2), st.integers(0, 30)), max_size=20))
+@given(
+    st.integers(1, 4),
+    st.lists(
+        st.tuples(
+            st.booleans(), st.integers(1, 6000), st.integers(1, 3), st.integers(0, 2), st.integers(0, 30)
+        ),
+        max_size=20,
+    ),
+)
 def test_gpushare_ledgers_never_overfill_and_rebuild_equals_live(number, ops) -> None:
     node = share_node("n", memory=str(8000 * number), number=str(number))
     led = GpuShareLedger.from_node(node)
@@ -136,9 +162,19 @@ def test_gpushare_ledgers_never_overfill_and_rebuild_equals_live(number, ops) ->
 
 
 @settings(max_examples=100, deadline=None)
-@given(node_specs, st.lists(st.tuples(st.lists(container, min_size=1, max_size=2), st.integers(0, 2),
-                                      st.sampled_from(["", "use", "nouse", "mig", "hami-core"]), st.integers(0, 3)),
-                            min_size=1, max_size=12))
+@given(
+    node_specs,
+    st.lists(
+        st.tuples(
+            st.lists(container, min_size=1, max_size=2),
+            st.integers(0, 2),
+            st.sampled_from(["", "use", "nouse", "mig", "hami-core"]),
+            st.integers(0, 3),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+)
 def test_whole_table_scan_answers_like_the_per_node_fit(specs, pods) -> None:
     """The plugin's ScanCache (one scan per request, invalidated by any charge) gives every node
     the same fit, score and reason as `VgpuLedger.fit`, while pods are being placed."""

@@ -43,7 +43,9 @@ def allocate(led: VgpuLedger, p, policy: int = POLICY_NONE, cfg=DEFAULT_CONFIG) 
 
 
 def test_example4_hami_core_without_policy_takes_the_highest_index_card() -> None:
-    led = ledger("GPU-0,10,16384,NVIDIA-Tesla T4,true,hami-core:GPU-1,10,16384,NVIDIA-Tesla T4,true,hami-core:")
+    led = ledger(
+        "GPU-0,10,16384,NVIDIA-Tesla T4,true,hami-core:GPU-1,10,16384,NVIDIA-Tesla T4,true,hami-core:"
+    )
     ids = allocate(led, pod("p", vgpu_limits(1, 4096, 25)))
     assert ids == "GPU-1,NVIDIA,4096,25:"
 
@@ -65,8 +67,10 @@ def test_example5_spread_prefers_the_least_shared_card() -> None:
 
 
 def test_seed004_binpack_puts_the_pod_on_the_fuller_v100_card() -> None:
-    led = ledger("GPU-v100-a,10,32768,NVIDIA-Tesla V100-PCIE-32GB,true,hami-core:"
-                 "GPU-v100-b,10,32768,NVIDIA-Tesla V100-PCIE-32GB,true,hami-core:")
+    led = ledger(
+        "GPU-v100-a,10,32768,NVIDIA-Tesla V100-PCIE-32GB,true,hami-core:"
+        "GPU-v100-b,10,32768,NVIDIA-Tesla V100-PCIE-32GB,true,hami-core:"
+    )
     led.add_pod("running", "", ann.decode_pod_devices("GPU-v100-b,NVIDIA,8000,20:"))
     p = pod("hami-pod", vgpu_limits(1, 3000, 50), annotations={ann.VGPU_MODE: "hami-core"})
     assert allocate(led, p, POLICY_BINPACK) == "GPU-v100-b,NVIDIA,3000,50:"
@@ -190,14 +194,20 @@ def test_uuid_allow_and_deny_lists_choose_cards() -> None:
     assert allocate(led, allow) == "GPU-0,NVIDIA,10,0:"
     deny = pod("q", vgpu_limits(1, 10), annotations={ann.VGPU_NOUSE_UUID: "GPU-2,GPU-1"})
     assert allocate(led, deny) == "GPU-0,NVIDIA,10,0:"
-    nowhere = ledger(cards(1)).fit(request(pod("r", vgpu_limits(1, 10), annotations={ann.VGPU_USE_UUID: "GPU-9"})), 0)
+    nowhere = ledger(cards(1)).fit(
+        request(pod("r", vgpu_limits(1, 10), annotations={ann.VGPU_USE_UUID: "GPU-9"})), 0
+    )
     assert not nowhere.ok and ann.VGPU_USE_UUID in nowhere.reason
 
 
 def test_gpu_type_filters_are_case_insensitive_substrings_and_nouse_only_without_use() -> None:
     led = ledger([*cards(1, type_=V100), ann.RegisteredCard("GPU-t4", 10, 16384, T4, True, "hami-core")])
-    assert allocate(led, pod("p", vgpu_limits(1, 10), annotations={ann.USE_GPUTYPE: "v100"})).startswith("GPU-0,")
-    assert allocate(led, pod("q", vgpu_limits(1, 10), annotations={ann.NOUSE_GPUTYPE: "T4"})).startswith("GPU-0,")
+    assert allocate(led, pod("p", vgpu_limits(1, 10), annotations={ann.USE_GPUTYPE: "v100"})).startswith(
+        "GPU-0,"
+    )
+    assert allocate(led, pod("q", vgpu_limits(1, 10), annotations={ann.NOUSE_GPUTYPE: "T4"})).startswith(
+        "GPU-0,"
+    )
     both = pod("r", vgpu_limits(1, 10), annotations={ann.USE_GPUTYPE: "T4", ann.NOUSE_GPUTYPE: "T4"})
     assert allocate(led, both).startswith("GPU-t4,")
 
@@ -248,7 +258,9 @@ def test_garbage_numbers_in_the_registration_make_that_card_unusable() -> None:
 
 def test_rebuild_skips_garbled_entries_and_cards_that_are_gone() -> None:
     led = ledger(cards(2))
-    led.add_pod("a", "", ann.decode_pod_devices("GPU-0,NVIDIA,x,0:GPU-0,NVIDIA:GPU-7,NVIDIA,5,0:GPU-1,NVIDIA,100,10:"))
+    led.add_pod(
+        "a", "", ann.decode_pod_devices("GPU-0,NVIDIA,x,0:GPU-0,NVIDIA:GPU-7,NVIDIA,5,0:GPU-1,NVIDIA,100,10:")
+    )
     assert led.card_state() == [(0, 0, 0), (1, 100, 10)]
 
 
@@ -275,7 +287,12 @@ def test_metrics_and_queue_accounting_read_the_ledger_and_annotations() -> None:
     led = ledger(cards(1))
     led.add_pod("a", "", [[ann.DeviceEntry("GPU-0", 3000, 30)]])
     m = vgpu_card_metrics(led)[0]
-    assert (m["memory_allocated"], m["cores_allocated"], m["memory_limit"], m["shared_pods"]) == (3000, 30, 16384, 1)
+    assert (m["memory_allocated"], m["cores_allocated"], m["memory_limit"], m["shared_pods"]) == (
+        3000,
+        30,
+        16384,
+        1,
+    )
     assert vgpu_usage_of({ann.VGPU_IDS_NEW: "GPU-0,NVIDIA,2000,10:;GPU-1,NVIDIA,3000,20:"}) == (5000, 30)
 
 
@@ -298,14 +315,18 @@ def test_exclusivity_rules_match_all_labels_and_leave_mig_cards_alone() -> None:
     core.add_pod(holder.uid, "", [[ann.DeviceEntry("GPU-1", 100, 0)]])
     assert ex.closed_cards(asker, core) == [1]
     assert ex.closed_cards(pod("free"), core) == []  # matches no rule
-    mig = VgpuLedger.from_node(vgpu_node("m", cards(1, devmem=81920, type_="NVIDIA-A100-SXM4-80GB", mode="mig")),
-                               parse_device_config(A100_GEOMETRY))[0]
+    mig = VgpuLedger.from_node(
+        vgpu_node("m", cards(1, devmem=81920, type_="NVIDIA-A100-SXM4-80GB", mode="mig")),
+        parse_device_config(A100_GEOMETRY),
+    )[0]
     assert mig.mode == "mig"
     mig.add_pod(holder.uid, "", [[ann.DeviceEntry("GPU-0[group1-0]", 100, 0)]])
     assert ex.closed_cards(asker, mig) == []  # MIG slices are isolated in hardware
 
 
-def test_garbled_vgpu_registration_keeps_pods_off_the_node_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_garbled_vgpu_registration_keeps_pods_off_the_node_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # upstream: no ledger, the deviceshare predicate passes, the pod is bound and the plugin fails it
     import copy
 
@@ -318,11 +339,19 @@ def test_garbled_vgpu_registration_keeps_pods_off_the_node_with_the_reason(monke
 
     monkeypatch.setitem(registry.PLUGINS, "deviceshare", DeviceSharePlugin)
     extra = {ann.VGPU_NUMBER: "10", ann.VGPU_MEMORY: "16384", ann.VGPU_CORES: "100"}
-    objects = [b.queue("default"),
-               b.node("bad", extra=extra, annotations={ann.VGPU_REGISTER: "GPU-a,10,16384:"}),
-               b.pod("p", cpu="1", limits=vgpu_limits(1, 1000))]
-    conf = b.tiers("enqueue, allocate", ["predicates", "deviceshare"], args={"deviceshare": {"deviceshare.VGPUEnable": True}})
-    out = simulate(copy.deepcopy(objects), parse(conf), cycles=1, seed=0, options=SessionOptions(deterministic=True))
+    objects = [
+        b.queue("default"),
+        b.node("bad", extra=extra, annotations={ann.VGPU_REGISTER: "GPU-a,10,16384:"}),
+        b.pod("p", cpu="1", limits=vgpu_limits(1, 1000)),
+    ]
+    conf = b.tiers(
+        "enqueue, allocate",
+        ["predicates", "deviceshare"],
+        args={"deviceshare": {"deviceshare.VGPUEnable": True}},
+    )
+    out = simulate(
+        copy.deepcopy(objects), parse(conf), cycles=1, seed=0, options=SessionOptions(deterministic=True)
+    )
     assert out.bindings == {}
     assert "garbled vGPU registration entry 'GPU-a,10,16384': 3 fields, need 6" in out.pending["c1/p"]
     assert any("node bad: garbled vGPU registration" in w for w in out.warnings)

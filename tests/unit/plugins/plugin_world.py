@@ -20,16 +20,39 @@ class World:
         self.jobs: dict[str, JobInfo] = {}
         self.namespaces: dict[str, dict[str, str]] = {}
 
-    def node(self, name: str, cpu: float = 4, mem_gi: float = 8, pods: int = 110, labels: dict | None = None,
-             taints: list | None = None, unschedulable: bool = False, scalars: dict | None = None) -> NodeInfo:
+    def node(
+        self,
+        name: str,
+        cpu: float = 4,
+        mem_gi: float = 8,
+        pods: int = 110,
+        labels: dict | None = None,
+        taints: list | None = None,
+        unschedulable: bool = False,
+        scalars: dict | None = None,
+    ) -> NodeInfo:
         alloc = Resource(cpu * 1000, mem_gi * GI, scalars, pods=pods)
-        n = NodeInfo(name, alloc, labels={"kubernetes.io/hostname": name, **(labels or {})}, taints=taints,
-                     unschedulable=unschedulable)
+        n = NodeInfo(
+            name,
+            alloc,
+            labels={"kubernetes.io/hostname": name, **(labels or {})},
+            taints=taints,
+            unschedulable=unschedulable,
+        )
         self.nodes[name] = n
         return n
 
-    def pod(self, name: str, ns: str = "ns", on: str = "", cpu: float = 1, mem_gi: float = 1,
-            status: TaskStatus | None = None, scalars: dict | None = None, **fields: Any) -> TaskInfo:
+    def pod(
+        self,
+        name: str,
+        ns: str = "ns",
+        on: str = "",
+        cpu: float = 1,
+        mem_gi: float = 1,
+        status: TaskStatus | None = None,
+        scalars: dict | None = None,
+        **fields: Any,
+    ) -> TaskInfo:
         pod = PodInfo(uid=f"{ns}-{name}", name=name, namespace=ns, **fields)
         req = Resource(cpu * 1000, mem_gi * GI, scalars)
         st = status or (TaskStatus.RUNNING if on else TaskStatus.PENDING)
@@ -42,8 +65,13 @@ class World:
         return task
 
     def session(self, conf: str) -> Session:
-        snap = Snapshot(nodes=self.nodes, jobs=self.jobs, queues={"default": QueueInfo("default", 1)},
-                        namespaces=self.namespaces, has_required_anti_affinity=True)
+        snap = Snapshot(
+            nodes=self.nodes,
+            jobs=self.jobs,
+            queues={"default": QueueInfo("default", 1)},
+            namespaces=self.namespaces,
+            has_required_anti_affinity=True,
+        )
         return open_session(snap, parse(conf))
 
 

@@ -10,7 +10,9 @@ from scheduler.plugins.proportion import QueueAttr, water_fill
 GI = 2**30
 
 
-def _attr(name: str, weight: int, request: Resource, cap: Resource | None = None, guarantee: Resource | None = None) -> QueueAttr:
+def _attr(
+    name: str, weight: int, request: Resource, cap: Resource | None = None, guarantee: Resource | None = None
+) -> QueueAttr:
     real = cap.clone() if cap else Resource(float("inf"), float("inf"))
     return QueueAttr(QueueInfo(name, weight), weight, cap, real, guarantee or Resource(), request=request)
 

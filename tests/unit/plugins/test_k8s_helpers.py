@@ -38,19 +38,27 @@ def test_a_missing_selector_selects_nothing_and_an_empty_one_everything() -> Non
         ({"key": "tier", "operator": "Gt", "values": ["1"]}, {"tier": "2"}, False),
     ],
 )
-def test_label_selector_expressions_follow_kubernetes_operators(expr: dict, labels: dict, expected: bool) -> None:
+def test_label_selector_expressions_follow_kubernetes_operators(
+    expr: dict, labels: dict, expected: bool
+) -> None:
     assert compile_selector({"matchExpressions": [expr]}).matches(labels) is expected
 
 
 def test_match_labels_and_expressions_must_all_hold() -> None:
-    sel = compile_selector({"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "v", "operator": "Exists"}]})
+    sel = compile_selector(
+        {"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "v", "operator": "Exists"}]}
+    )
     assert sel.matches({"app": "web", "v": "1"})
     assert not sel.matches({"app": "web"})
     assert not sel.matches({"app": "db", "v": "1"})
 
 
 def _req(terms: list | None = None, selector: dict | None = None):  # type: ignore[no-untyped-def]
-    aff = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}} if terms is not None else {}
+    aff = (
+        {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+        if terms is not None
+        else {}
+    )
     return required_node_affinity(selector or {}, aff)
 
 
@@ -69,8 +77,16 @@ def test_required_terms_are_ored_and_an_empty_term_matches_nothing() -> None:
 
 
 def test_gt_and_lt_compare_integers_and_fail_on_a_non_integer_label() -> None:
-    req = _req([{"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["8"]},
-                                      {"key": "cores", "operator": "Lt", "values": ["64"]}]}])
+    req = _req(
+        [
+            {
+                "matchExpressions": [
+                    {"key": "cores", "operator": "Gt", "values": ["8"]},
+                    {"key": "cores", "operator": "Lt", "values": ["64"]},
+                ]
+            }
+        ]
+    )
     assert req.matches("n", {"cores": "16"})
     assert not req.matches("n", {"cores": "8"})
     assert not req.matches("n", {"cores": "many"})
@@ -85,11 +101,18 @@ def test_match_fields_select_the_node_by_metadata_name() -> None:
 
 
 def test_preferred_node_affinity_sums_the_weights_of_matching_terms() -> None:
-    aff = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 30, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}},
-        {"weight": 50, "preference": {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}},
-        {"weight": 0, "preference": {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}},
-    ]}}
+    aff = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 30,
+                    "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+                },
+                {"weight": 50, "preference": {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}},
+                {"weight": 0, "preference": {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}},
+            ]
+        }
+    }
     terms = preferred_terms(aff)
     assert preferred_score(terms, "n", {"zone": "a", "ssd": "1"}) == 80
     assert preferred_score(terms, "n", {"ssd": "1"}) == 50
@@ -107,22 +130,31 @@ def test_toleration_matching_by_key_value_operator_and_effect() -> None:
 
 
 def test_only_no_schedule_and_no_execute_taints_keep_a_pod_off() -> None:
-    taints = [{"key": "soft", "effect": "PreferNoSchedule"}, {"key": "a", "value": "1", "effect": "NoExecute"}]
+    taints = [
+        {"key": "soft", "effect": "PreferNoSchedule"},
+        {"key": "a", "value": "1", "effect": "NoExecute"},
+    ]
     found = find_untolerated_taint(taints, [])
     assert found is not None and untolerated_taint_reason(found) == "node(s) had untolerated taint {a: 1}"
     assert find_untolerated_taint(taints, [{"key": "a", "operator": "Exists"}]) is None
 
 
 def test_the_unschedulable_taint_toleration_lets_a_pod_onto_a_cordoned_node() -> None:
-    assert tolerates_unschedulable([{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}])
+    assert tolerates_unschedulable(
+        [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]
+    )
     assert not tolerates_unschedulable([{"key": "other", "operator": "Exists"}])
 
 
 def test_prefer_no_schedule_count_ignores_tolerations_of_other_effects() -> None:
-    taints = [{"key": "a", "effect": "PreferNoSchedule"}, {"key": "b", "effect": "PreferNoSchedule"},
-              {"key": "c", "effect": "NoSchedule"}]
-    tols = prefer_no_schedule_tolerations([{"key": "a", "operator": "Exists", "effect": "NoSchedule"},
-                                           {"key": "b", "operator": "Exists"}])
+    taints = [
+        {"key": "a", "effect": "PreferNoSchedule"},
+        {"key": "b", "effect": "PreferNoSchedule"},
+        {"key": "c", "effect": "NoSchedule"},
+    ]
+    tols = prefer_no_schedule_tolerations(
+        [{"key": "a", "operator": "Exists", "effect": "NoSchedule"}, {"key": "b", "operator": "Exists"}]
+    )
     assert count_intolerable_prefer_no_schedule(taints, tols) == 1
 
 

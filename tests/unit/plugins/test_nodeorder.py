@@ -73,9 +73,17 @@ def test_preferred_node_affinity_is_normalised_to_the_best_node() -> None:
     w.node("both", labels={"zone": "a", "ssd": "1"})
     w.node("zone", labels={"zone": "a"})
     w.node("none")
-    aff = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 20, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}},
-        {"weight": 60, "preference": {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}}]}}
+    aff = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 20,
+                    "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+                },
+                {"weight": 60, "preference": {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}},
+            ]
+        }
+    }
     w.pod("new", affinity=aff)
     # raw 80, 20, 0 -> 100 x raw / 80 = 100, 25, 0; weight 2
     assert _scores(w, _only("nodeaffinity", 2)) == {"both": 200.0, "zone": 50.0, "none": 0.0}
@@ -101,10 +109,28 @@ def test_pod_affinity_score_is_min_max_normalised_over_topology_domains() -> Non
     w.pod("cache", on="a1", labels={"app": "cache"})
     w.pod("db", on="b1", labels={"app": "db"})
     aff = {
-        "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-            {"weight": 10, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": "zone"}}]},
-        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-            {"weight": 5, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}}]},
+        "podAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 10,
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": {"app": "cache"}},
+                        "topologyKey": "zone",
+                    },
+                }
+            ]
+        },
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 5,
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": {"app": "db"}},
+                        "topologyKey": "zone",
+                    },
+                }
+            ]
+        },
     }
     w.pod("new", affinity=aff)
     # raw: zone a +10, zone b -5, zone c 0 -> min -5, max 10: 100 x (s + 5) / 15
@@ -115,9 +141,19 @@ def test_existing_pods_preferred_terms_attract_the_incoming_pod() -> None:
     w = World()
     w.node("n1")
     w.node("n2")
-    likes = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 7, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}},
-                                          "topologyKey": "kubernetes.io/hostname"}}]}}
+    likes = {
+        "podAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 7,
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": {"app": "web"}},
+                        "topologyKey": "kubernetes.io/hostname",
+                    },
+                }
+            ]
+        }
+    }
     w.pod("friend", on="n1", affinity=likes)
     w.pod("new", labels={"app": "web"})
     assert _scores(w, _only("podaffinity")) == {"n1": 100.0, "n2": 0.0}
@@ -131,8 +167,14 @@ def test_topology_spread_scores_emptier_domains_higher() -> None:
     for i in range(3):
         w.pod(f"a{i}", on="a1", labels={"app": "web"})
     w.pod("b0", on="b1", labels={"app": "web"})
-    spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway",
-               "labelSelector": {"matchLabels": {"app": "web"}}}]
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "zone",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"app": "web"}},
+        }
+    ]
     w.pod("new", labels={"app": "web"}, topology_spread=spread)
     # two zones: weight ln(4); raw a = round(3 ln 4) = 4, b = round(ln 4) = 1
     # normalised 100 x (max + min - s) / max: a = 100 x 1 / 4 = 25, b = 100 x 4 / 4 = 100; nozone ignored
@@ -160,11 +202,18 @@ def _cached_vs_fresh(w: World, fits: list | None = None) -> list[tuple[dict[str,
     from scheduler.model.snapshot import Snapshot
 
     conf = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n  - name: nodeorder\n  - name: binpack\n'
-    snap = Snapshot(nodes=w.nodes, jobs=w.jobs, queues={"default": QueueInfo("default", 1)}, namespaces={},
-                    has_required_anti_affinity=False)
+    snap = Snapshot(
+        nodes=w.nodes,
+        jobs=w.jobs,
+        queues={"default": QueueInfo("default", 1)},
+        namespaces={},
+        has_required_anti_affinity=False,
+    )
     ssn = open_session(snap, parse(conf))
-    tasks = sorted((t for j in ssn.jobs.values() for t in j.tasks.values() if t.status == TaskStatus.PENDING),
-                   key=lambda t: t.name)
+    tasks = sorted(
+        (t for j in ssn.jobs.values() for t in j.tasks.values() if t.status == TaskStatus.PENDING),
+        key=lambda t: t.name,
+    )
     cache = PlacementCache(ssn, allocate_predicate(ssn))
     assert cache.enabled and cache.splits is not None  # the cached, split path is the one taken
     pairs = []
@@ -172,8 +221,12 @@ def _cached_vs_fresh(w: World, fits: list | None = None) -> list[tuple[dict[str,
         nodes = cache.feasible(t, FitErrors())
         pairs.append((cache.scores(t, nodes), score_nodes(ssn, t, nodes)))
         if fits is not None:
-            fits.append(([n.name for n in cache.idle_fit(t, nodes)],
-                         [n.name for n in nodes if t.init_resreq.less_equal(n.idle)]))
+            fits.append(
+                (
+                    [n.name for n in cache.idle_fit(t, nodes)],
+                    [n.name for n in nodes if t.init_resreq.less_equal(n.idle)],
+                )
+            )
         ssn.place(t, max(nodes, key=lambda n: n.name), TaskStatus.ALLOCATED)
     return pairs
 
@@ -185,8 +238,16 @@ def test_cached_split_scores_equal_fresh_scores_after_placements(tainted: bool) 
     w.node("n1", cpu=3, labels={"zone": "a"})
     w.node("n2", cpu=7, mem_gi=5, taints=soft if tainted else None)
     w.node("n3", cpu=5, labels={"zone": "a"})
-    aff = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 20, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}]}}
+    aff = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 20,
+                    "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+                }
+            ]
+        }
+    }
     for i in range(3):
         w.pod(f"plain{i}", ns="p", cpu=0.7, mem_gi=0.3)
         w.pod(f"aff{i}", ns="q", cpu=0.3, mem_gi=0.9, affinity=aff)
@@ -236,5 +297,9 @@ def test_resource_scores_fast_path_equals_the_three_scorers() -> None:
         scalars = {"nvidia.com/gpu": 1000.0} if i % 7 == 0 else None
         req = Resource(rng.choice([0, 100, 1500, 4000]), rng.choice([0, gi // 5, 3 * gi]), scalars)
         for wl, wm, wb in [(1, 0, 1), (2, 3, 0), (0, 1, 5), (1, 1, 1)]:
-            want = wl * least_allocated(node, req) + wm * most_allocated(node, req) + wb * balanced_allocation(node, req)
+            want = (
+                wl * least_allocated(node, req)
+                + wm * most_allocated(node, req)
+                + wb * balanced_allocation(node, req)
+            )
             assert resource_scores(node, req, wl, wm, wb) == want, (node.name, wl, wm, wb)

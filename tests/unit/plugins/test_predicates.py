@@ -22,8 +22,13 @@ def _verdicts(w: World, task_name: str, conf: str = CONF) -> dict[str, Unfit | N
 
 
 def _anti(key: str, labels: dict, topology: str = "kubernetes.io/hostname") -> dict:
-    return {key: {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": labels}, "topologyKey": topology}]}}
+    return {
+        key: {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": labels}, "topologyKey": topology}
+            ]
+        }
+    }
 
 
 def test_a_full_node_has_too_many_pods_which_eviction_can_cure() -> None:
@@ -79,7 +84,9 @@ def test_host_port_conflict_is_resolvable_and_freed_by_an_eviction_in_the_sessio
     new = next(t for t in ssn.jobs["ns"].tasks.values() if t.name == "new")
     node = ssn.nodes["n"]
     ssn.pre_predicate(new)
-    assert ssn.predicate(new, node) == Unfit("node(s) didn't have free ports for the requested pod ports", True)
+    assert ssn.predicate(new, node) == Unfit(
+        "node(s) didn't have free ports for the requested pod ports", True
+    )
     evicted, old = ssn.mark_releasing(ssn.jobs["ns"].tasks[holder.uid])
     assert ssn.predicate(new, node) is None
     ssn.unmark_releasing(evicted, old)
@@ -88,11 +95,20 @@ def test_host_port_conflict_is_resolvable_and_freed_by_an_eviction_in_the_sessio
 
 def test_the_first_untolerated_hard_taint_is_named_in_the_message() -> None:
     w = World()
-    w.node("t", taints=[{"key": "soft", "effect": "PreferNoSchedule"},
-                        {"key": "dedicated", "value": "ml", "effect": "NoSchedule"}])
+    w.node(
+        "t",
+        taints=[
+            {"key": "soft", "effect": "PreferNoSchedule"},
+            {"key": "dedicated", "value": "ml", "effect": "NoSchedule"},
+        ],
+    )
     w.pod("plain")
-    w.pod("ml", tolerations=[{"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}])
-    assert _verdicts(w, "plain")["t"] == Unfit("node(s) had untolerated taint {dedicated: ml}", resolvable=False)
+    w.pod(
+        "ml", tolerations=[{"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}]
+    )
+    assert _verdicts(w, "plain")["t"] == Unfit(
+        "node(s) had untolerated taint {dedicated: ml}", resolvable=False
+    )
     assert _verdicts(w, "ml")["t"] is None
 
 
@@ -150,9 +166,17 @@ def test_affinity_terms_look_only_in_their_namespaces_or_namespace_selector() ->
     w.node("n2")
     w.pod("db", ns="other", on="n1", labels={"app": "db"})
     same_ns = _anti("podAntiAffinity", {"app": "db"})
-    by_selector = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": {"app": "db"}}, "namespaceSelector": {"matchLabels": {"team": "x"}},
-         "topologyKey": "kubernetes.io/hostname"}]}}
+    by_selector = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"app": "db"}},
+                    "namespaceSelector": {"matchLabels": {"team": "x"}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
+            ]
+        }
+    }
     w.pod("a", affinity=same_ns)
     w.pod("b", affinity=by_selector)
     assert _verdicts(w, "a")["n1"] is None
@@ -190,8 +214,15 @@ def test_an_eviction_while_a_task_is_being_scheduled_lifts_its_anti_affinity_con
 
 
 def _spread(max_skew: int = 1, key: str = "zone", when: str = "DoNotSchedule", **extra: object) -> list[dict]:
-    return [{"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": when,
-             "labelSelector": {"matchLabels": {"app": "web"}}, **extra}]
+    return [
+        {
+            "maxSkew": max_skew,
+            "topologyKey": key,
+            "whenUnsatisfiable": when,
+            "labelSelector": {"matchLabels": {"app": "web"}},
+            **extra,
+        }
+    ]
 
 
 def test_topology_spread_allows_at_most_max_skew_above_the_emptiest_domain() -> None:
@@ -207,7 +238,9 @@ def test_topology_spread_allows_at_most_max_skew_above_the_emptiest_domain() -> 
     v = _verdicts(w, "new")
     assert v["a1"] == Unfit("node(s) didn't match pod topology spread constraints", resolvable=True)
     assert v["b1"] is None
-    assert v["nozone"] == Unfit("node(s) didn't match pod topology spread constraints (missing required label)", False)
+    assert v["nozone"] == Unfit(
+        "node(s) didn't match pod topology spread constraints (missing required label)", False
+    )
 
 
 def test_min_domains_counts_the_global_minimum_as_zero_while_domains_are_missing() -> None:
@@ -235,12 +268,17 @@ def test_switches_turn_filters_off_and_volume_switches_are_accepted() -> None:
     w = World()
     w.node("t", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])
     w.pod("new")
-    conf = tier("predicates", "predicate.TaintTolerationEnable: false\npredicate.VolumeBindingEnable: true\n"
-                              "predicate.GPUSharingEnable: false")
+    conf = tier(
+        "predicates",
+        "predicate.TaintTolerationEnable: false\npredicate.VolumeBindingEnable: true\n"
+        "predicate.GPUSharingEnable: false",
+    )
     assert _verdicts(w, "new", conf)["t"] is None
 
 
-@pytest.mark.parametrize("key", ["predicate.PodAffinityEnable", "predicate.CacheEnable", "predicate.GPUSharingEnable"])
+@pytest.mark.parametrize(
+    "key", ["predicate.PodAffinityEnable", "predicate.CacheEnable", "predicate.GPUSharingEnable"]
+)
 def test_a_non_boolean_switch_is_rejected(key: str) -> None:
     with pytest.raises(ArgumentError):
         PredicatesPlugin.validate(Arguments({key: "maybe"}, "predicates"))

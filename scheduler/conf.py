@@ -56,17 +56,14 @@ VOLCANO_ONLY_ACTIONS = ("shuffle", "gangpreempt", "gangreclaim")
 VOLCANO_ONLY_PLUGINS = (
     "tdm",
     "numaaware",
-    "sla",
     "task-topology",
     "extender",
     "usage",
     "rescheduling",
     "cdp",
-    "pdb",
     "resource-strategy-fit",
     "network-topology-aware",
     "nodegroup",
-    "resourcequota",
     "dynamicresources",
     "hdrf",
     "capacity-card",
@@ -201,6 +198,13 @@ def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
             options.append(_parse_plugin(popt, f"{source}: {where_t}.plugins[{pi}]", known_plugins, warnings))
         tiers.append(Tier(options))
 
+    # capacity replaces proportion: both would order queues and vote on reclaim with other shares
+    all_names = [p.name for t in tiers for p in t.plugins]
+    if "capacity" in all_names and "proportion" in all_names:
+        raise ConfigError(
+            f"{source}: plugins 'capacity' and 'proportion' cannot be used together; "
+            "capacity replaces proportion (remove one of them)"
+        )
     # drf hierarchy and proportion in one tier conflict (Volcano rejects this too).
     for ti, tier in enumerate(tiers):
         names = {p.name for p in tier.plugins}
@@ -284,6 +288,7 @@ def _parse_plugin(popt: Any, where: str, known: list[str], warnings: list[str]) 
     if name in PLUGINS:
         try:
             PLUGINS[name].validate(arguments)
+            warnings.extend(f"{where}: {w}" for w in PLUGINS[name].argument_warnings(arguments))
         except ArgumentError as exc:
             raise ConfigError(f"{where}: {exc}") from None
     elif name in VOLCANO_ONLY_PLUGINS:

@@ -26,6 +26,11 @@ class Plugin:
         """Raise ArgumentError for arguments this plugin cannot accept (called at config load)."""
         cls(arguments)
 
+    @classmethod
+    def argument_warnings(cls, arguments: Arguments) -> list[str]:
+        """Arguments Volcano accepts but ignores or corrects (reported by check-config and reload)."""
+        return []
+
     def on_session_open(self, ssn: Session) -> None:
         raise NotImplementedError(f"plugin {self.name} must register its callbacks")
 

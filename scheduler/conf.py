@@ -198,12 +198,13 @@ def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
             options.append(_parse_plugin(popt, f"{source}: {where_t}.plugins[{pi}]", known_plugins, warnings))
         tiers.append(Tier(options))
 
-    # capacity replaces proportion: both would order queues and vote on reclaim with other shares
+    # capacity replaces proportion (Volcano's guide: they conflict). Volcano still loads both (its
+    # own preempt tests do), so this warns instead of refusing a configuration Volcano accepts.
     all_names = [p.name for t in tiers for p in t.plugins]
     if "capacity" in all_names and "proportion" in all_names:
-        raise ConfigError(
-            f"{source}: plugins 'capacity' and 'proportion' cannot be used together; "
-            "capacity replaces proportion (remove one of them)"
+        warnings.append(
+            "plugins 'capacity' and 'proportion' are both enabled: they conflict (both order queues and "
+            "decide reclaim with different shares); capacity replaces proportion, remove one of them"
         )
     # drf hierarchy and proportion in one tier conflict (Volcano rejects this too).
     for ti, tier in enumerate(tiers):

@@ -33,6 +33,8 @@ DOCUMENTED: set[tuple[str, str, str]] = {
             ("", "nodes"),
             ("", "namespaces"),
             ("", "configmaps"),
+            ("", "resourcequotas"),
+            ("policy", "poddisruptionbudgets"),
             ("scheduling.k8s.io", "priorityclasses"),
             ("scheduling.volcano.sh", "podgroups"),
             ("scheduling.volcano.sh", "queues"),

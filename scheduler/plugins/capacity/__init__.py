@@ -20,7 +20,7 @@ from typing import ClassVar
 from scheduler.actions.victims import victim_order
 from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import PERMIT, REJECT, EventHandler, Session
+from scheduler.framework.session import PERMIT, REJECT, EventHandler, Session, ValidateResult
 from scheduler.model.job import JobInfo
 from scheduler.model.objects import QueueInfo, TaskInfo
 from scheduler.model.resources import Infinity, Resource
@@ -95,6 +95,8 @@ class CapacityPlugin(Plugin):
             self.attrs = build_flat(ssn.queues, ssn.jobs, ssn.total_resource)
             ssn.add_queue_order_fn(self.name, self._flat_queue_order)
         self.ssn = ssn
+        if self.broken:
+            ssn.add_job_valid_fn(self.name, self._job_valid)
         ssn.add_reclaimable_fn(self.name, self._reclaimable)
         ssn.add_preemptive_fn(self.name, self._preemptive)
         ssn.add_allocatable_fn(self.name, self._allocatable)
@@ -106,6 +108,13 @@ class CapacityPlugin(Plugin):
 
     def on_session_close(self, ssn: Session) -> None:
         self.ssn = None  # type: ignore[assignment]
+
+    def _job_valid(self, job: JobInfo) -> ValidateResult | None:
+        """A job in a queue cut off from root waits with the reason on its pods."""
+        why = self.broken.get(job.queue)
+        if why is None:
+            return None
+        return ValidateResult(False, "InvalidQueue", f"{why}; its jobs are not scheduled")
 
     # ------------------------------------------------------------------ helpers --
     def _attr_of_job(self, job_uid: str) -> QueueAttr | None:

@@ -35,6 +35,16 @@ class QueueAttr:
     ancestors: list[str] = field(default_factory=list)
     children: dict[str, QueueAttr] = field(default_factory=dict)
     share: float = 0.0
+    weight: int = 1
+
+    # the names the queue metrics use (volcano_queue_capacity_*, volcano_queue_real_capacity_*)
+    @property
+    def capacity(self) -> Resource:
+        return self.capability
+
+    @property
+    def real_capacity(self) -> Resource:
+        return self.real_capability
 
     def update_share(self) -> None:
         self.share = share(self.allocated, self.deserved)
@@ -131,7 +141,7 @@ def build_flat(
                 if cap.memory <= 0:
                     cap.memory = INF
                 real.min_dimension(cap, Infinity.INFINITY)
-            attr = QueueAttr(q.name, deserved, cap, guarantee, real)
+            attr = QueueAttr(q.name, deserved, cap, guarantee, real, weight=q.weight)
             attrs[q.name] = attr
         _count_job(attr, job)
     for attr in attrs.values():
@@ -193,7 +203,7 @@ def build_tree(queues: dict[str, QueueInfo], jobs: dict[str, JobInfo], total: Re
         if name == ROOT or name in broken:
             continue
         d, cap, g = _spec(q)
-        attrs[name] = QueueAttr(name, d, cap or Resource(), g)
+        attrs[name] = QueueAttr(name, d, cap or Resource(), g, weight=q.weight)
     for name in [n for n in attrs if n != ROOT]:
         line: list[str] = []
         cur = _parent_of(queues[name])

@@ -25,7 +25,6 @@ from scheduler.framework.cycle import run_session
 from scheduler.framework.session import SessionOptions
 from scheduler.model.cluster import ClusterState
 
-
 NODE_CPU = 32
 NODE_MEM_GI = 128
 

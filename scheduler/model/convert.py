@@ -11,12 +11,12 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from scheduler.flags import parse_duration
+from scheduler.model.duration import parse_duration
+from scheduler.model.job import JobInfo
+from scheduler.model.node import NodeInfo
 from scheduler.model.objects import (
     Condition,
     Container,
-    JobInfo,
-    NodeInfo,
     PodGroupStatus,
     PodInfo,
     PriorityClassInfo,

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from scheduler.flags import parse_duration
 from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import ABSTAIN, PERMIT, Session
+from scheduler.model.duration import parse_duration
 from scheduler.model.job import JobInfo
 
 WAITING_TIME = "sla-waiting-time"

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
-import platform
 import random
 import resource
 import statistics
@@ -20,10 +18,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.conf import SchedulerConfiguration, default_configuration, load_file, parse
+from scheduler.conf import SchedulerConfiguration
 from scheduler.framework.cycle import run_session
 from scheduler.framework.session import SessionOptions
 from scheduler.model.cluster import ClusterState
+from scheduler.registry import default_configuration, load_file, parse
+from scheduler.sim.report import load_average, load_sentence, replace_section
 
 NODE_CPU = 32
 NODE_MEM_GI = 128
@@ -345,6 +345,7 @@ def _run_idle(
 
 
 # The issue's goals (pods/s decided at 5,000 nodes; an idle period at 5,000 nodes / 150,000 pods)
+SECTION = "## Decision core (`vc-scheduler bench`)"
 GOAL_PODS_PER_S = 5000.0
 GOAL_IDLE_MS = 50.0
 # kube-scheduler's CI threshold for scheduling throughput at 5,000 nodes, for scale
@@ -378,22 +379,24 @@ def goals(backlog: dict[str, Any] | None, idle: dict[str, Any] | None) -> list[t
 
 
 def render_markdown(
-    cmd: str, backlog: dict[str, Any] | None, idle: dict[str, Any] | None, conf_name: str, conf_line: str = ""
+    cmd: str,
+    backlog: dict[str, Any] | None,
+    idle: dict[str, Any] | None,
+    conf_name: str,
+    conf_line: str = "",
+    load_before: str = "unknown",
 ) -> str:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     lines = [
-        DECISION_CORE,
+        SECTION,
         "",
         f"Command: `{cmd}`  ",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-        f"1-minute load average at the end {load:.2f}  ",
+        f"{load_sentence(load_before, load_average())}  ",
         f"Configuration: {conf_name} ({conf_line})",
         "",
         "Both measurements go through the real path: Kubernetes objects -> cluster state -> snapshot -> "
         "session (open, actions, close). pods/s counts the sessions' time only; the wall figure adds "
         "the snapshots. After generating each cluster the garbage collector is set as the daemon "
-        "sets it after its initial sync (collect, freeze, young threshold 20,000). Figures taken on "
-        "a shared machine are provisional.",
+        "sets it after its initial sync (collect, freeze, young threshold 20,000).",
         "",
     ]
     if backlog:
@@ -458,15 +461,15 @@ tiers:
     enableHierarchy: true
   - name: nodeorder
 """
-DECISION_CORE = "## Decision core (`vc-scheduler bench`)"
 QUEUE_TREE = "## Decision core with capacity and hierarchical queues (`vc-scheduler bench --queue-levels`)"
 
 
 def main(argv: Sequence[str]) -> int:
-    if "--devices" in argv:  # the device hot-path micro-benchmark lives with the deviceshare plugin
-        from scheduler.plugins.deviceshare.bench import main as devices_main
+    if "--devices" in argv:  # the device hot-path micro-benchmark
+        from scheduler.sim.devicebench import main as devices_main
 
         return devices_main([a for a in argv if a != "--devices"])
+    load_before = load_average()
     p = argparse.ArgumentParser(prog="vc-scheduler bench", description="Benchmark the decision core.")
     p.add_argument("--nodes", type=int, default=5000)
     p.add_argument("--pods", type=int, default=50000, help="pending pods (in gang jobs)")
@@ -491,7 +494,7 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
     if args.queue_levels > 0:
-        return _main_queue_tree(args, argv)
+        return _main_queue_tree(args, argv, load_before)
     conf = load_file(args.conf) if args.conf else default_configuration()
     backlog, idle = _measure(args, conf, 0)
     for goal, measured, ok in goals(backlog, idle):
@@ -500,7 +503,11 @@ def main(argv: Sequence[str]) -> int:
     if args.output:
         cmd = "vc-scheduler bench " + " ".join(argv)
         conf_name = args.conf or "Volcano's default"
-        _write_section(args.output, render_markdown(cmd, backlog, idle, conf_name, conf_summary(conf)))
+        replace_section(
+            args.output,
+            SECTION,
+            render_markdown(cmd, backlog, idle, conf_name, conf_summary(conf), load_before),
+        )
     return 0
 
 
@@ -530,7 +537,7 @@ def _measure(
     return backlog, idle
 
 
-def _main_queue_tree(args: argparse.Namespace, argv: Sequence[str]) -> int:
+def _main_queue_tree(args: argparse.Namespace, argv: Sequence[str], load_before: str) -> int:
     """capacity over a queue tree, then proportion over as many flat queues, on the same cluster."""
     tree_conf = load_file(args.conf) if args.conf else parse(CAPACITY_TREE_CONF, "<capacity tree>")
     flat_conf = default_configuration()
@@ -543,10 +550,12 @@ def _main_queue_tree(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print(f"{what}: {ratio} -> {'within 2x' if ok else 'NOT within 2x'}")
     if args.output:
         cmd = "vc-scheduler bench " + " ".join(argv)
-        _write_section(
+        replace_section(
             args.output,
-            render_tree_markdown(cmd, args.queue_levels, tree, flat, conf_summary(tree_conf), rows),
             QUEUE_TREE,
+            render_tree_markdown(
+                cmd, args.queue_levels, tree, flat, conf_summary(tree_conf), rows, load_before
+            ),
         )
     return 0
 
@@ -574,14 +583,13 @@ def render_tree_markdown(
     flat: tuple[dict[str, Any] | None, dict[str, Any] | None],
     conf_line: str,
     rows: list[tuple[str, str, bool]],
+    load_before: str = "unknown",
 ) -> str:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     lines = [
         QUEUE_TREE,
         "",
         f"Command: `{cmd}`  ",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-        f"1-minute load average at the end {load:.2f}  ",
+        f"{load_sentence(load_before, load_average())}  ",
         f"Configuration: capacity with enableHierarchy ({conf_line}), against Volcano's default "
         "(proportion) on the same cluster with as many flat queues.",
         "",
@@ -610,23 +618,3 @@ def render_tree_markdown(
         lines.append("")
     lines.append(f"Peak RSS of the benchmark process: {peak_rss_mb():,.0f} MB")
     return "\n".join(lines) + "\n"
-
-
-def _write_section(path: str, section: str, marker: str = DECISION_CORE) -> None:
-    """Replace one bench section of docs/performance.md, keeping the other sections."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        text = "# Performance\n\nAll figures measured on the project's 2-core machines; medians unless stated.\n\n"
-    if marker in text:
-        start = text.index(marker)
-        rest = text[start + len(marker) :]
-        nxt = rest.find("\n## ")
-        end = start + len(marker) + nxt + 1 if nxt >= 0 else len(text)
-        following = text[end:]
-        text = text[:start] + (section.rstrip("\n") + "\n\n" if following else section) + following
-    else:
-        text = text.rstrip() + "\n\n" + section
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.conf import ConfigError, parse
+from scheduler.conf import ConfigError
+from scheduler.registry import parse
 from tests.builders import node, pod, podgroup, priority_class, queue, run, tiers
 
 

@@ -38,7 +38,7 @@ def test_every_scenario_names_an_upstream_case() -> None:
     unknown = {folder.name: case for case, folder in TRANSLATED.items() if case not in UPSTREAM}
     assert not unknown, f"source.txt first lines that are no upstream case id: {unknown}"
     for folder in TRANSLATED.values():
-        for name in ("cluster.yaml", "expected.yaml", "scheduler.conf"):
+        for name in ("cluster.yaml", "expected.yaml"):
             assert (folder / name).exists(), f"{folder.name}: {name} missing"
 
 

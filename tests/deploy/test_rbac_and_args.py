@@ -165,4 +165,7 @@ def test_deployment_args_are_accepted_by_the_daemon(
         assert not unknown, f"{name}: flags the daemon does not know: {unknown}"
         conf = getattr(ns, "scheduler_conf", None)
         if conf is not None:
-            assert conf == "/volcano.scheduler/volcano-scheduler.conf"
+            wanted = (
+                "volcano-scheduler-capacity.conf" if name == "helm capacity" else "volcano-scheduler.conf"
+            )
+            assert conf == f"/volcano.scheduler/{wanted}"

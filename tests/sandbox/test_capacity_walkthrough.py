@@ -207,6 +207,21 @@ async def test_capacity_guide_borrow_then_reclaim(kubectl_bin: Path, tmp_path: P
         assert "resourcequota/team created" in out and "poddisruptionbudget.policy/demo-2 created" in out
         assert "team" in await kubectl("get", "quota")
         assert "demo-2" in await kubectl("get", "pdb")
+
+        # the sandbox's controllers fill in what the plugins read: 6 of 6 demo-2 pods needed up,
+        # so no disruption is allowed; the 10 live pods of the namespace use 10 CPUs of the quota
+        async def budget_written() -> bool:
+            got = await kubectl(
+                "get", "pdb", "demo-2", "-o", "jsonpath={.status.currentHealthy}/{.status.disruptionsAllowed}"
+            )
+            return got == "6/0"
+
+        await until(budget_written, "the PDB status was not written", 20)
+
+        async def quota_written() -> bool:
+            return await kubectl("get", "quota", "team", "-o", "jsonpath={.status.used.cpu}") == "10"
+
+        await until(quota_written, "the ResourceQuota status was not written", 20)
         assert "Parent:" in await kubectl("describe", "queue", "queue21")
         assert "Hard" in await kubectl("describe", "resourcequota", "team")
     finally:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from scheduler.model.job import JobInfo
 from scheduler.model.objects import ALLOCATED_STATUSES, PodGroupPhase, QueueInfo, TaskStatus
 from scheduler.model.resources import Infinity, Resource
-from scheduler.plugins.capacity.compare import INF, exceeded_part, less_partly, max_of, share
+from scheduler.plugins.capacity.compare import INF, add_exceeded, exceeded_part, less_partly, max_of, share
 
 ROOT = "root"
 
@@ -107,10 +107,10 @@ def _count_job(attr: QueueAttr, job: JobInfo) -> None:
             held = sum(len(job.task_status_index.get(s, {})) for s in ALLOCATED_STATUSES)
             if held >= job.min_available:
                 attr.inqueue.add(inqueue_resource(job))
-    attr.elastic.add(exceeded_part(job.allocated, job.min_resources or _NONE))
-
-
-_NONE = Resource()
+    if job.min_resources is None:
+        attr.elastic.add(job.allocated)  # nothing is the job's minimum: all it holds is elastic
+    else:
+        add_exceeded(attr.elastic, job.allocated, job.min_resources)
 
 
 def build_flat(

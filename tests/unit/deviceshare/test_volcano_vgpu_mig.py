@@ -190,15 +190,12 @@ def test_mig_factory_try_add_pod_with_memory_factor(
 
 
 # -- TestMIGFactory_AddPod_WithMemoryFactor and TestMIGFactory_SubPod_WithMemoryFactor
-ADD_CASES = [
-    (1, 10, 10240, "MemoryFactor=1, request 10MB matches 1g.10gb"),
-    (2, 6144, 5120, "MemoryFactor=2, request 6GB matches 1g.10gb"),
-]
-
-
 @pytest.mark.parametrize(
     ("factor", "request_mem", "want_mem"),
-    [pytest.param(f, m, w, id=f"AddPod with {name}") for f, m, w, name in ADD_CASES],
+    [
+        pytest.param(1, 10, 10240, id="AddPod with MemoryFactor=1, request 10MB matches 1g.10gb"),
+        pytest.param(2, 6144, 5120, id="AddPod with MemoryFactor=2, request 6GB matches 1g.10gb"),
+    ],
 )
 def test_mig_factory_add_pod_with_memory_factor(factor, request_mem, want_mem) -> None:
     led, _ = mig_ledger(factor)

@@ -10,11 +10,10 @@ from datetime import datetime
 import pytest
 from dshelpers import ASCEND910A_VNPU, pod, task
 
-from scheduler.conf import parse
-from scheduler.framework import registry
+from scheduler import registry
 from scheduler.framework.arguments import Arguments
 from scheduler.framework.session import SessionOptions
-from scheduler.model.objects import NodeInfo
+from scheduler.model.node import NodeInfo
 from scheduler.model.resources import Resource
 from scheduler.plugins.deviceshare import DeviceSharePlugin
 from scheduler.plugins.deviceshare import annotations as ann
@@ -33,6 +32,7 @@ from scheduler.plugins.deviceshare.requests import (
     ascend_request,
     trim_to_template,
 )
+from scheduler.registry import parse
 from scheduler.sim.simulate import simulate
 from tests import builders as b
 

@@ -68,34 +68,6 @@ def test_get_pod_group_key(namespace: str, annotations: dict[str, str], want: st
     assert ann.pod_group_key(namespace, annotations) == want
 
 
-# -- utils_test.go :: TestDeviceHasPodFromSameGroup: a card "has a pod of the group" exactly when a
-# spread pod of that group may not take it; the card holds one pod of group `held`.
-@pytest.mark.parametrize(
-    ("held", "mem", "cores", "current", "has_group_pod"),
-    [
-        pytest.param("ns/pg", 1000, 0, "", False, id="empty currentKey"),
-        pytest.param("ns/other", 1000, 0, "ns/my-pg", False, id="no pod from same group"),
-        pytest.param("ns/my-pg", 1000, 50, "ns/my-pg", True, id="same group with non-zero usage"),
-        pytest.param("ns/my-pg", 0, 0, "ns/my-pg", False, id="same group but zero usage (released)"),
-        pytest.param(None, 0, 0, "ns/pg", False, id="empty PodMap"),
-    ],
-)
-def test_device_has_pod_from_same_group(
-    held: str | None, mem: int, cores: int, current: str, has_group_pod: bool
-) -> None:
-    led = ledger(("GPU-0", 10, 16384))
-    if held is not None:
-        led.add_pod("uid1", held, [[ann.DeviceEntry("GPU-0", mem, cores)]])
-    ns, _, group = current.partition("/")
-    annotations = {ann.VGPU_PODGROUP_POLICY: "spread"}
-    if group:
-        annotations[ann.GROUP_NAME] = group
-    p = pod("new", vgpu_limits(1, 1000), annotations=annotations, ns=ns or "default")
-    r, err = vgpu_request(p, DEFAULT_CONFIG)
-    assert r is not None, err
-    assert led.fit(r, POLICY_NONE).ok is not has_group_pod
-
-
 # -- utils_test.go :: TestGPUScore: one card's score in the state given (16384 MiB, 4 slots)
 SPREAD_SCORE_DEPARTURE = pytest.mark.xfail(
     strict=True,

@@ -6,12 +6,11 @@ marked and freed, and how the GPU memory factor scales the request and the charg
 from __future__ import annotations
 
 import pytest
-from dshelpers import A100, pod, vgpu_limits, vgpu_node
+from dshelpers import A100, vgpu_node
 
 from scheduler.plugins.deviceshare import annotations as ann
-from scheduler.plugins.deviceshare.config import POLICY_NONE, MigGroup, MigProfile, parse_device_config
+from scheduler.plugins.deviceshare.config import MigGroup, MigProfile, parse_device_config
 from scheduler.plugins.deviceshare.mig import MigCard
-from scheduler.plugins.deviceshare.requests import vgpu_request
 from scheduler.plugins.deviceshare.vgpu import VgpuLedger
 
 
@@ -161,32 +160,6 @@ def mig_ledger(factor: int) -> tuple[VgpuLedger, object]:
     assert led is not None, why
     assert led.mode == "mig"
     return led, cfg
-
-
-# -- TestMIGFactory_TryAddPod_WithMemoryFactor
-@pytest.mark.parametrize(
-    ("factor", "request_mem", "want_group", "want_slice_mem", "want_device_mem"),
-    [
-        pytest.param(1, 10, "group1", 10240, 10240, id="MemoryFactor=1, request 10MB matches 1g.10gb"),
-        pytest.param(2, 6144, "group1", 20480, 10240, id="MemoryFactor=2, request 6GB matches 1g.10gb"),
-    ],
-)
-def test_mig_factory_try_add_pod_with_memory_factor(
-    factor, request_mem, want_group, want_slice_mem, want_device_mem
-) -> None:
-    led, cfg = mig_ledger(factor)
-    r, err = vgpu_request(pod("p", vgpu_limits(1, request_mem, 50)), cfg)
-    assert r is not None, err
-    f = led.fit(r, POLICY_NONE)
-    assert f.ok, f.reason
-    slice_id = f.picks[0][0].device_id
-    _, grp, _ = ann.decode_mig_id(slice_id)
-    assert grp == want_group
-    led.add_pod("p", "", led.segments(r, f.picks))
-    card = led.mig[0]
-    gi, pi, _ = card.locate(slice_id)
-    assert card.groups[gi].profiles[pi].memory == want_slice_mem
-    assert led.card_state() == [(1, want_device_mem, 50)]
 
 
 # -- TestMIGFactory_AddPod_WithMemoryFactor and TestMIGFactory_SubPod_WithMemoryFactor

@@ -174,23 +174,11 @@ class ScanCache:
         if led.mig is not None:  # MIG nodes were fitted in Python by the scan: ask again for the reason
             f = led.fit(req, policy)
             return f.ok, f.reason, f.score
+        if req.use_uuids and not any(u in led.uuid_index for u in req.use_uuids):
+            return False, f"no card on the node matches {ann.VGPU_USE_UUID}", 0.0
         if code == TOO_MANY_CARDS:
             return False, "no enough gpu cards on node", 0.0
-        return False, uuid_misfit(led, req) or "not enough gpu fitted on this node", 0.0
-
-
-def uuid_misfit(led: VgpuLedger, req: VgpuRequest) -> str:
-    """Upstream's message when the pod's UUID filters leave no card of the node: it names both
-    annotations, so the user sees that the filter (not the load) keeps the pod pending."""
-    if not (req.use_uuids or req.nouse_uuids):
-        return ""
-    for u in led.uuids:
-        if u and (not req.use_uuids or u in req.use_uuids) and u not in req.nouse_uuids:
-            return ""
-    return (
-        f"no GPU matches UUID constraints {ann.VGPU_USE_UUID}={','.join(req.use_uuids)!r}, "
-        f"{ann.VGPU_NOUSE_UUID}={','.join(req.nouse_uuids)!r} on node {led.node_name}"
-    )
+        return False, "not enough gpu fitted on this node", 0.0
 
 
 def _flat(req: VgpuRequest) -> array:
@@ -401,6 +389,8 @@ class VgpuLedger:
             return FitResult(
                 False, f"pod required sharing mode {req.mode} is not the same as the node mode {self.mode}"
             )
+        if req.use_uuids and not any(u in self.uuid_index for u in req.use_uuids):
+            return FitResult(False, f"no card on the node matches {ann.VGPU_USE_UUID}")
         t, i = self.table, self.idx
         mask = t.mask_for(req, i, i + 1)
         if self.mig is not None:
@@ -426,7 +416,7 @@ class VgpuLedger:
         if code == TOO_MANY_CARDS:
             return FitResult(False, "no enough gpu cards on node")
         if code != FIT:
-            return FitResult(False, uuid_misfit(self, req) or "not enough gpu fitted on this node")
+            return FitResult(False, "not enough gpu fitted on this node")
         return FitResult(True, "", score, picks)
 
     def segments(self, req: VgpuRequest, picks: list[list[Pick]]) -> list[list[ann.DeviceEntry]]:

@@ -17,13 +17,19 @@ from scheduler.plugins.deviceshare.config import (
     POLICY_BINPACK,
     POLICY_SPREAD,
     DeviceShareArgs,
-    parse_rules,
 )
 from scheduler.plugins.deviceshare.exclusive import ExclusiveRules, matching_rules
 from scheduler.plugins.deviceshare.requests import vgpu_request
 from scheduler.plugins.deviceshare.vgpu import KIND, VgpuLedger
 
-RULES = parse_rules([{"app": "training", "team": "ml"}, {"workload": "inference"}])
+
+def rules_of(raw: object) -> tuple:
+    """The exclusivity rules the plugin reads from its GPUExclusiveRules argument."""
+    values = {} if raw is None else {"deviceshare.GPUExclusiveRules": raw}
+    return DeviceShareArgs.parse(Arguments(values)).exclusive_rules
+
+
+RULES = rules_of([{"app": "training", "team": "ml"}, {"workload": "inference"}])
 TRAIN = {"app": "training", "team": "ml"}
 INFER = {"workload": "inference"}
 
@@ -76,8 +82,7 @@ def test_matching_rules(labels: dict[str, str], want: int) -> None:
     ],
 )
 def test_load_gpu_exclusive_config(raw, want) -> None:
-    values = {} if raw is None else {"deviceshare.GPUExclusiveRules": raw}
-    assert DeviceShareArgs.parse(Arguments(values)).exclusive_rules == want
+    assert rules_of(raw) == want
 
 
 # -- TestParseExclusiveRulesHandlesEdgeCases: Volcano reads no rule from these (and goes on)
@@ -99,7 +104,7 @@ IGNORED_NOT_REFUSED = pytest.mark.xfail(
     ],
 )
 def test_parse_exclusive_rules_handles_edge_cases(raw) -> None:
-    assert parse_rules(raw) == ()
+    assert rules_of(raw) == ()
 
 
 # -- cards a rule closes: a node of GPU-0..GPU-n (10 slots); pods hold cards by UID

@@ -42,6 +42,8 @@ UPSTREAM_FILES = (
     "pkg/scheduler/actions/reclaim/*_test.go",
     "pkg/scheduler/actions/gangpreempt/*_test.go",
     "pkg/scheduler/actions/gangreclaim/*_test.go",
+    "pkg/scheduler/actions/shuffle/*_test.go",
+    "pkg/scheduler/actions/utils/*_test.go",
     "pkg/scheduler/plugins/priority/*_test.go",
     "pkg/scheduler/plugins/gang/*_test.go",
     "pkg/scheduler/plugins/conformance/*_test.go",

@@ -48,14 +48,15 @@ SWITCHES: dict[str, tuple[str, ...]] = {
 OFF_BY_DEFAULT = {"enableHierarchy": "hierarchy", "enabledClusterOrder": "cluster_order"}
 
 KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
-# Volcano registers these too; we refuse them with a clear message rather than silently ignoring
-# an action that would change decisions.
+# Volcano registers these too; like its plugins we do not implement, they load with a warning and
+# are skipped (a configuration Volcano accepts is not refused).
 VOLCANO_ONLY_ACTIONS = ("shuffle", "gangpreempt", "gangreclaim")
 
-# Plugins Volcano ships that we do not implement: they load with a warning and do nothing.
+# Every plugin Volcano registers (pkg/scheduler/plugins/factory.go) loads: those we do not
+# implement load with a warning and do nothing, so a configuration Volcano accepts is not refused.
 VOLCANO_ONLY_PLUGINS = (
     "tdm",
-    "numaaware",
+    "numa-aware",
     "sla",
     "task-topology",
     "extender",
@@ -67,6 +68,8 @@ VOLCANO_ONLY_PLUGINS = (
     "network-topology-aware",
     "nodegroup",
     "resourcequota",
+    "capacity",
+    # names from other Volcano releases
     "dynamicresources",
     "hdrf",
     "capacity-card",
@@ -170,8 +173,8 @@ def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
         if name in KNOWN_ACTIONS:
             actions.append(name)
         elif name in VOLCANO_ONLY_ACTIONS:
-            raise ConfigError(
-                f"{source}: action {name!r} is not supported by vc-scheduler; supported: {', '.join(KNOWN_ACTIONS)}"
+            warnings.append(
+                f"action {name!r} is a Volcano action that vc-scheduler does not implement; it is skipped"
             )
         else:
             shown = repr(name) if name else "'' (empty name: a trailing or doubled comma?)"
@@ -223,6 +226,8 @@ def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
         if extra:
             raise ConfigError(f"{where_c}: unknown field {sorted(extra)[0]!r}; allowed: arguments, name")
         aname = entry["name"]
+        if aname in VOLCANO_ONLY_ACTIONS:
+            continue  # arguments of an action we skip
         if aname not in KNOWN_ACTIONS:
             raise ConfigError(
                 f"{where_c}: unknown action {aname!r}; allowed: {', '.join(KNOWN_ACTIONS)}"
@@ -283,9 +288,10 @@ def _parse_plugin(popt: Any, where: str, known: list[str], warnings: list[str]) 
     implemented = True
     if name in PLUGINS:
         try:
-            PLUGINS[name].validate(arguments)
+            notes = PLUGINS[name].validate(arguments) or ()
         except ArgumentError as exc:
             raise ConfigError(f"{where}: {exc}") from None
+        warnings.extend(f"plugin {name!r}: {note}" for note in notes)
     elif name in VOLCANO_ONLY_PLUGINS:
         implemented = False
         warnings.append(

@@ -242,10 +242,11 @@ class VgpuLedger:
         self.mig: list[MigCard | None] | None = None
         if self.mode == ann.MODE_MIG:
             geoms = [cfg.geometry_for(c.type) for c in cards]
-            if all(geoms):
-                self.mig = [MigCard(g) if g else None for g in geoms]
+            if all(g is not None for g in geoms):
+                # a listed model stays in MIG mode even when its groups offer no slice (upstream)
+                self.mig = [MigCard(g) for g in geoms if g is not None]
             else:
-                self.mode = ann.MODE_HAMI_CORE  # a card without known geometry: upstream falls back
+                self.mode = ann.MODE_HAMI_CORE  # a card of an unlisted model: upstream falls back
         bad_idx, bad_uuid = unhealthy
         # Upstream still schedules unhealthy cards (kubelet then rejects the pod); we never do (spec 8).
         ok = [

@@ -141,7 +141,7 @@ class SchedulerCache:
         try:
             if not self._selected(obj):
                 name = str((obj.get("metadata") or {}).get("name") or "")
-                if name in self.state.nodes or name in self.state.unready_nodes:
+                if name in self.state.nodes:
                     self.state.remove_node(name)
                 return
             self.state.apply_node(obj)

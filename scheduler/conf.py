@@ -140,7 +140,7 @@ def _type_name(value: Any) -> str:
 def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
     """Parse and validate a configuration; raise ConfigError with a precise message."""
     # Imported here: the registry imports plugins, which import the framework, which imports this.
-    from scheduler.framework.registry import PLUGINS
+    from scheduler.framework.registry import ACTION_ARGUMENTS, PLUGINS
 
     try:
         data = yaml.safe_load(text)
@@ -236,7 +236,12 @@ def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
         args = entry.get("arguments") or {}
         if not isinstance(args, dict):
             raise ConfigError(f"{where_c}.arguments must be a mapping, got {_type_name(args)}")
-        configurations[aname] = Arguments(args, aname)
+        configurations[aname] = Arguments(args, aname, kind="action")
+        if aname in ACTION_ARGUMENTS:
+            try:
+                ACTION_ARGUMENTS[aname](configurations[aname])
+            except ArgumentError as exc:
+                raise ConfigError(f"{where_c}: {exc}") from None
 
     metrics = data.get("metrics") or {}
     if not isinstance(metrics, dict):

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 from scheduler.actions.allocate import allocate
 from scheduler.actions.backfill import backfill
 from scheduler.actions.enqueue import enqueue
-from scheduler.actions.preempt import preempt
+from scheduler.actions.preempt import PreemptOptions, preempt
 from scheduler.actions.reclaim import reclaim
+from scheduler.framework.arguments import Arguments
 from scheduler.plugins.binpack import BinpackPlugin
 from scheduler.plugins.conformance import ConformancePlugin
 from scheduler.plugins.deviceshare import DeviceSharePlugin
@@ -32,6 +33,10 @@ ACTIONS: dict[str, Callable[[Session], None]] = {
     "preempt": preempt,
     "reclaim": reclaim,
 }
+
+# Parsers of the actions' arguments (`configurations:`), run when the configuration loads so a
+# value of the wrong type is refused there, naming it, instead of failing a session.
+ACTION_ARGUMENTS: dict[str, Callable[[Arguments], object]] = {"preempt": PreemptOptions.parse}
 
 PLUGINS: dict[str, type[Plugin]] = {
     cls.name: cls

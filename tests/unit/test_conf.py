@@ -143,3 +143,16 @@ def test_every_shipped_configuration_is_valid() -> None:
     assert len(files) >= 4
     for f in files:
         parse(f.read_text(), str(f))
+
+
+def test_preempt_arguments_of_the_wrong_type_are_refused_naming_the_action() -> None:
+    conf = parse(
+        'actions: "preempt"\ntiers: []\nconfigurations:\n- name: preempt\n'
+        "  arguments: {enableTopologyAwarePreemption: true, minCandidateNodesPercentage: 20}\n"
+    )
+    assert conf.action_arguments("preempt").get_bool("enableTopologyAwarePreemption", False)
+    with pytest.raises(ConfigError, match=r"action 'preempt' argument 'minCandidateNodesAbsolute'"):
+        parse(
+            'actions: "preempt"\ntiers: []\nconfigurations:\n- name: preempt\n'
+            "  arguments: {minCandidateNodesAbsolute: many}\n"
+        )

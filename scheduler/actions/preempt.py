@@ -31,7 +31,9 @@ from scheduler.framework.pqueue import PriorityQueue
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.framework.status import AllocateError
-from scheduler.model.objects import PREEMPTABLE_STATUSES, JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
+from scheduler.model.job import JobInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import PREEMPTABLE_STATUSES, QueueInfo, TaskInfo, TaskStatus
 
 Filter = Callable[[TaskInfo], bool]
 

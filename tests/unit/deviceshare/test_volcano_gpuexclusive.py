@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 from dshelpers import pod, task, vgpu_node
 
-from scheduler.framework.arguments import ArgumentError, Arguments
+from scheduler.framework.arguments import Arguments
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare.config import (
     DEFAULT_CONFIG,
@@ -85,22 +85,14 @@ def test_load_gpu_exclusive_config(raw, want) -> None:
     assert rules_of(raw) == want
 
 
-# -- TestParseExclusiveRulesHandlesEdgeCases: Volcano reads no rule from these (and goes on)
-IGNORED_NOT_REFUSED = pytest.mark.xfail(
-    strict=True,
-    raises=ArgumentError,
-    reason="Volcano ignores a rules argument it cannot read; we refuse the configuration "
-    "(issue 11 item 3: a configuration Volcano accepts is never refused)",
-)
-
-
+# -- TestParseExclusiveRulesHandlesEdgeCases: Volcano reads no rule from these (and goes on), and so do we
 @pytest.mark.parametrize(
     "raw",
     [
         pytest.param(None, id="nil input"),
-        pytest.param("not a slice", id="wrong type", marks=IGNORED_NOT_REFUSED),
+        pytest.param("not a slice", id="wrong type"),
         pytest.param([], id="empty slice"),
-        pytest.param([{}], id="empty map skipped", marks=IGNORED_NOT_REFUSED),
+        pytest.param([{}], id="empty map skipped"),
     ],
 )
 def test_parse_exclusive_rules_handles_edge_cases(raw) -> None:

@@ -27,9 +27,10 @@ class SlaPlugin(Plugin):
         self.waiting_time, _ = _global_waiting_time(arguments)
 
     @classmethod
-    def argument_warnings(cls, arguments: Arguments) -> list[str]:
+    def validate(cls, arguments: Arguments) -> list[str] | None:
+        cls(arguments)
         problem = _global_waiting_time(arguments)[1]
-        return [problem] if problem else []
+        return [problem] if problem else None
 
     def _deadline(self, job: JobInfo) -> float | None:
         wait = job.waiting_time if job.waiting_time is not None else self.waiting_time
@@ -62,7 +63,7 @@ def _global_waiting_time(arguments: Arguments) -> tuple[float | None, str]:
     raw = arguments.raw(WAITING_TIME)
     if raw is None:
         return None, ""
-    where = f"plugin 'sla' argument {WAITING_TIME!r}"
+    where = f"argument {WAITING_TIME!r}"
     try:
         seconds = parse_duration(str(raw))
     except ValueError as exc:

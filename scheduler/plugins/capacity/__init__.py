@@ -66,20 +66,19 @@ class CapacityPlugin(Plugin):
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
-        # Volcano falls back to 0 for a negative level (argument_warnings says so)
+        # Volcano falls back to 0 for a negative level (validate warns)
         self.ancestor_reclaim_level = max(arguments.get_int(ANCESTOR_RECLAIM_LEVEL, 0), 0)
         self.attrs: dict[str, QueueAttr] = {}
         self.hierarchy = False
         self.broken: dict[str, str] = {}
 
     @classmethod
-    def argument_warnings(cls, arguments: Arguments) -> list[str]:
+    def validate(cls, arguments: Arguments) -> list[str] | None:
+        cls(arguments)
         level = arguments.get_int(ANCESTOR_RECLAIM_LEVEL, 0)
         if level < 0:
-            return [
-                f"plugin 'capacity' argument {ANCESTOR_RECLAIM_LEVEL!r} must be >= 0, got {level}; 0 is used"
-            ]
-        return []
+            return [f"argument {ANCESTOR_RECLAIM_LEVEL!r} must be >= 0, got {level}; 0 is used"]
+        return None
 
     # ------------------------------------------------------------------ session open --
     def on_session_open(self, ssn: Session) -> None:

@@ -45,3 +45,44 @@ def test_quota_used_counts_live_pods_by_the_names_the_quota_lists() -> None:
     pods = [pod(cpu="500m"), pod(cpu="2", limits={"cpu": "3"}), pod("Succeeded"), pod(deleting=True)]
     used = quota_used({"cpu": "4", "requests.memory": "8Gi", "limits.cpu": "8", "pods": "10"}, pods)
     assert used == {"cpu": "2500m", "requests.memory": str(2 * 2**30), "limits.cpu": "3", "pods": "2"}
+
+
+def test_queue_admission_refuses_what_volcanos_webhook_refuses() -> None:
+    import pytest
+
+    from scheduler.sim.apiserver.errors import ApiError
+    from scheduler.sim.apiserver.store import Store
+
+    store = Store()
+
+    def queue(name: str, **spec: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+
+    store.create(queue("dept", deserved={"cpu": "4"}))
+    for bad, why in (
+        (queue("loop", parent="loop"), "queue loop cannot use itself as parent"),
+        (
+            queue("lost", parent="nowhere"),
+            'failed to get parent queue of queue lost: queue.scheduling.volcano.sh "nowhere" not found',
+        ),
+        (
+            queue("greedy", deserved={"cpu": "8"}, capability={"cpu": "4"}),
+            "deserved[cpu]=8 must be <= capability[cpu]=4",
+        ),
+        (
+            queue("short", deserved={"cpu": "1"}, guarantee={"resource": {"cpu": "2"}}),
+            "deserved[cpu]=1 must be >= guarantee[cpu]=2",
+        ),
+    ):
+        with pytest.raises(ApiError) as exc:
+            store.create(bad)
+        assert why in str(exc.value.status()), exc.value.status()
+    store.create(queue("team", parent="dept", deserved={"cpu": "2"}))
+    with pytest.raises(ApiError):  # an update is checked too: the stored queue stays as it was
+        store.update(queue("team", parent="team", deserved={"cpu": "2"}))
+    assert store.get("queues.scheduling.volcano.sh", None, "team")["spec"]["parent"] == "dept"

@@ -14,7 +14,7 @@ from scheduler.conf import SchedulerConfiguration
 from scheduler.framework.fiterrors import ALL_NODES_UNAVAILABLE, FitErrors
 from scheduler.framework.messages import job_fit_error
 from scheduler.framework.registry import ACTIONS, PLUGINS
-from scheduler.framework.session import Session, SessionOptions
+from scheduler.framework.session import PluginError, Session, SessionOptions
 from scheduler.model.objects import (
     ALLOCATED_STATUSES,
     JobInfo,
@@ -53,6 +53,8 @@ class SessionResult:
     job_events: list[tuple[str, str, str, str]] = field(default_factory=list)
     node_locks: list[tuple[str, str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    plugin_errors: list[PluginError] = field(default_factory=list)
+    node_warnings: list[tuple[str, str]] = field(default_factory=list)
     action_ms: dict[str, float] = field(default_factory=dict)
     open_ms: float = 0.0
     total_ms: float = 0.0
@@ -154,7 +156,13 @@ def close_session(ssn: Session) -> SessionResult:
         t0 = time.perf_counter()
         plugin.on_session_close(ssn)
         ssn.plugin_close_ms[name] = (time.perf_counter() - t0) * 1000
-    res = SessionResult(uid=ssn.uid, warnings=list(ssn.warnings), jobs=ssn.jobs)
+    res = SessionResult(
+        uid=ssn.uid,
+        warnings=list(ssn.warnings),
+        plugin_errors=list(ssn.plugin_errors),
+        node_warnings=list(ssn.node_warnings),
+        jobs=ssn.jobs,
+    )
     for task in ssn.decisions.binds:
         res.binds.append(BindDecision(task, task.node_name, dict(task.bind_annotations)))
     res.evictions = [(e.task, e.reason) for e in ssn.decisions.evictions]

@@ -261,5 +261,14 @@ class SchedulerCache:
             return
         self.upsert_pod(obj)
 
+    def forget_assumed(self) -> int:
+        """Fencing: drop every bind we claimed but the API has not accepted; the pods are Pending
+        again until the watch says otherwise (a Binding on the wire may still land: the watch
+        then shows it bound). Returns how many were forgotten."""
+        unsent = [k for k, a in self.assumed.items() if not a.sent]
+        for key in unsent:
+            self.bind_failed(key)
+        return len(unsent)
+
     def in_flight(self) -> int:
         return sum(1 for a in self.assumed.values() if not a.sent)

@@ -52,6 +52,17 @@ class ApiError(Exception):
         return self.status in RETRYABLE
 
 
+class Fenced(ApiError):
+    """A write refused before it was sent: this process does not hold the lease by its own clock."""
+
+    def __init__(self, method: str, path: str) -> None:
+        super().__init__(0, "Fenced", f"{method} {path}: not sent, the leader lease is not held")
+
+    @property
+    def retryable(self) -> bool:
+        return False
+
+
 class TokenBucket:
     """client-go's flowcontrol token bucket: `qps` tokens a second, at most `burst` saved up.
 
@@ -188,6 +199,8 @@ class KubeClient:
         self.options = options
         self.bucket = TokenBucket(options.qps, options.burst)
         self.requests = 0  # every request sent, for logs and tests
+        # asked before every write (not reads, not the lease itself): False refuses it (fencing)
+        self.write_guard: Callable[[], bool] | None = None
 
     @classmethod
     async def create(cls, options: ClientOptions) -> KubeClient:
@@ -240,8 +253,15 @@ class KubeClient:
         body: Any = None,
         content_type: str | None = None,
         timeout: float | None = None,
+        fenced: bool = True,
     ) -> Any:
-        """One call; the decoded JSON answer, or ApiError carrying the server's Status."""
+        """One call; the decoded JSON answer, or ApiError carrying the server's Status.
+
+        A write (any method but GET) with `fenced` goes only while `write_guard` allows it; the
+        lease's own requests pass `fenced=False`, or a leader could never renew.
+        """
+        if fenced and method != "GET" and self.write_guard is not None and not self.write_guard():
+            raise Fenced(method, path)
         resp = await self._send(
             method, path, query, body, content_type, timeout or self.options.request_timeout
         )

@@ -180,7 +180,7 @@ class Binder:
                 if not self.fence.allows(term):
                     # decided in a term that has ended (a pause, a lost lease): never sent now
                     raise Fenced("POST", f"pods/{task.key}/binding")
-                await self.client.bind(task.namespace, task.name, body)
+                await self.client.bind(task.namespace, task.name, body, term)
             except Fenced:
                 self.fenced += 1
                 self.cache.bind_failed(task.key)

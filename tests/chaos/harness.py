@@ -101,9 +101,10 @@ class Chaos:
                 d.signal(signal.SIGKILL)
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(d.proc.wait(), 10)
-        for t in self.tasks:
+        pending = [*self.tasks, *(self.kubelets._tasks if self.kubelets is not None else ())]
+        for t in pending:
             t.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await asyncio.gather(*pending, return_exceptions=True)
         if self.checker is not None:
             self.checker.close()
         if self.client is not None:
@@ -130,6 +131,9 @@ class Chaos:
         d = Daemon(proc, log)
         self.daemons.append(d)
         return d
+
+    def log_has(self, d: Daemon, text: str) -> bool:
+        return d.log.exists() and text in d.log.read_text(errors="replace")
 
     def daemons_alive(self) -> bool:
         return all(d.alive or d.killed for d in self.daemons)
@@ -170,7 +174,11 @@ class Chaos:
 
 
 def valid_pod(
-    name: str, cpu: str = "250m", priority_class: str = "", limits: dict[str, str] | None = None
+    name: str,
+    cpu: str = "250m",
+    priority_class: str = "",
+    limits: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "schedulerName": "volcano",
@@ -187,7 +195,12 @@ def valid_pod(
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {VALID: "true"}},
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "labels": {VALID: "true"},
+            "annotations": dict(annotations or {}),
+        },
         "spec": spec,
     }
 

@@ -77,11 +77,11 @@ class Checker:
         name = f"{md.get('namespace')}/{md.get('name')}"
         node = (pod.get("spec") or {}).get("nodeName") or ""
         status = pod.get("status") or {}
-        if status.get("phase") == "Failed" and str(status.get("reason", "")).startswith(REJECTIONS):
-            if uid not in self._rejected:
-                self._rejected.add(uid)
-                self.rejections += 1
-                self.violations.append(f"kubelet rejected {name} on {node}: {status.get('reason')}")
+        rejected = status.get("phase") == "Failed" and str(status.get("reason", "")).startswith(REJECTIONS)
+        if rejected and uid not in self._rejected:
+            self._rejected.add(uid)
+            self.rejections += 1
+            self.violations.append(f"kubelet rejected {name} on {node}: {status.get('reason')}")
         if node:
             before = self._node_of.get(uid)
             if before is None:

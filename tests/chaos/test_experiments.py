@@ -83,7 +83,7 @@ async def test_kill_9_during_a_burst_loses_nothing_and_binds_nothing_twice(chaos
     for wave in range(2):
         d = await chaos.daemon(*FAST_LEASE)
         target = s.pods * (wave + 1) // 3
-        await chaos.until(lambda t=target: chaos.bound(names) >= t, 60, f"{target} bound before kill -9")
+        await chaos.until(lambda t=target, n=names: chaos.bound(n) >= t, 60, f"{target} bound before kill -9")
         d.kill9()
         await d.proc.wait()
         kills += 1

@@ -71,7 +71,18 @@ def open_session(
     now: float | None = None,
 ) -> Session:
     opts = options or SessionOptions()
-    # Jobs whose queue is not in the snapshot are left out silently, as Volcano does.
+    # Jobs whose queue is not in the snapshot are left out, as Volcano does, but not in silence:
+    # their pending pods get a condition saying why (close_session).
+    unscheduled = list(snapshot.unattached)
+    for j in snapshot.jobs.values():
+        if j.queue not in snapshot.queues and j.pg_exists:
+            why = snapshot.refused.get(f"Queue {j.queue}")
+            reason = (
+                f"queue {j.queue} of PodGroup {j.uid} is malformed and was skipped: {why}"
+                if why
+                else f"queue {j.queue} of PodGroup {j.uid} does not exist"
+            )
+            unscheduled += [(t, reason) for t in j.tasks_in(TaskStatus.PENDING) if not t.node_name]
     snapshot.jobs = {uid: j for uid, j in snapshot.jobs.items() if j.queue in snapshot.queues and j.pg_exists}
     # the global default class, looked up once instead of once per job
     default_priority = next((p.value for p in snapshot.priority_classes.values() if p.global_default), 0)
@@ -80,6 +91,7 @@ def open_session(
         pc = classes.get(job.priority_class_name) if job.priority_class_name else None
         job.priority = pc.value if pc is not None else default_priority
     ssn = Session(snapshot, conf, rng=rng, now=now, options=opts)
+    ssn.unscheduled = unscheduled
     for tier in conf.tiers:
         for popt in tier.plugins:
             cls = PLUGINS.get(popt.name)
@@ -170,6 +182,9 @@ def close_session(ssn: Session) -> SessionResult:
     res.job_events = list(ssn.decisions.job_events)
     res.plugin_open_ms = ssn.plugin_open_ms
     res.plugin_close_ms = ssn.plugin_close_ms
+    for task, why in ssn.unscheduled:
+        if not task.scheduling_gated:
+            res.pod_conditions.append(PodCondition(task, "Unschedulable", why))
     for job in ssn.active_jobs():
         st = job.pod_group_status
         st.phase = _new_phase(ssn, job)

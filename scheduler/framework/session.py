@@ -161,6 +161,8 @@ class Session:
         # exceptions raised by a plugin for one node or one job, contained to it (see `contain`)
         self.plugin_errors: list[PluginError] = []
         self.node_warnings: list[tuple[str, str]] = []  # (node, why) for a Warning event on it
+        # pending pods left out of the session (no PodGroup, unknown queue) and why
+        self.unscheduled: list[tuple[TaskInfo, str]] = []
         # Per-session "predicate error cache" and role-failure bookkeeping used by allocate.
         self.predicate_round_robin = 0
         # Names of nodes whose accounting changed, in order: lets placement caches recheck only those.

@@ -69,6 +69,7 @@ class SchedulerCache:
         self.podgroup_rv: dict[str, str] = {}  # "ns/name" -> resourceVersion
         self.queue_status: dict[str, dict[str, Any]] = {}
         self.skipped: dict[str, str] = {}  # object -> reason, to log each bad version once
+        self.state.refused = self.skipped  # the session names a malformed PodGroup or Queue in conditions
         # called with the creation time of each new pod of ours waiting for a node ("Watched" latency)
         self.on_watched: Callable[[float], None] | None = None
         self.pods = _Handler(self.upsert_pod, self.delete_pod)
@@ -165,6 +166,7 @@ class SchedulerCache:
 
     def delete_podgroup(self, key: str, obj: dict[str, Any] | None) -> None:
         ns, name = _split(key)
+        self.skipped.pop(f"PodGroup {key}", None)
         self.state.remove_podgroup(ns, name)
         self.podgroup_rv.pop(key, None)
 
@@ -179,6 +181,7 @@ class SchedulerCache:
         self.queue_status[q.name] = dict(st) if isinstance(st, dict) else {}
 
     def delete_queue(self, key: str, obj: dict[str, Any] | None) -> None:
+        self.skipped.pop(f"Queue {key}", None)
         self.state.remove_queue(key)
         self.queue_status.pop(key, None)
 

@@ -62,6 +62,8 @@ class ClusterState:
         # tasks whose node is not (yet, or no longer) Ready / whose PodGroup has not arrived
         self._off_node: dict[str, dict[str, TaskInfo]] = {}
         self._orphans: dict[str, dict[str, TaskInfo]] = {}
+        # "Kind ns/name" -> why it was refused as malformed (kept by whoever feeds the state)
+        self.refused: dict[str, str] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, PriorityClassInfo] = {}
         self.configmaps: dict[str, dict[str, str]] = {}
@@ -301,4 +303,18 @@ class ClusterState:
             namespaces=self.namespaces,
             has_required_anti_affinity=bool(self.anti_affinity_pods),
             dirty_jobs=dirty,
+            unattached=[
+                (t, self._missing_group(uid))
+                for uid, tasks in self._orphans.items()
+                for t in tasks.values()
+                if not t.node_name and t.status == TaskStatus.PENDING
+            ],
+            refused=self.refused,
         )
+
+    def _missing_group(self, uid: str) -> str:
+        ns, _, name = uid.partition("/")
+        why = self.refused.get(f"PodGroup {ns}/{name}")
+        if why:
+            return f"PodGroup {uid} is malformed and was skipped: {why}"
+        return f"PodGroup {uid} does not exist"

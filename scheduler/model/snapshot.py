@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scheduler.model.objects import JobInfo, NodeInfo, PriorityClassInfo, QueueInfo
+from scheduler.model.objects import JobInfo, NodeInfo, PriorityClassInfo, QueueInfo, TaskInfo
 
 
 @dataclass(slots=True)
@@ -21,3 +21,8 @@ class Snapshot:
     has_required_anti_affinity: bool = True
     # jobs that changed in the cluster since the previous snapshot; None = treat every job as changed
     dirty_jobs: set[str] | None = None
+    # pending pods of ours in no job (their PodGroup is missing or was refused as malformed),
+    # with why: the session gives each a condition instead of leaving it pending in silence
+    unattached: list[tuple[TaskInfo, str]] = field(default_factory=list)
+    # "Kind ns/name" -> why the object was refused (malformed), for the messages above
+    refused: dict[str, str] = field(default_factory=dict)

@@ -141,3 +141,47 @@ async def test_healthz_fails_after_sessions_keep_failing(
     await wait_for(lambda: d.failed_in_a_row == 0, 10, "a good session")
     status, _ = await get(d.ports[0], "/healthz")
     assert status == 200
+
+
+def condition(cluster: Cluster, name: str) -> str:
+    pod = cluster.store.get("pods", "default", name) or {}
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            return str(c.get("message") or "")
+    return ""
+
+
+async def test_pods_we_cannot_schedule_say_why(cluster: Cluster) -> None:
+    await cluster.start_daemon()
+    cluster.pod("lost", "nope")  # its PodGroup does not exist
+    cluster.create(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "garbled", "namespace": "default"},
+            "spec": {"minMember": 1, "queue": "default", "minResources": {"cpu": "lots"}},
+        }
+    )
+    cluster.pod("in-garbled", "garbled")
+    cluster.create(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "queueless", "namespace": "default"},
+            "spec": {"minMember": 1, "queue": "no-such-queue"},
+        }
+    )
+    cluster.pod("in-queueless", "queueless")
+    cluster.job("fine", 1)
+    await wait_for(lambda: cluster.node_of("fine-0"), 20, "the valid pod bound")
+    await wait_for(
+        lambda: all(condition(cluster, n) for n in ("lost", "in-garbled", "in-queueless")),
+        20,
+        "three conditions",
+    )
+    assert "PodGroup default/nope does not exist" in condition(cluster, "lost")
+    assert "PodGroup default/garbled is malformed" in condition(cluster, "in-garbled")
+    assert "cpu" in condition(cluster, "in-garbled")
+    assert "queue no-such-queue of PodGroup default/queueless does not exist" in condition(
+        cluster, "in-queueless"
+    )

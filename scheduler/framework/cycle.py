@@ -92,6 +92,12 @@ def open_session(
         job.priority = pc.value if pc is not None else default_priority
     ssn = Session(snapshot, conf, rng=rng, now=now, options=opts)
     ssn.unscheduled = unscheduled
+    if snapshot.orphan_groups:
+        shown = ", ".join(snapshot.orphan_groups[:5]) + (" ..." if len(snapshot.orphan_groups) > 5 else "")
+        ssn.warn(
+            f"{len(snapshot.orphan_groups)} PodGroups have no pods left and their owner pods are gone; "
+            f"they reserve no queue resources: {shown}"
+        )
     for tier in conf.tiers:
         for popt in tier.plugins:
             cls = PLUGINS.get(popt.name)

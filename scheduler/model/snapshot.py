@@ -26,3 +26,5 @@ class Snapshot:
     unattached: list[tuple[TaskInfo, str]] = field(default_factory=list)
     # "Kind ns/name" -> why the object was refused (malformed), for the messages above
     refused: dict[str, str] = field(default_factory=dict)
+    # PodGroups left out because their pods (and owner pods) are gone
+    orphan_groups: list[str] = field(default_factory=list)

@@ -26,11 +26,15 @@ from tests.integration.test_daemon_device_metrics import CONF as VGPU_CONF
 class Scale:
     nodes: int
     pods: int
+    node_cpu: str = "4"
     bad: int = 200
     waves: int = 3
 
 
-SCALES = {"fast": Scale(nodes=6, pods=60), "long": Scale(nodes=60, pods=2000, bad=386, waves=10)}
+SCALES = {
+    "fast": Scale(nodes=6, pods=60),
+    "long": Scale(nodes=40, pods=1000, node_cpu="16", bad=386, waves=10),
+}
 BOTH = [pytest.param("fast"), pytest.param("long", marks=pytest.mark.chaos)]
 
 
@@ -57,7 +61,7 @@ def finish(chaos: Chaos, name: str, scale: str, t0: float, pods: int, **extra: A
 @pytest.mark.parametrize("scale", BOTH)
 async def test_faults_429_500_503_latency_watch_drops_and_history_expiry(chaos: Chaos, scale: str) -> None:
     s, t0 = SCALES[scale], time.monotonic()
-    await chaos.start(cpu_nodes(s.nodes, cpu="4"))
+    await chaos.start(cpu_nodes(s.nodes, cpu=s.node_cpu))
     chaos.srv.set_faults(
         error_rate=0.1, error_codes=[429, 500, 503], latency_ms=20, close_watches_every=1.0, retry_after=0
     )
@@ -77,7 +81,7 @@ async def test_faults_429_500_503_latency_watch_drops_and_history_expiry(chaos: 
 @pytest.mark.parametrize("scale", BOTH)
 async def test_kill_9_during_a_burst_loses_nothing_and_binds_nothing_twice(chaos: Chaos, scale: str) -> None:
     s, t0 = SCALES[scale], time.monotonic()
-    await chaos.start(cpu_nodes(s.nodes, cpu="4"))
+    await chaos.start(cpu_nodes(s.nodes, cpu=s.node_cpu))
     kills = 0
     names = chaos.pods("k", s.pods)
     for wave in range(2):
@@ -96,7 +100,7 @@ async def test_kill_9_during_a_burst_loses_nothing_and_binds_nothing_twice(chaos
 @pytest.mark.parametrize("scale", BOTH)
 async def test_leader_kill_fails_over_and_loses_nothing(chaos: Chaos, scale: str) -> None:
     s, t0 = SCALES[scale], time.monotonic()
-    await chaos.start(cpu_nodes(s.nodes, cpu="4"))
+    await chaos.start(cpu_nodes(s.nodes, cpu=s.node_cpu))
     for _ in range(2):
         await chaos.daemon(*FAST_LEASE)
     await chaos.until(lambda: leader_of(chaos) is not None, 30, "a leader")

@@ -185,3 +185,42 @@ async def test_pods_we_cannot_schedule_say_why(cluster: Cluster) -> None:
     assert "queue no-such-queue of PodGroup default/queueless does not exist" in condition(
         cluster, "in-queueless"
     )
+
+
+async def test_an_orphan_podgroup_reserves_no_queue_resources(cluster: Cluster) -> None:
+    cluster.create(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": "small"},
+            "spec": {"weight": 1, "capability": {"cpu": "4"}},
+        }
+    )
+    # a bare pod's group, Inqueue with the whole queue reserved; its pod is gone (no GC here)
+    cluster.create(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {
+                "name": "left-behind",
+                "namespace": "default",
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "gone", "uid": "u-gone"}],
+            },
+            "spec": {"minMember": 1, "queue": "small", "minResources": {"cpu": "4"}},
+        }
+    )
+    cluster.store.patch(
+        "podgroups", "default", "left-behind", {"status": {"phase": "Inqueue"}}, "merge", subresource="status"
+    )
+    cluster.create(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "newcomer", "namespace": "default"},
+            "spec": {"minMember": 2, "queue": "small", "minResources": {"cpu": "2"}},
+        }
+    )
+    for i in range(2):
+        cluster.pod(f"newcomer-{i}", "newcomer")
+    await cluster.start_daemon()
+    await wait_for(lambda: len(cluster.bound()) == 2, 20, "the newcomer admitted and bound")

@@ -39,7 +39,9 @@ def _request(pod: dict[str, Any]) -> Resource:
         return Resource()
 
 
-def _cards(pod: dict[str, Any]) -> list[tuple[str, int, int]]:
+def _cards(pod: dict[str, Any], request: Resource) -> list[tuple[str, int, int]]:
+    if request.scalars.get(ann.VGPU_NUMBER, 0) <= 0:
+        return []  # the device plugin gives cards only to pods asking for them, whatever they carry
     value = ((pod.get("metadata") or {}).get("annotations") or {}).get(ann.VGPU_IDS_NEW)
     return [(d.uuid, d.mem, d.cores) for seg in ann.decode_pod_devices(value) for d in seg]
 
@@ -93,7 +95,8 @@ class Checker:
         if held is not None:
             self._by_node.get(held.node, set()).discard(uid)
         if node and not _finished(etype, pod):
-            self._held[uid] = _Held(node, _request(pod), _cards(pod))
+            req = _request(pod)
+            self._held[uid] = _Held(node, req, _cards(pod, req))
             self._by_node.setdefault(node, set()).add(uid)
             self._check_node(node, name)
 

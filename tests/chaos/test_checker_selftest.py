@@ -58,7 +58,7 @@ def test_an_over_committed_node_is_caught_at_the_event() -> None:
 def test_an_over_committed_card_is_caught() -> None:
     store, ch = setup()
     for i in range(2):
-        store.create(valid_pod(f"v{i}", cpu="100m"))
+        store.create(valid_pod(f"v{i}", cpu="100m", limits={"volcano.sh/vgpu-number": "1"}))
         bind(store, f"v{i}", "g", {"volcano.sh/vgpu-ids-new": "GPU-a,NVIDIA,600,30:"})
     assert any("card GPU-a on g over-committed" in v and "1200/1000 MiB" in v for v in ch.violations)
 

@@ -302,8 +302,8 @@ def decode_pod_devices(value: str | None) -> list[list[DeviceEntry]]:
                 mem, cores = int(f[2]), int(f[3])
             except ValueError:
                 continue
-            if mem < 0 or cores < 0:
-                continue
+            if not (0 <= mem <= REGISTER_INT_MAX and 0 <= cores <= REGISTER_INT_MAX):
+                continue  # no card has that much: garbage, never charged to a 64-bit ledger
             entries.append(DeviceEntry(f[0], mem, cores, f[1]))
         out.append(entries)
     return out

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from tests.chaos.figures import FIGURES
 from tests.chaos.harness import Chaos
 
-FIGURES: list[dict[str, Any]] = []
 COLUMNS = ("experiment", "scale", "pods", "binds", "faults", "bad objects", "violations", "seconds")
 BEGIN = "<!-- chaos figures: begin -->"
 END = "<!-- chaos figures: end -->"
@@ -27,10 +27,6 @@ async def chaos(tmp_path: Path) -> AsyncIterator[Chaos]:
         yield c
     finally:
         await c.stop()
-
-
-def record(**row: Any) -> None:
-    FIGURES.append(row)
 
 
 def figures_table(rows: list[dict[str, Any]], command: str) -> str:

@@ -16,7 +16,7 @@ import pytest
 
 from scheduler.sim.nodegen import device_configmap, make_nodes, parse_node_spec
 from scheduler.sim.restclient import ApiError
-from tests.chaos.conftest import record
+from tests.chaos.figures import record
 from tests.chaos.fuzz import bad_objects, collection_path
 from tests.chaos.harness import FAST_LEASE, VALID, Chaos, cpu_nodes, valid_pod
 from tests.integration.test_daemon_device_metrics import CONF as VGPU_CONF

@@ -11,11 +11,11 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from scheduler.model.job import JobInfo
+from scheduler.model.node import NodeInfo
 from scheduler.model.objects import (
     Condition,
     Container,
-    JobInfo,
-    NodeInfo,
     PodGroupStatus,
     PodInfo,
     PriorityClassInfo,
@@ -372,13 +372,6 @@ def pod_to_task(
         index=index,
         scheduling_gated=bool(info.scheduling_gates),
     )
-
-
-def node_is_ready(node: dict[str, Any]) -> bool:
-    for c in (node.get("status") or {}).get("conditions") or []:
-        if isinstance(c, dict) and c.get("type") == "Ready":
-            return c.get("status") == "True"
-    return False
 
 
 def node_to_info(node: dict[str, Any]) -> NodeInfo:

@@ -19,7 +19,8 @@ from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Event, EventHandler, Session
 from scheduler.framework.status import AllocateError, Unfit
-from scheduler.model.objects import ALLOCATED_STATUSES, NodeInfo, PodInfo, TaskInfo, TaskStatus
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import ALLOCATED_STATUSES, PodInfo, TaskInfo, TaskStatus
 from scheduler.model.resources import QuantityError, parse_quantity
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare import gpushare, vgpu
@@ -130,8 +131,8 @@ class DeviceSharePlugin(Plugin):
         self._unusable: dict[str, dict[str, str]] = {}
 
     @classmethod
-    def validate(cls, arguments: Arguments) -> None:
-        DeviceShareArgs.parse(arguments)
+    def validate(cls, arguments: Arguments) -> list[str]:
+        return list(DeviceShareArgs.parse(arguments).warnings)
 
     # -- session -------------------------------------------------------------------------------
     def on_session_open(self, ssn: Session) -> None:

@@ -310,7 +310,8 @@ def test_exclusivity_rules_match_all_labels_and_leave_mig_cards_alone() -> None:
     from scheduler.plugins.deviceshare.exclusive import ExclusiveRules, matching_rules, parse_rules
     from scheduler.plugins.deviceshare.vgpu import VgpuLedger
 
-    rules = parse_rules([{"app": "train", "team": "ml"}, {"workload": "infer"}])
+    rules, warnings = parse_rules([{"app": "train", "team": "ml"}, {"workload": "infer"}])
+    assert warnings == ()
     assert matching_rules({"app": "train", "team": "ml", "x": "1"}, rules) == {0}
     assert matching_rules({"app": "train"}, rules) == set()
     assert matching_rules({"workload": "infer", "app": "train", "team": "ml"}, rules) == {0, 1}
@@ -337,10 +338,10 @@ def test_garbled_vgpu_registration_keeps_pods_off_the_node_with_the_reason(
     # upstream: no ledger, the deviceshare predicate passes, the pod is bound and the plugin fails it
     import copy
 
-    from scheduler.conf import parse
-    from scheduler.framework import registry
+    from scheduler import registry
     from scheduler.framework.session import SessionOptions
     from scheduler.plugins.deviceshare import DeviceSharePlugin
+    from scheduler.registry import parse
     from scheduler.sim.simulate import simulate
     from tests import builders as b
 

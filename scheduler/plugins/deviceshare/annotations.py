@@ -214,7 +214,8 @@ class RegisteredCard:
 REGISTER_INT_MAX = 2**31 - 1
 _DECIMAL = re.compile(r"[0-9]{1,10}")
 _PRINTABLE = re.compile(r"[\x20-\x7e]*")
-_UUID = re.compile(r"[\x21-\x7e]+")
+# an empty card id is what Volcano accepts (the card then never passes a UUID filter)
+_UUID = re.compile(r"[\x21-\x7e]*")
 
 
 def _register_int(field: str, text: str, uuid: str) -> int:
@@ -248,8 +249,8 @@ def decode_vgpu_register(value: str | None) -> tuple[list[RegisteredCard] | None
             return None, f"garbled vGPU registration entry {item[:60]!r}: {len(f)} fields, need 6"
         uuid = f[0].strip()
         if not _UUID.fullmatch(uuid):
-            return None, f"vGPU registration: card id {uuid[:40]!r} is empty or not printable ASCII"
-        if uuid in seen:
+            return None, f"vGPU registration: card id {uuid[:40]!r} is not printable ASCII"
+        if uuid and uuid in seen:
             return None, f"vGPU registration lists card {uuid[:40]!r} twice"
         seen.add(uuid)
         if not _PRINTABLE.fullmatch(f[3]) or not _PRINTABLE.fullmatch(f[5]):

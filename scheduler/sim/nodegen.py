@@ -296,7 +296,10 @@ def register_gpus(
         alloc[WHOLE_GPU] = str(spec.gpus)
         labels.update(
             {
-                ann.GPU_PRODUCT_LABEL: gtype.removeprefix("NVIDIA-Tesla ").replace(" ", "-"),
+                # NVML calls the Tesla cards "Tesla <model>" and the others "NVIDIA <model>"
+                ann.GPU_PRODUCT_LABEL: (
+                    gtype.removeprefix("NVIDIA-") if gtype.startswith("NVIDIA-Tesla ") else gtype
+                ).replace(" ", "-"),
                 "nvidia.com/gpu.memory": str(mem),
                 "nvidia.com/gpu.count": str(spec.gpus),
                 "nvidia.com/gpu.family": GPU_FAMILIES.get(spec.model, ""),

@@ -360,6 +360,12 @@ class WorkloadControllers:
                 await self._patch(
                     self.rsets, REPLICASETS, current, {"metadata": {"annotations": {REVISION: str(revision)}}}
                 )
+        mine = (_md(current).get("annotations") or {}).get(REVISION)
+        if mine and (_md(d).get("annotations") or {}).get(REVISION) != mine:
+            # the Deployment carries its current revision, as `kubectl rollout undo` expects
+            await self._patch(
+                self.deployments, DEPLOYMENTS, d, {"metadata": {"annotations": {REVISION: mine}}}
+            )
         for old in owned:
             if _md(old).get("uid") != _md(current).get("uid") and _int(_spec(old).get("replicas"), 1) != 0:
                 await self._patch(self.rsets, REPLICASETS, old, {"spec": {"replicas": 0}})

@@ -149,6 +149,12 @@ async def test_deployment_created_scaled_rolled_out_and_deleted(sandbox: Sandbox
     assert images == {"nginx:1.27"}
     rsets = (await k.json("get", "rs", "-l", "app=web"))["items"]
     assert sorted(r["spec"]["replicas"] for r in rsets)[-1] == 3 and len(rsets) >= 2
+    await k.run("rollout", "undo", "deployment/web")  # back to the ReplicaSet of the previous revision
+
+    async def images_back() -> bool:
+        return {p["spec"]["containers"][0]["image"] for p in await k.pods("app=web") if _live(p)} == {"nginx"}
+
+    await k.until("the rollback", images_back)
 
     await k.run("delete", "deployment", "web")
     await k.until("the ReplicaSets and pods collected", lambda: _gone(k, "rs,pods", "app=web"))

@@ -430,7 +430,9 @@ class PodGroupController:
         pg: dict[str, Any] = {
             "apiVersion": "scheduling.volcano.sh/v1beta1",
             "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": ns},
+            # owned by the pod's controller (else the pod), as Volcano's controller does: the
+            # garbage collector removes it with them
+            "metadata": {"name": name, "namespace": ns, "ownerReferences": [_group_owner(pod)]},
             "spec": {
                 "minMember": 1,
                 "queue": queue,
@@ -448,3 +450,19 @@ class PodGroupController:
         await self.client.patch(
             PODS, md["name"], {"metadata": {"annotations": {GROUP_NAME_ANNOTATION: name}}}, ns
         )
+
+
+def _group_owner(pod: dict[str, Any]) -> dict[str, Any]:
+    md = pod.get("metadata") or {}
+    ref = next(
+        (r for r in md.get("ownerReferences") or [] if isinstance(r, dict) and r.get("controller")), None
+    )
+    if ref is not None:
+        return {k: ref[k] for k in ("apiVersion", "kind", "name", "uid", "controller") if k in ref}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": md.get("name"),
+        "uid": md.get("uid"),
+        "controller": True,
+    }

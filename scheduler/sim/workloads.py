@@ -192,11 +192,11 @@ class WorkloadControllers:
             ("apps/v1", "StatefulSet"): self.statefulsets,
             ("batch/v1", "Job"): self.jobs,
         }
-        self._syncers: dict[int, Callable[[Obj], Any]] = {
-            id(self.deployments): self._sync_deployment,
-            id(self.rsets): self._sync_replicaset,
-            id(self.statefulsets): self._sync_statefulset,
-            id(self.jobs): self._sync_job,
+        self._syncers: dict[Informer, Callable[[Obj], Any]] = {
+            self.deployments: self._sync_deployment,
+            self.rsets: self._sync_replicaset,
+            self.statefulsets: self._sync_statefulset,
+            self.jobs: self._sync_job,
         }
         self._dirty: dict[str, Informer] = {}
         self._wake = asyncio.Event()
@@ -238,7 +238,7 @@ class WorkloadControllers:
                 if owner is None or _md(owner).get("deletionTimestamp"):
                     continue
                 try:
-                    await self._syncers[id(inf)](owner)
+                    await self._syncers[inf](owner)
                 except ApiError as exc:
                     if exc.status == 409:  # raced with another writer: look again
                         self._mark(inf, owner)

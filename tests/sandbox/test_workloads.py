@@ -156,8 +156,17 @@ async def test_deployment_created_scaled_rolled_out_and_deleted(sandbox: Sandbox
 
     await k.until("the rollback", images_back)
 
+    groups = {
+        f"podgroup-{r['metadata']['uid']}" for r in (await k.json("get", "rs", "-l", "app=web"))["items"]
+    }
+    assert groups & {g["metadata"]["name"] for g in (await k.json("get", "podgroups"))["items"]}
     await k.run("delete", "deployment", "web")
     await k.until("the ReplicaSets and pods collected", lambda: _gone(k, "rs,pods", "app=web"))
+
+    async def groups_gone() -> bool:  # owned by their ReplicaSet, as Volcano's controller makes them
+        return not groups & {g["metadata"]["name"] for g in (await k.json("get", "podgroups"))["items"]}
+
+    await k.until("the PodGroups collected", groups_gone)
 
 
 async def test_batch_job_pods_succeed(sandbox: Sandbox) -> None:

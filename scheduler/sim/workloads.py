@@ -346,14 +346,13 @@ class WorkloadControllers:
                     "annotations": {REVISION: str(revision)},
                     "ownerReferences": [controller_ref(d)],
                 },
-                "spec": {"replicas": want, "selector": selector, "template": template},
+                # the rollout below scales it up as far as the strategy allows
+                "spec": {"replicas": 0 if owned else want, "selector": selector, "template": template},
             }
             current = await self._create(self.rsets, REPLICASETS, rs)
             if current is None:
                 return
         else:
-            if _int(_spec(current).get("replicas"), 1) != want:
-                await self._patch(self.rsets, REPLICASETS, current, {"spec": {"replicas": want}})
             mine = _int((_md(current).get("annotations") or {}).get(REVISION), 0)
             if mine != revision - 1:
                 # a template rolled back to an older ReplicaSet makes that one the newest revision
@@ -366,9 +365,12 @@ class WorkloadControllers:
             await self._patch(
                 self.deployments, DEPLOYMENTS, d, {"metadata": {"annotations": {REVISION: mine}}}
             )
-        for old in owned:
-            if _md(old).get("uid") != _md(current).get("uid") and _int(_spec(old).get("replicas"), 1) != 0:
-                await self._patch(self.rsets, REPLICASETS, old, {"spec": {"replicas": 0}})
+        olds = [r for r in self.rsets.children_of(d) if _md(r).get("uid") != _md(current).get("uid")]
+        old_pods = any(self.pods.children_of(r) for r in olds)
+        new_target, old_targets = rollout_plan(spec.get("strategy") or {}, want, current, olds, old_pods)
+        for rs, target in [(current, new_target), *zip(olds, old_targets, strict=True)]:
+            if _int(_spec(rs).get("replicas"), 1) != target:
+                await self._patch(self.rsets, REPLICASETS, rs, {"spec": {"replicas": target}})
         owned = self.rsets.children_of(d)
         st = [r.get("status") or {} for r in owned]
         cur_status = current.get("status") or {}
@@ -555,6 +557,55 @@ class WorkloadControllers:
         if type_ == "DELETED":
             self._succeeded.pop(_md(job).get("uid", ""), None)
             self._failed.pop(_md(job).get("uid", ""), None)
+
+
+def _scaled(value: Any, want: int, default: str, round_up: bool) -> int:
+    """maxSurge/maxUnavailable: an int, or a percentage of the replicas (surge rounds up)."""
+    text = str(default if value is None else value)
+    if text.endswith("%"):
+        pct = _int(text[:-1], 25) * want
+        return -(-pct // 100) if round_up else pct // 100
+    return max(_int(text, 0), 0)
+
+
+def rollout_plan(
+    strategy: Obj, want: int, new_rs: Obj, olds: list[Obj], old_pods_left: bool
+) -> tuple[int, list[int]]:
+    """Replica counts for the new ReplicaSet and each old one, one step of the Deployment's strategy.
+
+    RollingUpdate: the new one grows while the total stays within replicas + maxSurge; old ones
+    shrink, unavailable pods first, while at least replicas - maxUnavailable stay available.
+    Recreate: old ones go to 0, the new one grows once no old pod is left.
+    """
+
+    def replicas(rs: Obj) -> int:
+        return _int(_spec(rs).get("replicas"), 1)
+
+    def available(rs: Obj) -> int:
+        return _int((rs.get("status") or {}).get("availableReplicas"), 0)
+
+    if strategy.get("type") == "Recreate":
+        return (0 if old_pods_left else want), [0] * len(olds)
+    rolling = strategy.get("rollingUpdate") or {}
+    surge = _scaled(rolling.get("maxSurge"), want, "25%", round_up=True)
+    unavailable = _scaled(rolling.get("maxUnavailable"), want, "25%", round_up=False)
+    if surge == 0 and unavailable == 0:
+        unavailable = 1
+    total = replicas(new_rs) + sum(replicas(r) for r in olds)
+    new_target = replicas(new_rs)
+    if new_target > want:
+        new_target = want
+    elif new_target < want:
+        new_target = min(want, new_target + max(want + surge - total, 0))
+    can_remove = available(new_rs) + sum(available(r) for r in olds) - (want - unavailable)
+    old_targets = []
+    for rs in olds:
+        r = replicas(rs)
+        unhealthy = max(r - available(rs), 0)
+        healthy_cut = min(available(rs), max(can_remove, 0))
+        can_remove -= healthy_cut
+        old_targets.append(r - min(r, unhealthy + healthy_cut))
+    return new_target, old_targets
 
 
 def _condition(type_: str, ok: bool, reason: str, message: str, owner: Obj) -> Obj:

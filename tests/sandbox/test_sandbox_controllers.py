@@ -23,7 +23,7 @@ from scheduler.sim.gc import GarbageCollector
 from scheduler.sim.kubelet import SimulatedKubelets, run_plan
 from scheduler.sim.nodegen import make_nodes, parse_node_spec
 from scheduler.sim.restclient import CONFIGMAPS, PODS, VCJOBS, RestClient
-from scheduler.sim.workloads import WorkloadControllers
+from scheduler.sim.workloads import WorkloadControllers, rollout_plan
 
 Obj = dict[str, Any]
 
@@ -291,3 +291,25 @@ async def test_delete_cascades_to_dependents_unless_orphaned(cluster: Cluster) -
     await asyncio.sleep(0.3)
     kept = cluster.store.get("configmaps", "default", "kept")
     assert kept is not None and "ownerReferences" not in kept["metadata"]
+
+
+def _rs(replicas: int, available: int) -> Obj:
+    return {"spec": {"replicas": replicas}, "status": {"availableReplicas": available}}
+
+
+def test_rolling_update_steps_stay_within_surge_and_unavailability() -> None:
+    rolling = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    # start: 4 old available, new empty: one surge pod, no old pod may go yet
+    assert rollout_plan(rolling, 4, _rs(0, 0), [_rs(4, 4)], True) == (1, [4])
+    # the surge pod is available: one old pod goes, and no more new ones until it went
+    assert rollout_plan(rolling, 4, _rs(1, 1), [_rs(4, 4)], True) == (1, [3])
+    assert rollout_plan(rolling, 4, _rs(1, 1), [_rs(3, 3)], True) == (2, [3])
+    # unavailable old pods (never scheduled) go at once, whatever the budget
+    assert rollout_plan(rolling, 4, _rs(1, 0), [_rs(4, 1)], True) == (1, [1])
+    # defaults 25%/25% of 4: surge 1, unavailable 1
+    assert rollout_plan({}, 4, _rs(0, 0), [_rs(4, 4)], True) == (1, [3])
+
+
+def test_recreate_waits_for_the_old_pods_to_be_gone() -> None:
+    assert rollout_plan({"type": "Recreate"}, 3, _rs(0, 0), [_rs(3, 3)], True) == (0, [0])
+    assert rollout_plan({"type": "Recreate"}, 3, _rs(0, 0), [_rs(0, 0)], False) == (3, [0])

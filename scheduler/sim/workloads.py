@@ -1,9 +1,10 @@
 """The kube-controller-manager workload controllers the sandbox stands in for.
 
-- Deployment: one ReplicaSet per pod template (`<deployment>-<pod-template-hash>`); a changed
-  template gets a new ReplicaSet scaled to `replicas` while the older ones go to 0; status counts
-  (replicas, updated, ready, available) and the Available condition as `kubectl rollout status`
-  and `kubectl get deploy` read them.
+- Deployment: one ReplicaSet per pod template (`<deployment>-<pod-template-hash>`, revision
+  annotations as `kubectl rollout history|undo` read them); a changed template rolls out by the
+  strategy (`rollout_plan`: RollingUpdate within maxSurge/maxUnavailable, or Recreate); status
+  counts (replicas, updated, ready, available) and the Available condition as
+  `kubectl rollout status` and `kubectl get deploy` read them.
 - ReplicaSet: keeps `replicas` live pods (`<rs>-<random>`), deleting unscheduled ones first.
 - StatefulSet: pods `<sts>-0..N-1`; with the default OrderedReady policy the next one is created
   only once the previous is Running and Ready, and scale-down removes the highest ordinal first.

@@ -142,9 +142,11 @@ def pod_from_template(
 class Informer:
     """One watched resource: objects by uid, children indexed by their controller's uid."""
 
-    def __init__(self, client: RestClient, res: Resource) -> None:
+    def __init__(self, client: RestClient, res: Resource, owned_only: bool = False) -> None:
         self.client = client
         self.res = res
+        # pods: only those a controller owns are kept (a sandbox may hold 100,000s of bare pods)
+        self.owned_only = owned_only
         self.objects: dict[str, Obj] = {}
         self.children: dict[str, dict[str, Obj]] = {}  # controller uid -> child uid -> child
         self.listeners: list[Callable[[str, Obj], None]] = []
@@ -158,6 +160,8 @@ class Informer:
         if cur is not None and _rv(cur) > _rv(obj):
             return
         ref = controller_of(cur or obj)
+        if ref is None and self.owned_only:
+            return
         if deleted:
             self.objects.pop(uid, None)
             if ref:
@@ -182,7 +186,7 @@ class WorkloadControllers:
 
     def __init__(self, client: RestClient) -> None:
         self.client = client
-        self.pods = Informer(client, PODS)
+        self.pods = Informer(client, PODS, owned_only=True)
         self.rsets = Informer(client, REPLICASETS)
         self.deployments = Informer(client, DEPLOYMENTS)
         self.statefulsets = Informer(client, STATEFULSETS)

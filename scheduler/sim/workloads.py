@@ -9,7 +9,8 @@
 - StatefulSet: pods `<sts>-0..N-1`; with the default OrderedReady policy the next one is created
   only once the previous is Running and Ready, and scale-down removes the highest ordinal first.
 - batch/v1 Job: up to `parallelism` pods at a time until `completions` succeed (Complete), or more
-  than `backoffLimit` fail (Failed, BackoffLimitExceeded).
+  than `backoffLimit` fail or `activeDeadlineSeconds` pass (Failed); `completionMode: Indexed`
+  runs each index once (`JOB_COMPLETION_INDEX`, `status.completedIndexes`).
 
 Every controller works as the real ones do: over the API (watches and writes), owning its children
 by a controller ownerReference, so deleting an owner cascades through the garbage collector.
@@ -47,6 +48,7 @@ STS_POD_NAME = "statefulset.kubernetes.io/pod-name"
 STS_POD_INDEX = "apps.kubernetes.io/pod-index"
 JOB_UID = "batch.kubernetes.io/controller-uid"
 JOB_NAME = "batch.kubernetes.io/job-name"
+JOB_INDEX = "batch.kubernetes.io/job-completion-index"
 # Kubernetes' alphabet for generated name parts: no vowels, no look-alike characters
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -207,6 +209,7 @@ class WorkloadControllers:
         self._wake = asyncio.Event()
         self._succeeded: dict[str, set[str]] = {}  # job uid -> uids of its pods that succeeded
         self._failed: dict[str, set[str]] = {}
+        self._deadlines: set[str] = set()  # job uids with a wake-up at their activeDeadlineSeconds
         for inf in (self.deployments, self.rsets, self.statefulsets, self.jobs):
             inf.listeners.append(lambda _t, obj, inf=inf: self._mark(inf, obj))
         self.jobs.listeners.append(self._job_gone)
@@ -487,7 +490,13 @@ class WorkloadControllers:
                 succeeded.add(_md(p)["uid"])
             elif phase == "Failed":
                 failed.add(_md(p)["uid"])
-        n_succeeded = max(len(succeeded), _int(status.get("succeeded"), 0))
+        indexed = spec.get("completionMode") == "Indexed"
+        done_indexes = {
+            _int((_md(p).get("annotations") or {}).get(JOB_INDEX), -1)
+            for p in pods
+            if (p.get("status") or {}).get("phase") == "Succeeded"
+        } | _parse_indexes(status.get("completedIndexes"))
+        n_succeeded = len(done_indexes) if indexed else max(len(succeeded), _int(status.get("succeeded"), 0))
         n_failed = max(len(failed), _int(status.get("failed"), 0))
         active = [p for p in pods if is_active(p)]
         finished = any(
@@ -524,13 +533,15 @@ class WorkloadControllers:
                     ),
                 ]
                 finished = True
-            elif n_failed > _int(spec.get("backoffLimit"), 6):
-                message = "Job has reached the specified backoff limit"
-                new["conditions"] = [
-                    _condition("FailureTarget", True, "BackoffLimitExceeded", message, job),
-                    _condition("Failed", True, "BackoffLimitExceeded", message, job),
-                ]
-                finished = True
+            else:
+                failure = self._job_failure(job, n_failed, new["startTime"])
+                if failure is not None:
+                    reason, message = failure
+                    new["conditions"] = [
+                        _condition("FailureTarget", True, reason, message, job),
+                        _condition("Failed", True, reason, message, job),
+                    ]
+                    finished = True
         if finished or spec.get("suspend"):
             for p in active:
                 await self._delete(self.pods, PODS, p)
@@ -543,10 +554,17 @@ class WorkloadControllers:
                 "controller-uid": uid,
                 "job-name": _md(job)["name"],
             }
-            for _ in range(min(parallelism, remaining) - len(active)):
-                await self._create(
-                    self.pods, PODS, pod_from_template(job, spec.get("template") or {}, labels)
-                )
+            template = spec.get("template") or {}
+            if indexed:
+                busy = done_indexes | {
+                    _int((_md(p).get("annotations") or {}).get(JOB_INDEX), -1) for p in active
+                }
+                todo = [i for i in range(_int(completions, 1)) if i not in busy]
+                for i in todo[: max(parallelism - len(active), 0)]:
+                    await self._create(self.pods, PODS, indexed_pod(job, template, labels, i))
+            else:
+                for _ in range(min(parallelism, remaining) - len(active)):
+                    await self._create(self.pods, PODS, pod_from_template(job, template, labels))
             active = [p for p in self.pods.children_of(job) if is_active(p)]
         new.update(
             {
@@ -556,12 +574,73 @@ class WorkloadControllers:
                 "failed": n_failed,
             }
         )
+        if indexed:
+            new["completedIndexes"] = _format_indexes(done_indexes - {-1}) or None
         await self._set_status(self.jobs, BATCH_JOBS, job, new)
+
+    def _job_failure(self, job: Obj, n_failed: int, started: str) -> tuple[str, str] | None:
+        spec = _spec(job)
+        if n_failed > _int(spec.get("backoffLimit"), 6):
+            return "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+        deadline = spec.get("activeDeadlineSeconds")
+        if deadline is None:
+            return None
+        try:
+            start = datetime.strptime(started, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        except ValueError:
+            return None
+        left = _int(deadline, 0) - (datetime.now(UTC) - start).total_seconds()
+        if left <= 0:
+            return "DeadlineExceeded", "Job was active longer than specified deadline"
+        uid = _md(job)["uid"]
+        if uid not in self._deadlines:  # nothing else may happen to it before then: look again
+            self._deadlines.add(uid)
+            asyncio.get_running_loop().call_later(left + 0.1, self._deadline_due, uid)
+        return None
+
+    def _deadline_due(self, uid: str) -> None:
+        self._deadlines.discard(uid)
+        job = self.jobs.objects.get(uid)
+        if job is not None:
+            self._mark(self.jobs, job)
 
     def _job_gone(self, type_: str, job: Obj) -> None:
         if type_ == "DELETED":
             self._succeeded.pop(_md(job).get("uid", ""), None)
             self._failed.pop(_md(job).get("uid", ""), None)
+
+
+def indexed_pod(job: Obj, template: Obj, labels: dict[str, str], index: int) -> Obj:
+    """A pod of an Indexed Job: its index in a label, an annotation and JOB_COMPLETION_INDEX."""
+    pod = pod_from_template(
+        job, template, {**labels, JOB_INDEX: str(index)}, annotations={JOB_INDEX: str(index)}
+    )
+    pod["metadata"]["generateName"] = f"{_md(job)['name']}-{index}-"
+    pod["spec"].setdefault("hostname", f"{_md(job)['name']}-{index}")
+    for c in pod["spec"].get("containers") or []:
+        env = [e for e in c.get("env") or [] if e.get("name") != "JOB_COMPLETION_INDEX"]
+        c["env"] = [*env, {"name": "JOB_COMPLETION_INDEX", "value": str(index)}]
+    return pod
+
+
+def _parse_indexes(text: Any) -> set[int]:
+    """`completedIndexes` ("0-2,5") as a set."""
+    out: set[int] = set()
+    for part in str(text or "").split(","):
+        lo, _, hi = part.partition("-")
+        if lo.strip().isdigit():
+            out.update(range(int(lo), int(hi if hi.strip().isdigit() else lo) + 1))
+    return out
+
+
+def _format_indexes(indexes: set[int]) -> str:
+    runs: list[list[int]] = []
+    for i in sorted(indexes):
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _scaled(value: Any, want: int, default: str, round_up: bool) -> int:

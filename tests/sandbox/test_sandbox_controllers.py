@@ -22,8 +22,8 @@ from scheduler.sim.controllers import JobController
 from scheduler.sim.gc import GarbageCollector
 from scheduler.sim.kubelet import SimulatedKubelets, run_plan
 from scheduler.sim.nodegen import make_nodes, parse_node_spec
-from scheduler.sim.restclient import CONFIGMAPS, PODS, VCJOBS, RestClient
-from scheduler.sim.workloads import WorkloadControllers, rollout_plan
+from scheduler.sim.restclient import BATCH_JOBS, CONFIGMAPS, PODS, VCJOBS, RestClient
+from scheduler.sim.workloads import JOB_INDEX, WorkloadControllers, rollout_plan
 
 Obj = dict[str, Any]
 
@@ -313,3 +313,82 @@ def test_rolling_update_steps_stay_within_surge_and_unavailability() -> None:
 def test_recreate_waits_for_the_old_pods_to_be_gone() -> None:
     assert rollout_plan({"type": "Recreate"}, 3, _rs(0, 0), [_rs(3, 3)], True) == (0, [0])
     assert rollout_plan({"type": "Recreate"}, 3, _rs(0, 0), [_rs(0, 0)], False) == (3, [0])
+
+
+def _batch_job(name: str, command: list[str], **spec: Any) -> Obj:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox", "command": command}],
+                }
+            },
+            **spec,
+        },
+    }
+
+
+async def _bind_job_pods(cluster: Cluster, job: str, until: Callable[[], bool]) -> None:
+    """Bind the Job's pods as they come (the scheduler's part) until `until()`."""
+    deadline = time.monotonic() + 15
+    while not until():
+        assert time.monotonic() < deadline, f"job {job} did not get there"
+        for p in cluster.store.list("pods"):
+            labels = p["metadata"].get("labels") or {}
+            if labels.get("job-name") == job and not p["spec"].get("nodeName"):
+                cluster.store.bind(
+                    "default", p["metadata"]["name"], {"target": {"kind": "Node", "name": "node-0"}}
+                )
+        await asyncio.sleep(0.05)
+
+
+async def test_indexed_job_runs_every_index_once(cluster: Cluster) -> None:
+    job = _batch_job("idx", ["sleep", "0.1"], completions=3, parallelism=2, completionMode="Indexed")
+    await cluster.client.create(BATCH_JOBS, job, "default")
+
+    def status() -> Obj:
+        return cluster.store.get("jobs.batch", "default", "idx").get("status") or {}
+
+    await _bind_job_pods(cluster, "idx", lambda: status().get("completedIndexes") == "0-2")
+    pods = [
+        p for p in cluster.store.list("pods") if (p["metadata"].get("labels") or {}).get("job-name") == "idx"
+    ]
+    indexes = sorted(p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] for p in pods)
+    assert indexes == ["0", "1", "2"]
+    for p in pods:
+        env = p["spec"]["containers"][0]["env"]
+        assert env == [{"name": "JOB_COMPLETION_INDEX", "value": p["metadata"]["annotations"][JOB_INDEX]}]
+        assert p["metadata"]["name"].startswith(f"idx-{env[0]['value']}-")
+    await cluster.until(
+        "idx Complete", lambda: any(c["type"] == "Complete" for c in status().get("conditions", []))
+    )
+
+
+async def test_job_past_its_active_deadline_fails_and_stops_its_pods(cluster: Cluster) -> None:
+    await cluster.client.create(
+        BATCH_JOBS, _batch_job("slow", ["sleep", "600"], activeDeadlineSeconds=1), "default"
+    )
+
+    def failed() -> Obj | None:
+        conds = (cluster.store.get("jobs.batch", "default", "slow").get("status") or {}).get(
+            "conditions"
+        ) or []
+        return next((c for c in conds if c["type"] == "Failed"), None)
+
+    await _bind_job_pods(cluster, "slow", lambda: failed() is not None)
+    assert failed()["reason"] == "DeadlineExceeded"
+    await cluster.until(
+        "slow's pod stopped",
+        lambda: (
+            not [
+                p
+                for p in cluster.store.list("pods")
+                if (p["metadata"].get("labels") or {}).get("job-name") == "slow"
+                and not p["metadata"].get("deletionTimestamp")
+            ]
+        ),
+    )

@@ -193,6 +193,20 @@ async def test_batch_job_pods_succeed(sandbox: Sandbox) -> None:
     await k.until("the Job's pods collected", lambda: _gone(k, "pods", "job-name=count"))
 
 
+async def test_install_guide_check_kubectl_run_pod_completes(sandbox: Sandbox) -> None:
+    k = sandbox
+    over = '{"spec":{"schedulerName":"volcano"}}'
+    await k.run(
+        "run", "hello", "--image=busybox", "--restart=Never", f"--overrides={over}", "--", "sleep", "1"
+    )
+    await k.until(
+        "hello Completed", lambda: _shown(k, r"^hello\s+0/1\s+Completed\s+0\s", "get", "pod", "hello")
+    )
+    events = await k.out("get", "events", "--field-selector", "involvedObject.name=hello")
+    assert re.search(r"Normal\s+Scheduled\s+pod/hello\s+Successfully assigned default/hello to node-", events)
+    await k.run("delete", "pod", "hello")
+
+
 async def test_statefulset_pods_come_in_order(sandbox: Sandbox) -> None:
     k = sandbox
     sts = {

@@ -2,8 +2,8 @@
 
 kubectl 1.35's typed clients send `application/vnd.kubernetes.protobuf` bodies for built-in kinds
 (`kubectl create namespace|configmap|secret|serviceaccount|priorityclass|role|clusterrole|
-rolebinding|clusterrolebinding|deployment|job`, the Eviction of `kubectl drain`, helm's release Secrets) and do not fall back to JSON. The
-encoding is the magic `k8s\\0` and a `runtime.Unknown` {typeMeta, raw} whose raw bytes are the
+rolebinding|clusterrolebinding|deployment|job`, `kubectl run`, the Eviction of `kubectl drain`,
+helm's release Secrets) and do not fall back to JSON. The encoding is the magic `k8s\\0` and a `runtime.Unknown` {typeMeta, raw} whose raw bytes are the
 object's message. Messages are described here by field number (from the upstream
 `generated.proto` files) and decoded into the same dicts a JSON body gives. Kinds not described
 here answer 415, which names the media types the sandbox reads.
@@ -198,6 +198,7 @@ KINDS: dict[tuple[str, str], Schema] = {
         2: ("rules", ("repeated", POLICY_RULE)),
         3: ("aggregationRule", {1: ("clusterRoleSelectors", ("repeated", LABEL_SELECTOR))}),
     },
+    ("v1", "Pod"): {1: ("metadata", OBJECT_META), 2: ("spec", POD_SPEC)},
     ("apps/v1", "Deployment"): _workload(
         {
             1: ("replicas", "int"),

@@ -7,7 +7,8 @@
   `kubectl rollout status` and `kubectl get deploy` read them.
 - ReplicaSet: keeps `replicas` live pods (`<rs>-<random>`), deleting unscheduled ones first.
 - StatefulSet: pods `<sts>-0..N-1`; with the default OrderedReady policy the next one is created
-  only once the previous is Running and Ready, and scale-down removes the highest ordinal first.
+  only once the previous is Running and Ready, and scale-down removes the highest ordinal first;
+  a changed template replaces the pods one at a time from the highest ordinal (RollingUpdate).
 - batch/v1 Job: up to `parallelism` pods at a time until `completions` succeed (Complete), or more
   than `backoffLimit` fail or `activeDeadlineSeconds` pass (Failed); `completionMode: Indexed`
   runs each index once (`JOB_COMPLETION_INDEX`, `status.completedIndexes`).
@@ -46,6 +47,7 @@ TEMPLATE_HASH = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
 STS_POD_NAME = "statefulset.kubernetes.io/pod-name"
 STS_POD_INDEX = "apps.kubernetes.io/pod-index"
+STS_REVISION = "controller-revision-hash"
 JOB_UID = "batch.kubernetes.io/controller-uid"
 JOB_NAME = "batch.kubernetes.io/job-name"
 JOB_INDEX = "batch.kubernetes.io/job-completion-index"
@@ -427,6 +429,8 @@ class WorkloadControllers:
         ordered = spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
         by_name = {_md(p).get("name"): p for p in self.pods.children_of(sts)}
         template = spec.get("template") or {}
+        revision = f"{name}-{template_hash(template)}"
+        all_ready = True
         for i in range(want):
             pod_name = f"{name}-{i}"
             pod = by_name.get(pod_name)
@@ -438,15 +442,18 @@ class WorkloadControllers:
                     break
                 continue
             if pod is None:
-                labels = {STS_POD_NAME: pod_name, STS_POD_INDEX: str(i)}
+                all_ready = False
+                labels = {STS_POD_NAME: pod_name, STS_POD_INDEX: str(i), STS_REVISION: revision}
                 fresh = pod_from_template(sts, template, labels, name=pod_name)
                 fresh["spec"].setdefault("hostname", pod_name)
                 await self._create(self.pods, PODS, fresh)
                 if ordered:
                     break
                 continue
-            if ordered and not is_ready(pod):
-                break  # the next ordinal waits for this one
+            if not is_ready(pod):
+                all_ready = False
+                if ordered:
+                    break  # the next ordinal waits for this one
         surplus = sorted(
             (
                 p
@@ -460,8 +467,18 @@ class WorkloadControllers:
             if ordered and terminating:
                 break
             await self._delete(self.pods, PODS, p)
+        outdated = sorted(
+            (p for p in by_name.values() if (_md(p).get("labels") or {}).get(STS_REVISION) != revision),
+            key=lambda p: -_ordinal(name, _md(p)["name"]),
+        )
+        rolling = (spec.get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate"
+        if rolling and outdated and all_ready and not terminating and not surplus:
+            # a changed template: the highest outdated ordinal goes and comes back with it, one at a time
+            await self._delete(self.pods, PODS, outdated[0])
         active = [p for p in self.pods.children_of(sts) if is_active(p)]
         ready = sum(1 for p in active if is_ready(p))
+        updated = sum(1 for p in active if (_md(p).get("labels") or {}).get(STS_REVISION) == revision)
+        older = [(_md(p).get("labels") or {}).get(STS_REVISION) for p in outdated]
         await self._set_status(
             self.statefulsets,
             STATEFULSETS,
@@ -472,7 +489,10 @@ class WorkloadControllers:
                 "readyReplicas": ready,
                 "availableReplicas": ready,
                 "currentReplicas": len(active),
-                "updatedReplicas": len(active),
+                "updatedReplicas": updated,
+                "updateRevision": revision,
+                # kubectl rollout status waits until both are the same
+                "currentRevision": revision if not older or not older[-1] else older[-1],
             },
         )
 

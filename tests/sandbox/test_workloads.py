@@ -234,6 +234,12 @@ async def test_statefulset_pods_come_in_order(sandbox: Sandbox) -> None:
     assert [p["metadata"]["name"] for p in pods] == ["db-0", "db-1", "db-2"]
     starts = [p["status"]["startTime"] for p in pods]
     assert starts == sorted(starts)  # each one started only once the one before was Ready
+    await k.run("set", "image", "statefulset/db", "db=postgres:17")
+    await k.run("rollout", "status", "statefulset/db", "--timeout=40s")
+    pods = await k.pods("app=db")
+    assert sorted((p["metadata"]["name"], p["spec"]["containers"][0]["image"]) for p in pods) == [
+        (f"db-{i}", "postgres:17") for i in range(3)
+    ]
     await k.run("scale", "statefulset", "db", "--replicas=1")
     await k.until(
         "db scaled to db-0",

@@ -29,6 +29,7 @@ from scheduler.sim.gc import GarbageCollector
 from scheduler.sim.kubelet import SimulatedKubelets
 from scheduler.sim.manifests import ManifestError, Skipped, load_files
 from scheduler.sim.nodegen import NodeSpecError, device_configmap, make_nodes, parse_node_spec
+from scheduler.sim.nodelifecycle import NodeLifecycleController
 from scheduler.sim.restclient import NAMESPACES, ApiError, RestClient, resource_for
 from scheduler.sim.workloads import WorkloadControllers
 
@@ -271,6 +272,7 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
         kubelets = SimulatedKubelets(client, start_delay=args.pod_start_delay)
         for comp in (
             kubelets.run(),
+            NodeLifecycleController(client).run(),
             JobController(client).run(),
             PodGroupController(client).run(),
             WorkloadControllers(client).run(),

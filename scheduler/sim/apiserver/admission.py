@@ -300,9 +300,9 @@ def quantity_problems(spec: Obj) -> list[tuple[str, str]]:
 def admit_queue(queue: Obj, get: Getter, old: Obj | None = None) -> None:
     """What Volcano's `validatequeue.volcano.sh` webhook refuses, with its messages."""
     name = str((queue.get("metadata") or {}).get("name") or "")
-    spec = queue.get("spec") or {}
+    spec = _mapping(queue.get("spec"))
     parent = str(spec.get("parent") or "")
-    old_parent = str(((old or {}).get("spec") or {}).get("parent") or "")
+    old_parent = str(_mapping((old or {}).get("spec")).get("parent") or "")
     problems: list[str] = []
     if parent not in ("", "root") and (old is None or parent != old_parent):
         if parent == name:
@@ -311,9 +311,10 @@ def admit_queue(queue: Obj, get: Getter, old: Obj | None = None) -> None:
             problems.append(
                 f'failed to get parent queue of queue {name}: queue.scheduling.volcano.sh "{parent}" not found'
             )
-    deserved = spec.get("deserved") or {}
-    capability = spec.get("capability") or {}
-    guarantee = (spec.get("guarantee") or {}).get("resource") or {}
+    # a malformed field is the schema's to refuse, not the webhook's
+    deserved = _mapping(spec.get("deserved"))
+    capability = _mapping(spec.get("capability"))
+    guarantee = _mapping(_mapping(spec.get("guarantee")).get("resource"))
     for rname, g in guarantee.items():
         gq, dq = _q(g), _q(deserved.get(rname)) if rname in deserved else None
         if dq is None:
@@ -336,3 +337,7 @@ def admit_queue(queue: Obj, get: Getter, old: Obj | None = None) -> None:
         raise bad_request(
             f'admission webhook "validatequeue.volcano.sh" denied the request: {"; ".join(problems)}'
         )
+
+
+def _mapping(value: Any) -> Obj:
+    return value if isinstance(value, dict) else {}

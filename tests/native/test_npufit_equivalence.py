@@ -160,3 +160,29 @@ def test_ledger_fit_equals_the_python_fit(impl: ModuleType, chips: list, req: As
     codes, scores = table.fit_all(req, policy)
     ref = led.fit_in_python(req, policy)
     assert (codes[0] == 0, scores[0] if ref.ok else 0.0) == (ref.ok, ref.score if ref.ok else 0.0)
+
+
+def test_a_chip_beyond_the_registration_range_skips_the_node_and_keeps_the_table_aligned() -> None:
+    from scheduler.model.node import NodeInfo
+    from scheduler.model.resources import Resource
+    from scheduler.plugins.deviceshare.config import DEFAULT_CONFIG
+
+    table = AscendTable(DEFAULT_VNPU)
+
+    def node(name: str, devmem: int) -> NodeInfo:
+        regs = [
+            ann.AscendCard(f"{name}-{c}", 7, 21527 if c else devmem, 8, "Ascend310P", True, -1, c)
+            for c in range(2)
+        ]
+        return NodeInfo(
+            name,
+            Resource.from_list({"cpu": "8", DEFAULT_VNPU.resource_name: "14"}),
+            annotations={ann.ascend_register_key("Ascend310P"): ann.encode_ascend_register(regs)},
+        )
+
+    bad, why = AscendLedger.from_node(node("huge", 2**63), DEFAULT_VNPU, DEFAULT_CONFIG, table)
+    assert bad is None and "huge-0" in why and "devmem" in why
+    good, _ = AscendLedger.from_node(node("fine", 21527), DEFAULT_VNPU, DEFAULT_CONFIG, table)
+    assert good is not None and good.base == 0 and list(table.starts) == [0, 2]
+    req = AscendRequest((AscendContainerRequest(0, 1, 3072, 0),), False)
+    assert good.fit(req, 1).ok and table.best_node(req, 1) is good

@@ -101,6 +101,12 @@ class AscendTable:
         self.impl = npu_fit_impl
 
     def add_node(self, ledger: AscendLedger) -> int:
+        for c in ledger.chips:  # checked before any append: a half-added node would misalign every array
+            if not all(0 <= v <= ann.REGISTER_INT_MAX for v in (c.count, c.devmem, c.devcore)):
+                raise ValueError(
+                    f"chip {c.id[:40]!r}: count {c.count}, devmem {c.devmem} or devcore {c.devcore} "
+                    f"is not within 0..{ann.REGISTER_INT_MAX}"
+                )
         idx = len(self.ledgers)
         self.ledgers.append(ledger)
         for c in ledger.chips:
@@ -240,7 +246,10 @@ class AscendLedger:
         flag = node.annotations.get(ann.HAMI_VNPU_CORE)
         if flag is not None:
             hami_core = flag == "true"  # the node's annotation overrides the configuration
-        return cls(node.name, chip, cards, hami_core, table), ""
+        try:
+            return cls(node.name, chip, cards, hami_core, table), ""
+        except ValueError as exc:  # numbers no device plugin writes (HAMi holds them as int32)
+            return None, f"Ascend registration: {exc}"
 
     # -- charging --------------------------------------------------------------------------------
     def add_pod(self, uid: str, segments: list[list[ann.DeviceEntry]]) -> bool:

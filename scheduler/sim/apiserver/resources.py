@@ -76,6 +76,7 @@ def _r(
     )
 
 
+_SCALABLE = ("status", "scale")
 _NS_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 
 RESOURCES: tuple[ResourceInfo, ...] = (
@@ -102,6 +103,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     ),
     _r("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False, ("q", "queue-v1beta1"), ("status",)),
     _r("batch.volcano.sh", "v1alpha1", "jobs", "Job", True, ("vcjob", "vj"), ("status",)),
+    _r("topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode", False, ("hn",), ("status",)),
     _r(
         "apiextensions.k8s.io",
         "v1",
@@ -111,7 +113,10 @@ RESOURCES: tuple[ResourceInfo, ...] = (
         ("crd", "crds"),
         ("status",),
     ),
-    _r("apps", "v1", "deployments", "Deployment", True, ("deploy",), ("status",), categories=("all",)),
+    _r("apps", "v1", "deployments", "Deployment", True, ("deploy",), _SCALABLE, categories=("all",)),
+    _r("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), _SCALABLE, categories=("all",)),
+    _r("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",), _SCALABLE, categories=("all",)),
+    _r("batch", "v1", "jobs", "Job", True, (), ("status",), categories=("all",)),
     _r("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
     _r("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
     _r("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
@@ -123,6 +128,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
 # group that has it, after the core group; CRD groups (Volcano's) come last, as on a cluster.
 GROUP_ORDER = (
     "apps",
+    "batch",
     "events.k8s.io",
     "policy",
     "rbac.authorization.k8s.io",
@@ -131,6 +137,7 @@ GROUP_ORDER = (
     "apiextensions.k8s.io",
     "batch.volcano.sh",
     "scheduling.volcano.sh",
+    "topology.volcano.sh",
 )
 
 

@@ -341,8 +341,8 @@ def render_markdown(
         f"- Through a real session (`run_session` with Volcano's default tiers plus deviceshare under binpack, "
         f"{n_session:,} one-pod vGPU jobs on {r['nodes']:,} fresh nodes x {r['gpus_per_node']} GPUs): "
         f"{session:,.0f} decisions/s ({paths['session'][0]:,} bound), "
-        f"{per_node / session if session else 0:.1f}x slower than the per-node path: the session's own work "
-        "per pod (node sampling, every plugin's predicates and scores) dominates, not the device fit.",
+        f"{per_node / session if session else 0:.1f}x slower than the per-node path: besides the device fit, the session "
+        "samples nodes and runs every plugin's predicates and scores for each pod.",
         f"- Goal >= 10,000 vGPU decisions/s through the session: {yes[session >= 10_000]} ({session:,.0f}/s).",
         "",
         f"HAMi Ascend 310P at {r['nodes']:,} nodes x {r['gpus_per_node']} chips, {n_ascend:,} pods asking one "

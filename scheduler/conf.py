@@ -64,7 +64,6 @@ VOLCANO_ONLY_PLUGINS = (
     "cdp",
     "pdb",
     "resource-strategy-fit",
-    "network-topology-aware",
     "nodegroup",
     "resourcequota",
     "dynamicresources",

@@ -8,12 +8,13 @@ turn and goes back into its queue's heap, so surplus tasks interleave fairly bet
 
 from __future__ import annotations
 
+from scheduler.actions.allocate_topology import TopologyJob, allocate_for_job, needs_topology, prepare
+from scheduler.actions.tasksteps import SKIP, STOP, place_best, task_gate
 from scheduler.framework.fiterrors import FitErrors
-from scheduler.framework.placement import PlacementCache, allocate_predicate, prioritize
+from scheduler.framework.placement import PlacementCache, allocate_predicate
 from scheduler.framework.pqueue import PriorityQueue
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
-from scheduler.framework.status import AllocateError
 from scheduler.model.objects import JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 
 
@@ -31,6 +32,7 @@ def allocate(ssn: Session) -> None:
     queued: set[str] = set()
     jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
     task_heaps: dict[str, PriorityQueue[TaskInfo]] = {}
+    topo_jobs: dict[str, TopologyJob] = {}
 
     for job in ssn.jobs.values():
         if not job.task_status_index.get(TaskStatus.PENDING):
@@ -49,7 +51,13 @@ def allocate(ssn: Session) -> None:
         tasks = _pending_tasks(job)
         if not tasks:
             continue
-        task_heaps[job.uid] = PriorityQueue(ssn.task_compare, tasks)
+        if needs_topology(job):
+            tj = prepare(ssn, job, tasks)
+            if tj is None:
+                continue
+            topo_jobs[job.uid] = tj
+        else:
+            task_heaps[job.uid] = PriorityQueue(ssn.task_compare, tasks)
         jobs_by_queue.setdefault(q.name, PriorityQueue(ssn.job_compare)).push(job)
         if q.name not in queued:
             queued.add(q.name)
@@ -65,6 +73,17 @@ def allocate(ssn: Session) -> None:
         if jobs is None or jobs.empty():
             continue
         job = jobs.pop()
+        tj = topo_jobs.get(job.uid)
+        if tj is not None:
+            stmt = allocate_for_job(ssn, q, tj, check)
+            if stmt is not None and ssn.job_ready(job):
+                stmt.commit()
+                if tj.unit.allocated_hypernode:
+                    ssn.job_hypernodes[job.uid] = tj.unit.allocated_hypernode
+                if not tj.worksheet.empty():
+                    jobs.push(job)
+            queues.push(q)
+            continue
         tasks = task_heaps[job.uid]
         stmt = _allocate_tasks(ssn, q, job, tasks, check, cache)
         if stmt is not None and ssn.job_ready(job):
@@ -87,23 +106,12 @@ def _allocate_tasks(
     nodes = ssn.node_list
     while not tasks.empty():
         task = tasks.pop()
-        if not ssn.allocatable(queue, task):
-            fe = FitErrors(f"queue {queue.name} resource quota insufficient")
-            ssn.record_fit_errors(job, task, fe)
-            continue
-        if task.role and task.role in failed_roles:
-            fe = FitErrors(f"Task {task.name} with role spec {task.role} has already predicated failed, skip")
-            ssn.record_fit_errors(job, task, fe)
-            continue
         errors = FitErrors()
-        pre = ssn.pre_predicate(task)
-        if pre is not None:
-            for n in nodes:
-                errors.set_node_error(n.name, pre.reason)
-            ssn.record_fit_errors(job, task, errors)
-            if job.need_continue_allocating():
-                continue
+        gate = task_gate(ssn, queue, job, task, failed_roles, nodes, errors, job.need_continue_allocating())
+        if gate is STOP:
             break
+        if gate is SKIP:
+            continue
         candidates = _nominated_first(ssn, task, check, errors)
         from_cache = not candidates
         if from_cache:
@@ -115,7 +123,7 @@ def _allocate_tasks(
             if job.need_continue_allocating():
                 continue
             break
-        placed = _place(ssn, stmt, task, candidates, errors, cache, from_cache)
+        placed = place_best(ssn, stmt, task, candidates, errors, cache, from_cache)
         if not placed:
             ssn.record_fit_errors(job, task, errors)
             continue
@@ -137,37 +145,3 @@ def _nominated_first(ssn: Session, task: TaskInfo, check: object, errors: FitErr
     if node is None or not task.init_resreq.less_equal(node.future_idle()):
         return []
     return [node] if check(task, node) is None else []  # type: ignore[operator]
-
-
-def _place(
-    ssn: Session,
-    stmt: Statement,
-    task: TaskInfo,
-    candidates: list,
-    errors: FitErrors,
-    cache: PlacementCache,
-    from_cache: bool = False,
-) -> bool:
-    """Try the best node; if a device handler refuses it, drop it and try the next best."""
-    remaining = list(candidates)
-    first = from_cache
-    while remaining:
-        # the cache answers for the very list its feasible() gave; after a refusal, prioritize
-        best = cache.best(task, remaining) if first else prioritize(ssn, task, remaining, cache)
-        first = False
-        if best is None:
-            return False
-        try:
-            if task.init_resreq.less_equal(best.idle):
-                stmt.allocate(task, best)
-            elif task.init_resreq.less_equal(best.future_idle()):
-                stmt.pipeline(task, best)
-            else:
-                errors.set_node_error(best.name, "Insufficient resources")
-                remaining.remove(best)
-                continue
-            return True
-        except AllocateError as exc:
-            errors.set_node_error(best.name, str(exc))
-            remaining.remove(best)
-    return False

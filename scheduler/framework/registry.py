@@ -15,6 +15,7 @@ from scheduler.plugins.conformance import ConformancePlugin
 from scheduler.plugins.deviceshare import DeviceSharePlugin
 from scheduler.plugins.drf import DrfPlugin
 from scheduler.plugins.gang import GangPlugin
+from scheduler.plugins.network_topology_aware import NetworkTopologyAwarePlugin
 from scheduler.plugins.nodeorder import NodeOrderPlugin
 from scheduler.plugins.overcommit import OvercommitPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
@@ -46,5 +47,6 @@ PLUGINS: dict[str, type[Plugin]] = {
         NodeOrderPlugin,
         BinpackPlugin,
         DeviceSharePlugin,
+        NetworkTopologyAwarePlugin,
     )
 }

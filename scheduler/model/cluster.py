@@ -20,6 +20,7 @@ from scheduler.model.convert import (
     GROUP_NAME_ANNOTATION,
     QUEUE_NAME_ANNOTATION,
     ConvertError,
+    hypernode_to_spec,
     node_is_ready,
     node_to_info,
     pod_to_task,
@@ -37,6 +38,7 @@ from scheduler.model.objects import (
     TaskStatus,
 )
 from scheduler.model.snapshot import Snapshot
+from scheduler.model.topology import HyperNodeSpec, Topology, build_topology
 
 
 def implicit_group_name(task: TaskInfo) -> str:
@@ -67,6 +69,12 @@ class ClusterState:
         self.configmaps: dict[str, dict[str, str]] = {}
         self.namespaces: dict[str, dict[str, str]] = {}
         self.anti_affinity_pods: set[str] = set()
+        self.hypernodes: dict[str, HyperNodeSpec] = {}
+        # the topology tree, rebuilt only when HyperNodes or the nodes (names, labels) change
+        self._topology: Topology | None = None
+        self._topology_key = -1
+        # bumped when the Ready node set or a node's labels change (what HyperNode members select)
+        self._node_epoch = 0
         # jobs changed since the last snapshot: the session recomputes their status
         self._dirty_jobs: set[str] = set()
         # bumped on every change, so a caller can tell that nothing happened since the last cycle
@@ -184,6 +192,8 @@ class ClusterState:
         self.generation += 1
         old = self.nodes.pop(info.name, None)
         waiting = self._off_node.pop(info.name, {})
+        if old is None or old.labels != info.labels:
+            self._node_epoch += 1
         if node_is_ready(node):
             if old is not None:
                 info.with_tasks_of(old)
@@ -198,10 +208,14 @@ class ClusterState:
             if keep:
                 self._off_node[info.name] = keep
             self.unready_nodes.add(info.name)
+            if old is not None:
+                self._node_epoch += 1
         return info
 
     def remove_node(self, name: str) -> None:
         old = self.nodes.pop(name, None)
+        if old is not None:
+            self._node_epoch += 1
         if old is not None and old.tasks:
             self._off_node.setdefault(name, {}).update(old.tasks)
         self.unready_nodes.discard(name)
@@ -243,6 +257,28 @@ class ClusterState:
             priority_class_name=task.pod.priority_class_name,
             creation=task.pod.creation,
         )
+
+    # ------------------------------------------------------------------ topology --
+    def apply_hypernode(self, hn: dict[str, Any]) -> HyperNodeSpec:
+        spec = hypernode_to_spec(hn)
+        self.hypernodes[spec.name] = spec
+        self._topology = None
+        self.generation += 1
+        return spec
+
+    def remove_hypernode(self, name: str) -> None:
+        if self.hypernodes.pop(name, None) is not None:
+            self._topology = None
+        self.generation += 1
+
+    def topology(self) -> Topology:
+        """The HyperNode tree over the Ready nodes; cached while neither side changes."""
+        key = self._node_epoch
+        if self._topology is None or key != self._topology_key:
+            labels = {name: n.labels for name, n in self.nodes.items()}
+            self._topology = build_topology(self.hypernodes.values(), labels)
+            self._topology_key = key
+        return self._topology
 
     # ------------------------------------------------------------------ others --
     def apply_queue(self, q: dict[str, Any]) -> QueueInfo:
@@ -301,4 +337,5 @@ class ClusterState:
             namespaces=self.namespaces,
             has_required_anti_affinity=bool(self.anti_affinity_pods),
             dirty_jobs=dirty,
+            topology=self.topology(),
         )

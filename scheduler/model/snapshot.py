@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from scheduler.model.objects import JobInfo, NodeInfo, PriorityClassInfo, QueueInfo
+from scheduler.model.topology import Topology
 
 
 @dataclass(slots=True)
@@ -21,3 +22,5 @@ class Snapshot:
     has_required_anti_affinity: bool = True
     # jobs that changed in the cluster since the previous snapshot; None = treat every job as changed
     dirty_jobs: set[str] | None = None
+    # the HyperNode tree; None = built by the session from the nodes alone (no HyperNodes)
+    topology: Topology | None = None

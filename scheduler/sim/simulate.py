@@ -26,9 +26,10 @@ KIND_ORDER = {
     "ConfigMap": 2,
     "Queue": 3,
     "Node": 4,
-    "Job": 5,
-    "PodGroup": 6,
-    "Pod": 7,
+    "HyperNode": 5,
+    "Job": 6,
+    "PodGroup": 7,
+    "Pod": 8,
 }
 
 
@@ -42,6 +43,8 @@ class SimulationResult:
     podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # bound pod -> the HyperNode its job was placed in (or its node's lowest HyperNode)
+    hypernodes: dict[str, str] = field(default_factory=dict)
     cycles: list[SessionResult] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -53,6 +56,7 @@ class SimulationResult:
             "annotations": {k: dict(sorted(v.items())) for k, v in sorted(self.annotations.items())},
             "podgroups": dict(sorted(self.podgroups.items())),
             "skipped": [{"object": s.where, "reason": s.reason} for s in self.skipped],
+            **({"hypernodes": dict(sorted(self.hypernodes.items()))} if self.hypernodes else {}),
         }
 
 
@@ -119,6 +123,8 @@ class SimulatedCluster:
                 md.setdefault("namespace", "default")
                 job = self.state.apply_podgroup(obj)
                 self.podgroups[job.uid] = obj
+            elif kind == "HyperNode":
+                self.state.apply_hypernode(obj)
             elif kind == "Queue":
                 self.state.apply_queue(obj)
             elif kind == "PriorityClass":
@@ -133,8 +139,11 @@ class SimulatedCluster:
             self._skip(obj, str(exc))
 
     def advance(self, res: SessionResult, out: SimulationResult) -> None:
+        topo = self.state.topology() if self.state.hypernodes else None
         for b in res.binds:
             key = b.task.key
+            if topo is not None:
+                out.hypernodes[key] = res.job_hypernodes.get(b.task.job) or topo.leaf_of.get(b.node, "")
             pod = self.pods.get(key)
             if pod is None:
                 continue
@@ -228,7 +237,8 @@ def _why_not_considered(state: ClusterState, task: Any) -> str:
 def format_table(result: SimulationResult) -> str:
     rows: list[tuple[str, str, str]] = []
     for key, node in result.bindings.items():
-        rows.append((key, node, "bound"))
+        hn = result.hypernodes.get(key)
+        rows.append((key, node, f"bound (HyperNode {hn})" if hn else "bound"))
     for key, node in result.pipelined.items():
         rows.append((key, node, "pipelined (waits for resources being released)"))
     for key in result.evictions:

@@ -8,7 +8,13 @@ turn and goes back into its queue's heap, so surplus tasks interleave fairly bet
 
 from __future__ import annotations
 
-from scheduler.actions.allocate_topology import TopologyJob, allocate_for_job, needs_topology, prepare
+from scheduler.actions.allocate_topology import (
+    TopologyJob,
+    allocate_for_job,
+    job_ready,
+    needs_topology,
+    prepare,
+)
 from scheduler.actions.tasksteps import SKIP, STOP, place_best, task_gate
 from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.placement import PlacementCache, allocate_predicate
@@ -76,7 +82,7 @@ def allocate(ssn: Session) -> None:
         tj = topo_jobs.get(job.uid)
         if tj is not None:
             stmt = allocate_for_job(ssn, q, tj, check)
-            if stmt is not None and ssn.job_ready(job):
+            if stmt is not None and job_ready(ssn, tj):
                 stmt.commit()
                 if tj.unit.allocated_hypernode:
                     ssn.job_hypernodes[job.uid] = tj.unit.allocated_hypernode

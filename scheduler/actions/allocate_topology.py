@@ -28,7 +28,14 @@ from scheduler.framework.statement import ALLOCATE, Statement
 from scheduler.model.job import JobInfo
 from scheduler.model.objects import NodeInfo, QueueInfo, TaskInfo
 from scheduler.model.resources import Resource
-from scheduler.model.subjob import SubJob, TopologyError, build_subjobs, recover_allocated, resolve
+from scheduler.model.subjob import (
+    SubJob,
+    TopologyError,
+    build_subjobs,
+    recover_allocated,
+    resolve,
+    subgroups_satisfied,
+)
 from scheduler.model.topology import CLUSTER_TOP, HyperNodeInfo, NetworkTopologySpec
 
 PURPOSE = "allocate"
@@ -76,6 +83,15 @@ class TopologyJob:
 
 def needs_topology(job: JobInfo) -> bool:
     return job.network_topology is not None or bool(job.subgroup_policies)
+
+
+def job_ready(ssn: Session, tj: TopologyJob) -> bool:
+    """The gang's readiness, and the partitions' `minSubGroups` (Volcano's gang checks both)."""
+    return ssn.job_ready(tj.job) and subgroups_satisfied(tj.job, tj.subjobs)
+
+
+def _job_pipelined(ssn: Session, tj: TopologyJob) -> bool:
+    return ssn.job_pipelined(tj.job) and subgroups_satisfied(tj.job, tj.subjobs, pipelined=True)
 
 
 def _subjob_ready(ssn: Session, job: JobInfo, sj: SubJob) -> bool:
@@ -185,13 +201,13 @@ def allocate_for_job(
                     ws.tasks[sj.uid] = left
                     if not left.empty():
                         ws.subjobs.push(sj)
-                    if ssn.job_ready(job):
+                    if job_ready(ssn, tj):
                         break
             decided = {u: sj.allocated_hypernode for u, sj in tj.subjobs.items()}
             for u, sj in tj.subjobs.items():
                 sj.allocated_hypernode = saved[u]
             ops = _ops(stmts, ssn)
-            works = bool(ops) and (ssn.job_ready(job) or ssn.job_pipelined(job))
+            works = bool(ops) and (job_ready(ssn, tj) or _job_pipelined(ssn, tj))
             if works and (best is None or score > best[0]):
                 best = (score, hn, ops, ws, decided)
             for stmt in reversed(stmts):

@@ -82,6 +82,18 @@ class SubJob:
         return total
 
 
+def subgroups_satisfied(job: JobInfo, subjobs: dict[str, SubJob], pipelined: bool = False) -> bool:
+    """Every policy with `minSubGroups` has that many partitions ready (or pipelined)."""
+    need = {f"{job.uid}/{p.name}": p.min_subgroups for p in job.subgroup_policies if p.min_subgroups > 0}
+    if not need:
+        return True
+    have: dict[str, int] = {}
+    for sj in subjobs.values():
+        if sj.gid in need and (sj.is_pipelined(job) if pipelined else sj.is_ready(job)):
+            have[sj.gid] = have.get(sj.gid, 0) + 1
+    return all(have.get(gid, 0) >= n for gid, n in need.items())
+
+
 def _match_values(policy: SubGroupPolicy, labels: dict[str, str]) -> list[str] | None:
     for k, v in policy.match_labels:
         if labels.get(k) != v:

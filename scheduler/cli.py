@@ -16,7 +16,8 @@ SUBCOMMANDS = ("simulate", "check-config", "bench", "sandbox")
 
 
 def _simulate(argv: Sequence[str]) -> int:
-    from scheduler.conf import ConfigError, default_configuration, load_file
+    from scheduler.conf import ConfigError
+    from scheduler.registry import default_configuration, load_file
     from scheduler.sim.manifests import ManifestError, Skipped, load_files
     from scheduler.sim.simulate import format_table, simulate
 
@@ -53,7 +54,8 @@ def _simulate(argv: Sequence[str]) -> int:
 
 
 def _check_config(argv: Sequence[str]) -> int:
-    from scheduler.conf import ConfigError, load_file
+    from scheduler.conf import ConfigError
+    from scheduler.registry import load_file
 
     p = argparse.ArgumentParser(
         prog="vc-scheduler check-config", description="Validate a scheduler configuration."

@@ -6,13 +6,18 @@ of disabled extension points per plugin. Validation is strict where Volcano is l
 operators: a wrong type or an unknown key is an error naming the field, the value and what is
 allowed; an unknown plugin name is an error with the closest known name, except for plugins Volcano
 has and we do not implement, which load with a warning so existing configurations keep working.
+
+This module knows the format, not the plugins: `parse_with` is handed the table of actions and plugin
+classes (the registry, one layer up, in `scheduler.registry`, passes its own) and resolves every name
+to its implementation, so the framework runs a configuration without importing the registry.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -91,13 +96,36 @@ class ConfigError(ValueError):
     """A configuration that must not replace a good one."""
 
 
+class PluginClass(Protocol):
+    """What the configuration needs of a plugin class: its arguments' validation."""
+
+    name: str
+
+    @staticmethod
+    def validate(arguments: Arguments) -> None: ...
+
+    def __call__(self, arguments: Arguments) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Catalogue:
+    """The actions and plugins a configuration may name, by name (see `scheduler.registry`)."""
+
+    actions: Mapping[str, Callable[[Any], None]]
+    plugins: Mapping[str, PluginClass]
+
+
 @dataclass(slots=True)
 class PluginOption:
     name: str
     arguments: Arguments
     disabled: frozenset[str] = frozenset()
     enabled_extra: frozenset[str] = frozenset()  # off-by-default switches turned on
-    implemented: bool = True
+    plugin: PluginClass | None = None  # None: a Volcano plugin we do not implement (skipped)
+
+    @property
+    def implemented(self) -> bool:
+        return self.plugin is not None
 
     def enabled(self, point: str) -> bool:
         return point not in self.disabled
@@ -116,6 +144,8 @@ class SchedulerConfiguration:
     metrics: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     source: str = ""
+    # the implementation of each name in `actions`, resolved when parsed
+    action_steps: dict[str, Callable[[Any], None]] = field(default_factory=dict)
 
     def action_arguments(self, action: str) -> Arguments:
         return self.configurations.get(action, Arguments({}, action))
@@ -133,11 +163,9 @@ def _type_name(value: Any) -> str:
     return type(value).__name__ if value is not None else "null"
 
 
-def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
-    """Parse and validate a configuration; raise ConfigError with a precise message."""
-    # Imported here: the registry imports plugins, which import the framework, which imports this.
-    from scheduler.framework.registry import PLUGINS
-
+def parse_with(catalogue: Catalogue, text: str, source: str = "<config>") -> SchedulerConfiguration:
+    """Parse and validate a configuration against `catalogue`; raise ConfigError with a precise message."""
+    PLUGINS = catalogue.plugins
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -197,7 +225,9 @@ def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
             raise ConfigError(f"{source}: {where_t}.plugins must be a list, got {_type_name(plugins_raw)}")
         options: list[PluginOption] = []
         for pi, popt in enumerate(plugins_raw):
-            options.append(_parse_plugin(popt, f"{source}: {where_t}.plugins[{pi}]", known_plugins, warnings))
+            options.append(
+                _parse_plugin(PLUGINS, popt, f"{source}: {where_t}.plugins[{pi}]", known_plugins, warnings)
+            )
         tiers.append(Tier(options))
 
     # drf hierarchy and proportion in one tier conflict (Volcano rejects this too).
@@ -243,12 +273,13 @@ def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
         metrics={str(k): str(v) for k, v in metrics.items()},
         warnings=warnings,
         source=source,
+        action_steps={name: catalogue.actions[name] for name in actions},
     )
 
 
-def _parse_plugin(popt: Any, where: str, known: list[str], warnings: list[str]) -> PluginOption:
-    from scheduler.framework.registry import PLUGINS
-
+def _parse_plugin(
+    PLUGINS: Mapping[str, PluginClass], popt: Any, where: str, known: list[str], warnings: list[str]
+) -> PluginOption:
     if isinstance(popt, str):  # tolerate the short form "- priority"
         popt = {"name": popt}
     if not isinstance(popt, dict):
@@ -279,14 +310,13 @@ def _parse_plugin(popt: Any, where: str, known: list[str], warnings: list[str]) 
             f"{where} ({name}): field 'arguments' must be a mapping, got {_type_name(args_raw)}"
         )
     arguments = Arguments(args_raw, name)
-    implemented = True
-    if name in PLUGINS:
+    plugin = PLUGINS.get(name)
+    if plugin is not None:
         try:
-            PLUGINS[name].validate(arguments)
+            plugin.validate(arguments)
         except ArgumentError as exc:
             raise ConfigError(f"{where}: {exc}") from None
     elif name in VOLCANO_ONLY_PLUGINS:
-        implemented = False
         warnings.append(
             f"plugin {name!r} is a Volcano plugin that vc-scheduler does not implement; it is skipped"
         )
@@ -294,17 +324,4 @@ def _parse_plugin(popt: Any, where: str, known: list[str], warnings: list[str]) 
         raise ConfigError(
             f"{where}: unknown plugin {name!r}" + _suggest(name, known + list(VOLCANO_ONLY_PLUGINS))
         )
-    return PluginOption(name, arguments, frozenset(disabled), frozenset(enabled_extra), implemented)
-
-
-def default_configuration() -> SchedulerConfiguration:
-    return parse(DEFAULT_CONF, "<built-in default>")
-
-
-def load_file(path: str) -> SchedulerConfiguration:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse(text, path)
+    return PluginOption(name, arguments, frozenset(disabled), frozenset(enabled_extra), plugin)

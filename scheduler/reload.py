@@ -20,7 +20,8 @@ from typing import Any
 
 import structlog
 
-from scheduler.conf import ConfigError, SchedulerConfiguration, default_configuration, parse
+from scheduler.conf import ConfigError, SchedulerConfiguration
+from scheduler.registry import default_configuration, parse
 
 log = structlog.get_logger("vc-scheduler.reload")
 

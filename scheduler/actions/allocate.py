@@ -21,7 +21,8 @@ from scheduler.framework.placement import PlacementCache, allocate_predicate
 from scheduler.framework.pqueue import PriorityQueue
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
-from scheduler.model.objects import JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
+from scheduler.model.job import JobInfo
+from scheduler.model.objects import PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 
 
 def _pending_tasks(job: JobInfo) -> list[TaskInfo]:

@@ -26,7 +26,8 @@ from scheduler.framework.pqueue import PriorityQueue
 from scheduler.framework.session import Session
 from scheduler.framework.statement import ALLOCATE, Statement
 from scheduler.model.job import JobInfo
-from scheduler.model.objects import NodeInfo, QueueInfo, TaskInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import QueueInfo, TaskInfo
 from scheduler.model.resources import Resource
 from scheduler.model.subjob import (
     SubJob,

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from scheduler.framework.pqueue import PriorityQueue
 from scheduler.framework.session import Session
-from scheduler.model.objects import JobInfo, PodGroupPhase, QueueInfo
+from scheduler.model.job import JobInfo
+from scheduler.model.objects import PodGroupPhase, QueueInfo
 
 
 def enqueue(ssn: Session) -> None:

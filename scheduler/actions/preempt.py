@@ -14,7 +14,8 @@ from scheduler.actions.victims import candidate_nodes, evict_until_fit, sorted_b
 from scheduler.framework.pqueue import PriorityQueue
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
-from scheduler.model.objects import PREEMPTABLE_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
+from scheduler.model.job import JobInfo
+from scheduler.model.objects import PREEMPTABLE_STATUSES, QueueInfo, TaskInfo, TaskStatus
 
 Filter = Callable[[TaskInfo], bool]
 

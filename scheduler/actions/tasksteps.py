@@ -7,7 +7,9 @@ from scheduler.framework.placement import PlacementCache, prioritize
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.framework.status import AllocateError
-from scheduler.model.objects import JobInfo, NodeInfo, QueueInfo, TaskInfo
+from scheduler.model.job import JobInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import QueueInfo, TaskInfo
 
 OK = "ok"
 SKIP = "skip"  # not placeable now; go on with the next task

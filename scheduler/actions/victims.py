@@ -15,7 +15,8 @@ from scheduler.framework.placement import predicate_nodes, score_nodes
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.framework.status import AllocateError, Unfit
-from scheduler.model.objects import NodeInfo, QueueInfo, TaskInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import QueueInfo, TaskInfo
 from scheduler.model.resources import Resource
 
 

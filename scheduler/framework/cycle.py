@@ -13,16 +13,9 @@ from dataclasses import dataclass, field
 from scheduler.conf import SchedulerConfiguration
 from scheduler.framework.fiterrors import ALL_NODES_UNAVAILABLE, FitErrors
 from scheduler.framework.messages import job_fit_error
-from scheduler.framework.registry import ACTIONS, PLUGINS
 from scheduler.framework.session import Session, SessionOptions
-from scheduler.model.objects import (
-    ALLOCATED_STATUSES,
-    JobInfo,
-    PodGroupPhase,
-    PodGroupStatus,
-    TaskInfo,
-    TaskStatus,
-)
+from scheduler.model.job import JobInfo
+from scheduler.model.objects import ALLOCATED_STATUSES, PodGroupPhase, PodGroupStatus, TaskInfo, TaskStatus
 from scheduler.model.snapshot import Snapshot
 
 
@@ -83,8 +76,8 @@ def open_session(
     ssn.warnings.extend(ssn.topology.problems)
     for tier in conf.tiers:
         for popt in tier.plugins:
-            cls = PLUGINS.get(popt.name)
-            if cls is None or not popt.implemented:
+            cls = popt.plugin
+            if cls is None:
                 continue
             t0 = time.perf_counter()
             plugin = cls(popt.arguments)
@@ -98,7 +91,7 @@ def open_session(
 def run_actions(ssn: Session, timings: dict[str, float] | None = None) -> None:
     for name in ssn.conf.actions:
         t0 = time.perf_counter()
-        ACTIONS[name](ssn)
+        ssn.conf.action_steps[name](ssn)
         if timings is not None:
             timings[name] = (time.perf_counter() - t0) * 1000
 

@@ -20,15 +20,9 @@ from typing import Any
 from scheduler.conf import SchedulerConfiguration
 from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.status import AllocateError, Unfit
-from scheduler.model.objects import (
-    JobInfo,
-    NodeInfo,
-    PodGroupStatus,
-    PriorityClassInfo,
-    QueueInfo,
-    TaskInfo,
-    TaskStatus,
-)
+from scheduler.model.job import JobInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import PodGroupStatus, PriorityClassInfo, QueueInfo, TaskInfo, TaskStatus
 from scheduler.model.resources import Resource
 from scheduler.model.snapshot import Snapshot
 from scheduler.model.topology import HyperNodeInfo, Topology, build_topology

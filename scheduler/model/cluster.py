@@ -28,15 +28,9 @@ from scheduler.model.convert import (
     priority_class_to_info,
     queue_to_info,
 )
-from scheduler.model.objects import (
-    ON_NODE_STATUSES,
-    JobInfo,
-    NodeInfo,
-    PriorityClassInfo,
-    QueueInfo,
-    TaskInfo,
-    TaskStatus,
-)
+from scheduler.model.job import JobInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import ON_NODE_STATUSES, PriorityClassInfo, QueueInfo, TaskInfo, TaskStatus
 from scheduler.model.snapshot import Snapshot
 from scheduler.model.topology import HyperNodeSpec, Topology, build_topology
 

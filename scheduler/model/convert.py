@@ -11,11 +11,11 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from scheduler.model.job import JobInfo
+from scheduler.model.node import NodeInfo
 from scheduler.model.objects import (
     Condition,
     Container,
-    JobInfo,
-    NodeInfo,
     PodGroupStatus,
     PodInfo,
     PriorityClassInfo,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scheduler.model.objects import JobInfo, NodeInfo, PriorityClassInfo, QueueInfo
+from scheduler.model.job import JobInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import PriorityClassInfo, QueueInfo
 from scheduler.model.topology import Topology
 
 

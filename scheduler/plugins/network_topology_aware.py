@@ -27,7 +27,8 @@ from typing import Any
 from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import EventHandler, Session
-from scheduler.model.objects import NodeInfo, TaskInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import TaskInfo
 from scheduler.model.resources import CPU, EPSILON, MEMORY, Resource
 from scheduler.model.topology import HyperNodeInfo, Topology
 

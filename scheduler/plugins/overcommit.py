@@ -5,7 +5,8 @@ from __future__ import annotations
 from scheduler.framework.arguments import ArgumentError, Arguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import PERMIT, REJECT, Session
-from scheduler.model.objects import JobInfo, PodGroupPhase
+from scheduler.model.job import JobInfo
+from scheduler.model.objects import PodGroupPhase
 from scheduler.model.resources import Resource
 
 FACTOR_KEY = "overcommit-factor"

@@ -11,13 +11,8 @@ from dataclasses import dataclass, field
 
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import PERMIT, REJECT, EventHandler, Session
-from scheduler.model.objects import (
-    ALLOCATED_STATUSES,
-    JobInfo,
-    PodGroupPhase,
-    QueueInfo,
-    TaskInfo,
-)
+from scheduler.model.job import JobInfo
+from scheduler.model.objects import ALLOCATED_STATUSES, PodGroupPhase, QueueInfo, TaskInfo
 from scheduler.model.resources import Infinity, Resource
 
 

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.conf import ConfigError, default_configuration, parse
+from scheduler.conf import ConfigError
+from scheduler.registry import default_configuration, parse
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,7 +19,8 @@ from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Event, EventHandler, Session
 from scheduler.framework.status import AllocateError, Unfit
-from scheduler.model.objects import ALLOCATED_STATUSES, NodeInfo, PodInfo, TaskInfo, TaskStatus
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import ALLOCATED_STATUSES, PodInfo, TaskInfo, TaskStatus
 from scheduler.model.resources import QuantityError, parse_quantity
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare import gpushare, vgpu

@@ -17,24 +17,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from scheduler.model.objects import NodeInfo
+from scheduler.model.node import NodeInfo
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare.config import DeviceConfig
-from scheduler.plugins.deviceshare.fit import FIT, NEEDS_PYTHON, NOT_FITTED, TOO_MANY_CARDS
+from scheduler.plugins.deviceshare.fit import FIT, NEEDS_PYTHON, NOT_FITTED, TOO_MANY_CARDS, Pick
 from scheduler.plugins.deviceshare.hotpath import fit_impl
 from scheduler.plugins.deviceshare.mig import MigCard, fit_mig_node
 from scheduler.plugins.deviceshare.requests import VgpuRequest
 
 KIND = "hamivgpu"
 _NODE_RESOURCES = (ann.VGPU_NUMBER, ann.VGPU_CORES, ann.VGPU_MEMORY)
-
-
-@dataclass(frozen=True, slots=True)
-class Pick:
-    card: int  # local card index on the node
-    device_id: str  # card UUID, or the MIG slice id
-    mem: int  # memory demand written to the annotation (the request, not the slice size)
-    cores: int
 
 
 @dataclass(slots=True)

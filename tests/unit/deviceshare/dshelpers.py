@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.model.objects import Container, NodeInfo, PodInfo, TaskInfo, TaskStatus
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import Container, PodInfo, TaskInfo, TaskStatus
 from scheduler.model.resources import Resource
 from scheduler.plugins.deviceshare import annotations as ann
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from scheduler.conf import parse
-from scheduler.framework import registry
+from scheduler import registry
 from scheduler.framework.session import SessionOptions
 from scheduler.plugins.deviceshare import DeviceSharePlugin
 from scheduler.plugins.deviceshare import annotations as ann
+from scheduler.registry import parse
 from scheduler.sim.simulate import SimulationResult, simulate
 from tests import builders as b
 

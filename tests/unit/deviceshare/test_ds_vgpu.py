@@ -330,10 +330,10 @@ def test_garbled_vgpu_registration_keeps_pods_off_the_node_with_the_reason(
     # upstream: no ledger, the deviceshare predicate passes, the pod is bound and the plugin fails it
     import copy
 
-    from scheduler.conf import parse
-    from scheduler.framework import registry
+    from scheduler import registry
     from scheduler.framework.session import SessionOptions
     from scheduler.plugins.deviceshare import DeviceSharePlugin
+    from scheduler.registry import parse
     from scheduler.sim.simulate import simulate
     from tests import builders as b
 

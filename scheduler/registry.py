@@ -1,4 +1,9 @@
-"""The one explicit list of actions and plugins by name (no registration by import side effects)."""
+"""The one explicit list of actions and plugins by name (no registration by import side effects).
+
+It sits above the framework: it imports every action and plugin, and hands them to the configuration
+parser (`scheduler.conf.parse_with`), which resolves each configured name to its implementation. The
+framework then runs what the configuration names without importing this module.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from scheduler.actions.backfill import backfill
 from scheduler.actions.enqueue import enqueue
 from scheduler.actions.preempt import preempt
 from scheduler.actions.reclaim import reclaim
+from scheduler.conf import DEFAULT_CONF, Catalogue, ConfigError, SchedulerConfiguration, parse_with
 from scheduler.plugins.binpack import BinpackPlugin
 from scheduler.plugins.conformance import ConformancePlugin
 from scheduler.plugins.deviceshare import DeviceSharePlugin
@@ -50,3 +56,23 @@ PLUGINS: dict[str, type[Plugin]] = {
         NetworkTopologyAwarePlugin,
     )
 }
+
+CATALOGUE = Catalogue(actions=ACTIONS, plugins=PLUGINS)
+
+
+def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
+    """Parse and validate a `volcano-scheduler.conf` against this registry."""
+    return parse_with(CATALOGUE, text, source)
+
+
+def default_configuration() -> SchedulerConfiguration:
+    return parse(DEFAULT_CONF, "<built-in default>")
+
+
+def load_file(path: str) -> SchedulerConfiguration:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    return parse(text, path)

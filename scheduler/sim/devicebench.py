@@ -16,7 +16,6 @@ Python loop over the nodes), and HAMi Ascend decisions, which are pure Python (n
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import random
 import statistics
@@ -37,6 +36,7 @@ from scheduler.plugins.deviceshare.requests import (
     VgpuRequest,
 )
 from scheduler.plugins.deviceshare.vgpu import ScanCache, VgpuLedger, VgpuTable
+from scheduler.sim.report import load_average, replace_section
 
 
 def _cluster(nodes: int, gpus: int, impl: ModuleType, seed: int) -> VgpuTable:
@@ -150,7 +150,7 @@ def _decide_per_node(table: VgpuTable, pods: list[VgpuRequest]) -> tuple[int, fl
 
 def _ascend_rate(nodes: int, chips: int, pods: int, seed: int) -> tuple[int, float]:
     """HAMi Ascend 310P decisions/s: fit on every node, best score wins, charge it (pure Python)."""
-    from scheduler.model.objects import NodeInfo
+    from scheduler.model.node import NodeInfo
     from scheduler.model.resources import Resource
 
     rng = random.Random(seed + 2)
@@ -214,14 +214,14 @@ def render_markdown(
 ) -> str:
     placed, secs, n_pods = per_node
     a_placed, a_secs, a_nodes, a_chips = ascend
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    load = load_average()
     yes = {True: "reached", False: "NOT reached"}
     lines = [
         SECTION,
         "",
         f"Command: `{cmd}` (median of {repeats} runs; "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, Python {platform.python_version()}, "
-        f"load average {load:.2f} when it finished).",
+        f"load average {load} (1 / 5 / 15 min) when it finished).",
         "",
         f"Synthetic cluster: {r['nodes']:,} nodes x {r['gpus_per_node']} GPUs = {r['cards']:,} vGPU cards (hami-core, "
         "split 10, 32 GiB), a third of the nodes half used; pods ask one card with 1-8 GiB and 0-50 % cores, "
@@ -259,24 +259,6 @@ def render_markdown(
     return "\n".join(lines)
 
 
-def write_section(path: str, section: str) -> None:
-    """Replace only this section of docs/performance.md (up to the next `## `), keeping the others."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        text = "# Performance\n"
-    if SECTION in text:
-        start = text.index(SECTION)
-        nxt = text.find("\n## ", start + len(SECTION))
-        end = nxt + 1 if nxt >= 0 else len(text)
-        text = text[:start] + section + ("\n" if nxt >= 0 else "") + text[end:]
-    else:
-        text = text.rstrip() + "\n\n" + section
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
-
-
 def main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(
         prog="vc-scheduler bench --devices", description="Benchmark the device hot path."
@@ -307,8 +289,9 @@ def main(argv: Sequence[str]) -> int:
     )
     if args.output:
         cmd = "vc-scheduler bench --devices " + " ".join(argv)
-        write_section(
+        replace_section(
             args.output,
+            SECTION,
             render_markdown(
                 cmd.strip(),
                 r,

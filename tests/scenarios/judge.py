@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from scheduler.conf import default_configuration, load_file
+from scheduler.registry import default_configuration, load_file
 from scheduler.model.objects import TaskStatus
 from scheduler.sim.manifests import Skipped, load_files
 from scheduler.sim.simulate import simulate

@@ -29,8 +29,8 @@ from typing import Any
 
 import yaml
 
-from scheduler.registry import default_configuration, load_file
 from scheduler.model.objects import TaskStatus
+from scheduler.registry import default_configuration, load_file
 from scheduler.sim.manifests import Skipped, load_files
 from scheduler.sim.simulate import simulate
 

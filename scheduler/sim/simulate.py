@@ -19,6 +19,8 @@ from scheduler.model.convert import ConvertError, object_name
 from scheduler.model.resources import QuantityError
 from scheduler.model.vcjob import expand_job
 from scheduler.sim.manifests import Skipped
+from scheduler.sim.nodegen import make_nodes, parse_node_spec
+from scheduler.sim.topologygen import TopologySpecError, make_hypernodes, parse_topology_spec
 
 KIND_ORDER = {
     "Namespace": 0,
@@ -180,6 +182,16 @@ class SimulatedCluster:
                 ],
             }
             self.state.apply_podgroup(pg)
+
+
+def generated_objects(node_specs: list[str], topology: str | None) -> list[dict[str, Any]]:
+    """`--nodes` and `--topology` as objects; ValueError (NodeSpecError, TopologySpecError) when bad."""
+    nodes = make_nodes([parse_node_spec(s) for s in node_specs])
+    if not topology:
+        return nodes
+    if not nodes:
+        raise TopologySpecError("--topology needs generated nodes (--nodes)")
+    return nodes + make_hypernodes(parse_topology_spec(topology), [n["metadata"]["name"] for n in nodes])
 
 
 def simulate(

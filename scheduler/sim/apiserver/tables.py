@@ -168,6 +168,14 @@ COLUMNS: dict[str, list[Column]] = {
         ("PARENT", "string", 0, _field("spec", "parent")),
         AGE,
     ],
+    # the HyperNode CRD's printer columns
+    "hypernodes.topology.volcano.sh": [
+        NAME,
+        ("Tier", "string", 0, _field("spec", "tier")),
+        ("TierName", "string", 0, _field("spec", "tierName")),
+        ("NodeCount", "integer", 0, _field("status", "nodeCount")),
+        AGE,
+    ],
     "jobs.batch.volcano.sh": [
         NAME,
         ("STATUS", "string", 0, _field("status", "state", "phase")),

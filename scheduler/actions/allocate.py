@@ -9,6 +9,7 @@ turn and goes back into its queue's heap, so surplus tasks interleave fairly bet
 from __future__ import annotations
 
 from scheduler.actions.allocate_topology import (
+    Placer,
     TopologyJob,
     allocate_for_job,
     job_ready,
@@ -23,6 +24,7 @@ from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.model.job import JobInfo
 from scheduler.model.objects import PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
+from scheduler.model.topology import CLUSTER_TOP
 
 
 def _pending_tasks(job: JobInfo) -> list[TaskInfo]:
@@ -72,6 +74,7 @@ def allocate(ssn: Session) -> None:
 
     check = allocate_predicate(ssn)
     cache = PlacementCache(ssn, check)
+    placer = Placer(ssn, check, {CLUSTER_TOP: cache})
     while not queues.empty():
         q = queues.pop()
         if ssn.overused(q):
@@ -82,7 +85,7 @@ def allocate(ssn: Session) -> None:
         job = jobs.pop()
         tj = topo_jobs.get(job.uid)
         if tj is not None:
-            stmt = allocate_for_job(ssn, q, tj, check)
+            stmt = allocate_for_job(ssn, q, tj, placer)
             if stmt is not None and job_ready(ssn, tj):
                 stmt.commit()
                 if tj.unit.allocated_hypernode:

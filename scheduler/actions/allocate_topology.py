@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from scheduler.actions.tasksteps import SKIP, STOP, place_best, task_gate
 from scheduler.framework.fiterrors import FitErrors
-from scheduler.framework.placement import NodePredicate, predicate_nodes
+from scheduler.framework.placement import NodePredicate, PlacementCache
 from scheduler.framework.pqueue import PriorityQueue
 from scheduler.framework.session import Session
 from scheduler.framework.statement import ALLOCATE, Statement
@@ -37,7 +37,7 @@ from scheduler.model.subjob import (
     resolve,
     subgroups_satisfied,
 )
-from scheduler.model.topology import CLUSTER_TOP, HyperNodeInfo, NetworkTopologySpec
+from scheduler.model.topology import CLUSTER_TOP, HyperNodeInfo, NetworkTopologySpec, Topology
 
 PURPOSE = "allocate"
 
@@ -80,6 +80,22 @@ class TopologyJob:
     unit: JobUnit
     subjobs: dict[str, SubJob]
     worksheet: Worksheet
+
+
+@dataclass(slots=True)
+class Placer:
+    """allocate's predicate and one placement cache per HyperNode searched in this session."""
+
+    ssn: Session
+    check: NodePredicate
+    caches: dict[str, PlacementCache] = field(default_factory=dict)
+
+    def cache(self, hypernode: str) -> PlacementCache:
+        c = self.caches.get(hypernode)
+        if c is None:
+            nodes = self.ssn.hypernode_nodes(hypernode)
+            c = self.caches[hypernode] = PlacementCache(self.ssn, self.check, nodes)
+        return c
 
 
 def needs_topology(job: JobInfo) -> bool:
@@ -174,9 +190,7 @@ def _ranked(ssn: Session, unit: SubJob, group: list[HyperNodeInfo]) -> list[Hype
     return sorted(group, key=lambda hn: -scores[hn.name])
 
 
-def allocate_for_job(
-    ssn: Session, queue: QueueInfo, tj: TopologyJob, check: NodePredicate
-) -> Statement | None:
+def allocate_for_job(ssn: Session, queue: QueueInfo, tj: TopologyJob, placer: Placer) -> Statement | None:
     """Place the job inside the best HyperNode of the lowest workable tier; None if none works."""
     job = tj.job
     topo = ssn.topology
@@ -194,7 +208,7 @@ def allocate_for_job(
             score = 0.0
             while not ws.subjobs.empty():
                 sj = ws.subjobs.pop()
-                got = _allocate_for_subjob(ssn, queue, job, sj, ws.tasks[sj.uid], hn, check)
+                got = _allocate_for_subjob(ssn, queue, job, sj, ws.tasks[sj.uid], hn, placer)
                 if got is not None:
                     stmt, s, left = got
                     stmts.append(stmt)
@@ -209,27 +223,42 @@ def allocate_for_job(
                 sj.allocated_hypernode = saved[u]
             ops = _ops(stmts, ssn)
             works = bool(ops) and (job_ready(ssn, tj) or _job_pipelined(ssn, tj))
+            if works and fast:
+                # the first HyperNode that works is the best: keep its placements as they are
+                stmt = Statement(ssn)
+                for st in stmts:
+                    stmt.operations.extend(st.operations)
+                return _decide(tj, hn, ws, decided, stmt, topo)
             if works and (best is None or score > best[0]):
                 best = (score, hn, ops, ws, decided)
             for stmt in reversed(stmts):
                 stmt.discard()
-            if works and fast:
-                break
         if best is None:
             continue
         _, hn, ops, ws, decided = best
-        stmt = _replay(ssn, ops)
-        tj.worksheet = ws
-        for u, sj in tj.subjobs.items():
-            sj.allocated_hypernode = decided[u]
-        tj.unit.allocated_hypernode = topo.lca(tj.unit.allocated_hypernode, hn.name)
-        return stmt
+        return _decide(tj, hn, ws, decided, _replay(ssn, ops), topo)
     if not job.fit_error and tj.unit.hard_tier is not None and tj.unit.hard_tier < topo.top.tier:
         job.fit_error = (
             f"network topology (hard, highestTierAllowed {tj.unit.hard_tier}): "
             "no HyperNode of an allowed tier can hold the job"
         )
     return None
+
+
+def _decide(
+    tj: TopologyJob,
+    hn: HyperNodeInfo,
+    ws: Worksheet,
+    decided: dict[str, str],
+    stmt: Statement,
+    topo: Topology,
+) -> Statement:
+    """Adopt the chosen HyperNode's outcome: the worksheet left, the sub-jobs' HyperNodes."""
+    tj.worksheet = ws
+    for u, sj in tj.subjobs.items():
+        sj.allocated_hypernode = decided[u]
+    tj.unit.allocated_hypernode = topo.lca(tj.unit.allocated_hypernode, hn.name)
+    return stmt
 
 
 def _allocate_for_subjob(
@@ -239,7 +268,7 @@ def _allocate_for_subjob(
     sj: SubJob,
     tasks: PriorityQueue[TaskInfo],
     hn_for_job: HyperNodeInfo,
-    check: NodePredicate,
+    placer: Placer,
 ) -> tuple[Statement, float, PriorityQueue[TaskInfo]] | None:
     if tasks.empty():
         return None
@@ -252,12 +281,13 @@ def _allocate_for_subjob(
             for u in sj.task_uids:
                 job.nodes_fit_errors.pop(u, None)
             left = tasks.clone()
-            stmt = _allocate_tasks_in(ssn, queue, job, sj, left, hn.name, check)
+            stmt = _allocate_tasks_in(ssn, queue, job, sj, left, hn.name, placer)
             if stmt is not None and stmt.operations:
+                if fast:  # the first that works is the best: no dry run needed
+                    sj.allocated_hypernode = topo.lca(sj.allocated_hypernode, hn.name)
+                    return stmt, ssn.hypernode_scores(sj, [hn.name])[hn.name], left
                 found.append((hn, _ops([stmt], ssn), left))
                 stmt.discard()
-                if fast:
-                    break
         if not found:
             continue
         scores = ssn.hypernode_scores(sj, [f[0].name for f in found])
@@ -275,10 +305,11 @@ def _allocate_tasks_in(
     sj: SubJob,
     tasks: PriorityQueue[TaskInfo],
     hypernode: str,
-    check: NodePredicate,
+    placer: Placer,
 ) -> Statement | None:
     """allocate's task loop restricted to the nodes under one HyperNode."""
     nodes = ssn.hypernode_nodes(hypernode)
+    cache = placer.cache(hypernode)
     if not nodes:
         return None
     topo = ssn.topology
@@ -294,7 +325,7 @@ def _allocate_tasks_in(
             break
         if gate is SKIP:
             continue
-        candidates = predicate_nodes(ssn, task, nodes, check, errors)
+        candidates = cache.feasible(task, errors)
         if not candidates:
             if hypernode != CLUSTER_TOP:
                 errors.hypernode = hypernode
@@ -306,7 +337,7 @@ def _allocate_tasks_in(
             continue
         if sj.network_topology is not None:
             ssn.task_job_hypernode[task.uid] = allocated
-        placed = place_best(ssn, stmt, task, candidates, errors, None)
+        placed = place_best(ssn, stmt, task, candidates, errors, cache, True)
         if not placed:
             ssn.record_fit_errors(job, task, errors)
             continue

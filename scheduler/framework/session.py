@@ -395,6 +395,14 @@ class Session:
                 out.append(split)
         return out
 
+    def batch_node_order_plan(self) -> list[tuple[BatchScoreSplit | None, Callable[..., Any]]]:
+        """Every enabled batch node-order function in tier order, with its split when it has one."""
+        return [
+            (self._batch_splits.get(plugin), fn)
+            for tier in self._tiered["batch_node_order"]
+            for plugin, fn in tier
+        ]
+
     def best_node(self, task: TaskInfo, scores: dict[float, list[NodeInfo]]) -> NodeInfo | None:
         for fn in self._fns("best_node"):
             n = fn(task, scores)

@@ -230,19 +230,27 @@ class NetworkTopologyAwarePlugin(Plugin):
         assert topo is not None
         scale = MAX_NODE_SCORE * self.weight
         scores: dict[str, float] = {}
+        by_leaf: dict[str, float] = {}  # the candidates mostly share a few leaves
+        leaf_of = topo.leaf_of
         for node in nodes:
-            leaf = topo.leaf_of.get(node.name, "")
-            scores[node.name] = self._closeness(topo, leaf, allocated)
+            leaf = leaf_of.get(node.name, "")
+            v = by_leaf.get(leaf)
+            if v is None:
+                v = by_leaf[leaf] = self._closeness(topo, leaf, allocated)
+            scores[node.name] = v
         top = max(scores.values(), default=0.0)
         tied = [n for n, s in scores.items() if s == top]
         if len(tied) > 1:
             unit = ssn.task_subjob.get(task.uid)
             tasks = unit.all_tasks(ssn) if unit is not None else []
             if tasks:
+                per_leaf: dict[str, int] = {}
+                for t in tasks:
+                    if t.node_name:
+                        leaf = topo.leaf_of.get(t.node_name, "")
+                        per_leaf[leaf] = per_leaf.get(leaf, 0) + 1
                 for name in tied:
-                    leaf = topo.leaf_of.get(name, "")
-                    members = topo.hypernodes[leaf].nodes if leaf else frozenset()
-                    scores[name] += sum(1 for t in tasks if t.node_name in members) / len(tasks)
+                    scores[name] += per_leaf.get(topo.leaf_of.get(name, ""), 0) / len(tasks)
         return {n: s * scale for n, s in scores.items()}
 
     def _closeness(self, topo: Topology, leaf: str, allocated: str) -> float:

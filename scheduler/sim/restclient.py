@@ -60,6 +60,7 @@ PRIORITY_CLASSES = Resource("/apis/scheduling.k8s.io/v1", "priorityclasses", Fal
 PODGROUPS = Resource("/apis/scheduling.volcano.sh/v1beta1", "podgroups", True)
 QUEUES = Resource("/apis/scheduling.volcano.sh/v1beta1", "queues", False)
 VCJOBS = Resource("/apis/batch.volcano.sh/v1alpha1", "jobs", True)
+HYPERNODES = Resource("/apis/topology.volcano.sh/v1alpha1", "hypernodes", False)
 
 
 class RestClient:
@@ -209,6 +210,7 @@ BY_KIND: dict[tuple[str, str], Resource] = {
     ("scheduling.volcano.sh", "PodGroup"): PODGROUPS,
     ("scheduling.volcano.sh", "Queue"): QUEUES,
     ("batch.volcano.sh", "Job"): VCJOBS,
+    ("topology.volcano.sh", "HyperNode"): HYPERNODES,
     ("apps", "Deployment"): Resource("/apis/apps/v1", "deployments", True),
     ("policy", "PodDisruptionBudget"): Resource("/apis/policy/v1", "poddisruptionbudgets", True),
     ("rbac.authorization.k8s.io", "ClusterRole"): Resource(

@@ -215,7 +215,7 @@ def test_partition_policy_and_network_topology_are_validated() -> None:
         expand_job(job)
     pg = podgroup("pg")
     pg["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1, "highestTierName": "rack"}
-    with pytest.raises(ConvertError, match="PodGroup c1/pg: .*cannot both be set"):
+    with pytest.raises(ConvertError, match=r"PodGroup c1/pg: .*cannot both be set"):
         podgroup_to_job(pg)
     pg["spec"]["networkTopology"] = {"mode": "strict"}
     with pytest.raises(ConvertError, match="mode must be hard or soft"):

@@ -247,3 +247,62 @@ def test_generated_topology() -> None:
     assert sum(len(h["members"]) for n, h in hns.items() if n.startswith("leaf")) == 5
     with pytest.raises(TopologySpecError, match="not name=count"):
         parse_topology_spec("spine4")
+
+
+def test_vgpu_gang_goes_to_the_hypernode_whose_cards_fit() -> None:
+    """deviceshare inside the HyperNode search: leaf-0 has T4 cards (15 GB), leaf-1 A100s (80 GB);
+    a gang of two 40 GB vGPU pods limited to one leaf lands on leaf-1 with a card each."""
+    from scheduler.sim.nodegen import make_nodes, parse_node_spec
+
+    nodes = make_nodes([parse_node_spec("2:gpu=1xT4"), parse_node_spec("2:gpu=1xA100-80GB")])
+    hns = make_hypernodes(parse_topology_spec("spine=1,leaf=2"), [n["metadata"]["name"] for n in nodes])
+    conf = tiers(
+        "enqueue, allocate, backfill",
+        ["priority", "gang", "conformance"],
+        ["drf", "predicates", "proportion", "nodeorder", "deviceshare", "network-topology-aware"],
+        args={"deviceshare": {"deviceshare.VGPUEnable": True}},
+    )
+    pg = podgroup("train", min_member=2)
+    pg["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1}
+    pods = [
+        pod(
+            f"train-{i}",
+            group="train",
+            limits={"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "40000"},
+        )
+        for i in range(2)
+    ]
+    result = run(conf, [*nodes, *hns, pg, *pods])
+    assert sorted(result.bindings.values()) == ["gpu-node-2", "gpu-node-3"], result.pending
+    assert all("volcano.sh/vgpu-ids-new" in result.annotations[k] for k in result.bindings)
+
+
+def test_a_job_with_a_network_topology_does_not_preempt() -> None:
+    """As Volcano (its issue 4374): the same starving high-priority job preempts without a
+    networkTopology and does not with one."""
+    from tests.builders import priority_class
+
+    conf = tiers(
+        "enqueue, allocate, preempt",
+        ["priority", "gang", "conformance"],
+        ["drf", "predicates", "proportion", "nodeorder", "network-topology-aware"],
+    )
+    base = [
+        *two_leaves(),
+        priority_class("low", 1),
+        priority_class("high", 100),
+        podgroup("low", min_member=1, phase="Running", priority_class="low"),
+        *(
+            pod(f"low-{i}", cpu="2", group="low", node_name=f"n{i}", phase="Running", priority_class="low")
+            for i in range(4)
+        ),
+    ]
+
+    def high(topology: dict | None) -> list[dict]:
+        pg = podgroup("high", min_member=1, priority_class="high")
+        if topology:
+            pg["spec"]["networkTopology"] = topology
+        return [pg, pod("high-0", cpu="2", group="high", priority_class="high")]
+
+    assert run(conf, [*base, *high(None)]).evictions
+    assert run(conf, [*base, *high({"mode": "hard", "highestTierAllowed": 1})]).evictions == []

@@ -88,8 +88,10 @@ class Topology:
     by_tier: dict[int, list[str]] = field(default_factory=dict)
     tiers: list[int] = field(default_factory=list)  # ascending, the cluster top's tier last
     tier_names: dict[str, int] = field(default_factory=dict)
-    # node -> the lowest-tier HyperNode holding it (FindHyperNodeForNode)
+    # node -> a HyperNode of the lowest tier holding it (Volcano's FindHyperNodeForNode)
     leaf_of: dict[str, str] = field(default_factory=dict)
+    # node -> the lowest HyperNode of any tier holding it (its ancestors hold it too)
+    lowest_of: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -293,4 +295,7 @@ def build_topology(specs: Iterable[HyperNodeSpec], node_labels: Mapping[str, Map
     for name in topo.by_tier[lowest]:
         for n in infos[name].nodes:
             topo.leaf_of.setdefault(n, name)
+    for hn in order:
+        for n in hn.nodes:
+            topo.lowest_of.setdefault(n, hn.name)
     return topo

@@ -30,7 +30,7 @@ from scheduler.framework.session import EventHandler, Session
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import TaskInfo
 from scheduler.model.resources import CPU, EPSILON, MEMORY, Resource
-from scheduler.model.topology import HyperNodeInfo, Topology
+from scheduler.model.topology import CLUSTER_TOP, HyperNodeInfo, Topology
 
 WEIGHT = "weight"
 BINPACK_CPU = "hypernode.binpack.cpu"
@@ -81,33 +81,28 @@ class NetworkTopologyAwarePlugin(Plugin):
         self.max_tier = 0
         self.topo: Topology | None = None
         self.ssn: Session | None = None
-        # node -> HyperNodes holding it (lowest tier first), for the usage updates and normal pods
-        self.holders: dict[str, list[str]] = {}
 
     # ------------------------------------------------------------------ session --
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         topo = self.topo = ssn.topology
         self.min_tier, self.max_tier = topo.tiers[0], topo.tiers[-1]
-        holders: dict[str, list[str]] = {}
-        for tier in topo.tiers:
-            for name in topo.by_tier[tier]:
-                u = self.usage[name] = _Usage()
-                for node in ssn.hypernode_nodes(name):
-                    u.allocatable.add(node.allocatable)
-                    u.used.add(node.used)
-                    u.idle.add(node.idle)
-                    u.future_idle.add(node.future_idle())
-                    holders.setdefault(node.name, []).append(name)
-        self.holders = holders
+        usage = self.usage
+        members = topo.hypernodes
 
+        # Only HyperNodes something asked about have a usage record (see _usage); the others
+        # are computed from the nodes' current state when first needed.
         def on_allocate(ev: Any) -> None:
-            for name in holders.get(ev.task.node_name, ()):
-                self.usage[name].used.add(ev.task.resreq)
+            node = ev.task.node_name
+            for name, u in usage.items():
+                if node in members[name].nodes:
+                    u.used.add(ev.task.resreq)
 
         def on_deallocate(ev: Any) -> None:
-            for name in holders.get(ev.task.node_name, ()):
-                self.usage[name].used.sub(ev.task.resreq)
+            node = ev.task.node_name
+            for name, u in usage.items():
+                if node in members[name].nodes:
+                    u.used.sub(ev.task.resreq)
 
         ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
         ssn.add_hyper_node_gradient_fn(self.name, self.gradient)
@@ -152,14 +147,26 @@ class NetworkTopologyAwarePlugin(Plugin):
             left -= len(out[-1])
         return out
 
+    def _usage(self, name: str) -> _Usage:
+        """The HyperNode's resources, summed over its nodes the first time they are asked for
+        (so a session without constrained jobs sums nothing) and kept current by the events."""
+        u = self.usage.get(name)
+        if u is None:
+            u = self.usage[name] = _Usage()
+            assert self.ssn is not None
+            for node in self.ssn.hypernode_nodes(name):
+                u.allocatable.add(node.allocatable)
+                u.used.add(node.used)
+                u.idle.add(node.idle)
+                u.future_idle.add(node.future_idle())
+        return u
+
     def _eligible(self, hn: HyperNodeInfo, tier: int, allocated: str, need: Resource, purpose: str) -> bool:
         if hn.tier > tier:
             return False
         if allocated:
             return True  # partly running: no resource pre-filter
-        u = self.usage.get(hn.name)
-        if u is None:
-            return True
+        u = self._usage(hn.name)
         if purpose == PURPOSE_EVICT:
             return need.less_equal(u.allocatable)
         return need.less_equal(u.idle) or need.less_equal(u.future_idle)
@@ -186,12 +193,12 @@ class NetworkTopologyAwarePlugin(Plugin):
 
     # ------------------------------------------------------------------ HyperNode order --
     def _binpack(self, name: str, request: dict[str, float]) -> float:
-        u = self.usage.get(name)
+        u = self._usage(name)
         total = 0.0
         weights = 0
         for res, req in request.items():
             w = self.resource_weights.get(res)
-            if w is None or u is None:
+            if w is None:
                 continue
             alloc = u.allocatable.get(res)
             used = u.used.get(res)
@@ -281,8 +288,12 @@ class NetworkTopologyAwarePlugin(Plugin):
         cache: dict[str, float] = {}
         scores: dict[str, float] = {}
         scale = MAX_NODE_SCORE * self.weight
+        chains: dict[str, dict[int, str]] = {}
         for node in nodes:
-            by_tier = {topo.hypernodes[h].tier: h for h in self.holders.get(node.name, ())}
+            lowest = topo.lowest_of.get(node.name, CLUSTER_TOP)
+            by_tier = chains.get(lowest)
+            if by_tier is None:
+                by_tier = chains[lowest] = {topo.hypernodes[h].tier: h for h in topo.ancestors(lowest)}
             total = 0.0
             for t, w in tier_weights.items():
                 h = by_tier.get(t)

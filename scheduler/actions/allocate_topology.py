@@ -184,9 +184,16 @@ def _leaves_only(group: list[HyperNodeInfo]) -> bool:
     return all(not hn.children for hn in group)
 
 
+def _nothing_placed(job: JobInfo, sj: SubJob) -> bool:
+    """No task of the sub-job is on a node: HyperNode scores then do not depend on a dry run."""
+    return not sj.allocated_hypernode and not any(t.node_name for t in sj.tasks(job))
+
+
 def _ranked(ssn: Session, unit: SubJob, group: list[HyperNodeInfo]) -> list[HyperNodeInfo]:
-    """The group best score first (ties keep gradient order), each scored on its own."""
-    scores = {hn.name: ssn.hypernode_scores(unit, [hn.name])[hn.name] for hn in group}
+    """The group best score first (ties keep gradient order). Scored together: the order's
+    tie-break (tasks already in a HyperNode) is zero for a sub-job with nothing placed, which is
+    when this is used, so each score is what it would be on its own."""
+    scores = ssn.hypernode_scores(unit, [hn.name for hn in group])
     return sorted(group, key=lambda hn: -scores[hn.name])
 
 
@@ -197,7 +204,7 @@ def allocate_for_job(ssn: Session, queue: QueueInfo, tj: TopologyJob, placer: Pl
     single = len(tj.worksheet.tasks) == 1 and len(tj.subjobs) == 1
     for group in ssn.hypernode_gradient(tj.unit, topo.top, PURPOSE):
         only_sj = next(iter(tj.subjobs.values()))
-        fast = single and _leaves_only(group) and not only_sj.allocated_hypernode
+        fast = single and _leaves_only(group) and _nothing_placed(job, only_sj)
         tries = _ranked(ssn, only_sj, group) if fast else group
         best: tuple[float, HyperNodeInfo, list, Worksheet, dict[str, str]] | None = None
         for hn in tries:
@@ -274,7 +281,7 @@ def _allocate_for_subjob(
         return None
     topo = ssn.topology
     for group in ssn.hypernode_gradient(sj, hn_for_job, PURPOSE):
-        fast = _leaves_only(group) and not sj.allocated_hypernode
+        fast = _leaves_only(group) and _nothing_placed(job, sj)
         tries = _ranked(ssn, sj, group) if fast else group
         found: list[tuple[HyperNodeInfo, list, PriorityQueue[TaskInfo]]] = []
         for hn in tries:

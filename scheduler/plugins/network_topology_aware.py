@@ -236,29 +236,30 @@ class NetworkTopologyAwarePlugin(Plugin):
         topo = self.topo
         assert topo is not None
         scale = MAX_NODE_SCORE * self.weight
-        scores: dict[str, float] = {}
-        by_leaf: dict[str, float] = {}  # the candidates mostly share a few leaves
+        # every score depends on the node's leaf only: work per leaf, then map the nodes
         leaf_of = topo.leaf_of
-        for node in nodes:
-            leaf = leaf_of.get(node.name, "")
-            v = by_leaf.get(leaf)
-            if v is None:
-                v = by_leaf[leaf] = self._closeness(topo, leaf, allocated)
-            scores[node.name] = v
-        top = max(scores.values(), default=0.0)
-        tied = [n for n, s in scores.items() if s == top]
-        if len(tied) > 1:
+        leaves = [leaf_of.get(n.name, "") for n in nodes]
+        count: dict[str, int] = {}
+        for leaf in leaves:
+            count[leaf] = count.get(leaf, 0) + 1
+        value = {leaf: self._closeness(topo, leaf, allocated) for leaf in count}
+        top = max(value.values(), default=0.0)
+        tied = sum(n for leaf, n in count.items() if value[leaf] == top)
+        final = dict(value)
+        if tied > 1:
             unit = ssn.task_subjob.get(task.uid)
             tasks = unit.all_tasks(ssn) if unit is not None else []
             if tasks:
                 per_leaf: dict[str, int] = {}
                 for t in tasks:
                     if t.node_name:
-                        leaf = topo.leaf_of.get(t.node_name, "")
+                        leaf = leaf_of.get(t.node_name, "")
                         per_leaf[leaf] = per_leaf.get(leaf, 0) + 1
-                for name in tied:
-                    scores[name] += per_leaf.get(topo.leaf_of.get(name, ""), 0) / len(tasks)
-        return {n: s * scale for n, s in scores.items()}
+                for leaf, v in value.items():
+                    if v == top:
+                        final[leaf] = v + per_leaf.get(leaf, 0) / len(tasks)
+        scaled = {leaf: v * scale for leaf, v in final.items()}
+        return dict(zip([n.name for n in nodes], map(scaled.__getitem__, leaves), strict=True))
 
     def _closeness(self, topo: Topology, leaf: str, allocated: str) -> float:
         if not leaf or not allocated:

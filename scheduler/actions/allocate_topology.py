@@ -124,7 +124,7 @@ def prepare(ssn: Session, job: JobInfo, pending: list[TaskInfo]) -> TopologyJob 
     names a tier no HyperNode has."""
     topo = ssn.topology
     try:
-        job_nt = resolve(job.network_topology, topo, None, "networkTopology")
+        job_nt = resolve(job.network_topology, topo, None, "spec.networkTopology")
         subjobs = build_subjobs(job, topo)
     except TopologyError as exc:
         job.fit_error = f"network topology: {exc}"

@@ -127,7 +127,7 @@ def resolve(
 
 def build_subjobs(job: JobInfo, topo: Topology) -> dict[str, SubJob]:
     """The job's sub-jobs with their effective constraints and their tasks."""
-    job_nt = resolve(job.network_topology, topo, None, "networkTopology")
+    job_nt = resolve(job.network_topology, topo, None, "spec.networkTopology")
     sub_bound = (
         job_nt.highest_tier if job_nt is not None and job_nt.highest_tier is not None else topo.top.tier
     )

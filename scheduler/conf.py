@@ -53,14 +53,15 @@ SWITCHES: dict[str, tuple[str, ...]] = {
 OFF_BY_DEFAULT = {"enableHierarchy": "hierarchy", "enabledClusterOrder": "cluster_order"}
 
 KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
-# Volcano registers these too; we refuse them with a clear message rather than silently ignoring
-# an action that would change decisions.
+# Volcano registers these too; like its plugins we do not implement, they load with a warning and
+# are skipped (a configuration Volcano accepts is not refused).
 VOLCANO_ONLY_ACTIONS = ("shuffle", "gangpreempt", "gangreclaim")
 
-# Plugins Volcano ships that we do not implement: they load with a warning and do nothing.
+# Every plugin Volcano registers (pkg/scheduler/plugins/factory.go) loads: those we do not
+# implement load with a warning and do nothing, so a configuration Volcano accepts is not refused.
 VOLCANO_ONLY_PLUGINS = (
     "tdm",
-    "numaaware",
+    "numa-aware",
     "sla",
     "task-topology",
     "extender",
@@ -71,6 +72,8 @@ VOLCANO_ONLY_PLUGINS = (
     "resource-strategy-fit",
     "nodegroup",
     "resourcequota",
+    "capacity",
+    # names from other Volcano releases
     "dynamicresources",
     "hdrf",
     "capacity-card",
@@ -102,7 +105,7 @@ class PluginClass(Protocol):
     name: str
 
     @staticmethod
-    def validate(arguments: Arguments) -> None: ...
+    def validate(arguments: Arguments) -> list[str] | None: ...
 
     def __call__(self, arguments: Arguments) -> Any: ...
 
@@ -113,6 +116,9 @@ class Catalogue:
 
     actions: Mapping[str, Callable[[Any], None]]
     plugins: Mapping[str, PluginClass]
+    # parsers of the actions' arguments (`configurations:`), run when the configuration loads so a
+    # value of the wrong type is refused there, naming it, instead of failing a session
+    action_arguments: Mapping[str, Callable[[Arguments], object]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -197,8 +203,8 @@ def parse_with(catalogue: Catalogue, text: str, source: str = "<config>") -> Sch
         if name in KNOWN_ACTIONS:
             actions.append(name)
         elif name in VOLCANO_ONLY_ACTIONS:
-            raise ConfigError(
-                f"{source}: action {name!r} is not supported by vc-scheduler; supported: {', '.join(KNOWN_ACTIONS)}"
+            warnings.append(
+                f"action {name!r} is a Volcano action that vc-scheduler does not implement; it is skipped"
             )
         else:
             shown = repr(name) if name else "'' (empty name: a trailing or doubled comma?)"
@@ -252,6 +258,8 @@ def parse_with(catalogue: Catalogue, text: str, source: str = "<config>") -> Sch
         if extra:
             raise ConfigError(f"{where_c}: unknown field {sorted(extra)[0]!r}; allowed: arguments, name")
         aname = entry["name"]
+        if aname in VOLCANO_ONLY_ACTIONS:
+            continue  # arguments of an action we skip
         if aname not in KNOWN_ACTIONS:
             raise ConfigError(
                 f"{where_c}: unknown action {aname!r}; allowed: {', '.join(KNOWN_ACTIONS)}"
@@ -260,7 +268,13 @@ def parse_with(catalogue: Catalogue, text: str, source: str = "<config>") -> Sch
         args = entry.get("arguments") or {}
         if not isinstance(args, dict):
             raise ConfigError(f"{where_c}.arguments must be a mapping, got {_type_name(args)}")
-        configurations[aname] = Arguments(args, aname)
+        configurations[aname] = Arguments(args, aname, kind="action")
+        parse_arguments = catalogue.action_arguments.get(aname)
+        if parse_arguments is not None:
+            try:
+                parse_arguments(configurations[aname])
+            except ArgumentError as exc:
+                raise ConfigError(f"{where_c}: {exc}") from None
 
     metrics = data.get("metrics") or {}
     if not isinstance(metrics, dict):
@@ -313,9 +327,10 @@ def _parse_plugin(
     plugin = PLUGINS.get(name)
     if plugin is not None:
         try:
-            plugin.validate(arguments)
+            notes = plugin.validate(arguments) or ()
         except ArgumentError as exc:
             raise ConfigError(f"{where}: {exc}") from None
+        warnings.extend(f"plugin {name!r}: {note}" for note in notes)
     elif name in VOLCANO_ONLY_PLUGINS:
         warnings.append(
             f"plugin {name!r} is a Volcano plugin that vc-scheduler does not implement; it is skipped"

@@ -384,7 +384,9 @@ class Daemon:
         )
         for uid, etype, reason, message in res.job_events:
             if self.cache.is_real_podgroup(uid) and not self.opts.dry_run:
-                self.recorder.record(podgroup_ref(uid), etype, reason, message)
+                self.recorder.record(
+                    podgroup_ref(uid, self.cache.podgroup_object_uid.get(uid, "")), etype, reason, message
+                )
         allocated: dict[str, Res] = {}
         if attrs:
             allocated = {q: a.allocated for q, a in attrs.items()}

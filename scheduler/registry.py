@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from scheduler.actions.allocate import allocate
 from scheduler.actions.backfill import backfill
 from scheduler.actions.enqueue import enqueue
-from scheduler.actions.preempt import preempt
+from scheduler.actions.preempt import PreemptOptions, preempt
 from scheduler.actions.reclaim import reclaim
 from scheduler.conf import DEFAULT_CONF, Catalogue, ConfigError, SchedulerConfiguration, parse_with
 from scheduler.plugins.binpack import BinpackPlugin
@@ -57,7 +57,7 @@ PLUGINS: dict[str, type[Plugin]] = {
     )
 }
 
-CATALOGUE = Catalogue(actions=ACTIONS, plugins=PLUGINS)
+CATALOGUE = Catalogue(actions=ACTIONS, plugins=PLUGINS, action_arguments={"preempt": PreemptOptions.parse})
 
 
 def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:

@@ -316,7 +316,8 @@ class Evictor:
             await self.client.request("DELETE", path, body=opts)
             self.evicted += 1
             if task.job:
-                self.recorder.record(podgroup_ref(task.job), "Normal", "Evict", reason)
+                pg_uid = self.cache.podgroup_object_uid.get(task.job, "")
+                self.recorder.record(podgroup_ref(task.job, pg_uid), "Normal", "Evict", reason)
         except ApiError as exc:
             self.cache.evicting.pop(task.key, None)
             if exc.status != 404:

@@ -67,6 +67,8 @@ class SchedulerCache:
         self.assumed: dict[str, Assumed] = {}
         self.evicting: dict[str, str] = {}  # pod key -> uid of the pod we asked to delete
         self.podgroup_rv: dict[str, str] = {}  # "ns/name" -> resourceVersion
+        # "ns/name" -> metadata.uid: events name it, as kubectl describe looks events up by uid
+        self.podgroup_object_uid: dict[str, str] = {}
         self.queue_status: dict[str, dict[str, Any]] = {}
         self.skipped: dict[str, str] = {}  # object -> reason, to log each bad version once
         # called with the creation time of each new pod of ours waiting for a node ("Watched" latency)
@@ -142,7 +144,7 @@ class SchedulerCache:
         try:
             if not self._selected(obj):
                 name = str((obj.get("metadata") or {}).get("name") or "")
-                if name in self.state.nodes or name in self.state.unready_nodes:
+                if name in self.state.nodes:
                     self.state.remove_node(name)
                 return
             self.state.apply_node(obj)
@@ -162,12 +164,15 @@ class SchedulerCache:
             self._bad("PodGroup", obj, exc)
             return
         self._good("PodGroup", obj)
-        self.podgroup_rv[job.uid] = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        md = obj.get("metadata") or {}
+        self.podgroup_rv[job.uid] = str(md.get("resourceVersion") or "")
+        self.podgroup_object_uid[job.uid] = str(md.get("uid") or "")
 
     def delete_podgroup(self, key: str, obj: dict[str, Any] | None) -> None:
         ns, name = _split(key)
         self.state.remove_podgroup(ns, name)
         self.podgroup_rv.pop(key, None)
+        self.podgroup_object_uid.pop(key, None)
 
     def upsert_queue(self, obj: dict[str, Any]) -> None:
         try:

@@ -21,7 +21,6 @@ from scheduler.model.convert import (
     QUEUE_NAME_ANNOTATION,
     ConvertError,
     hypernode_to_spec,
-    node_is_ready,
     node_to_info,
     pod_to_task,
     podgroup_to_job,
@@ -49,13 +48,12 @@ class ClusterOptions:
 class ClusterState:
     def __init__(self, options: ClusterOptions | None = None) -> None:
         self.options = options or ClusterOptions()
-        self.nodes: dict[str, NodeInfo] = {}  # Ready nodes, with their tasks
-        self.unready_nodes: set[str] = set()
+        self.nodes: dict[str, NodeInfo] = {}  # every node, with its tasks
         self.tasks: dict[str, TaskInfo] = {}  # every pod we know, by uid
         self.pod_keys: dict[str, str] = {}  # "ns/name" -> uid
         self.jobs: dict[str, JobInfo] = {}  # real PodGroups and implicit one-pod gangs
         self.implicit_jobs: set[str] = set()
-        # tasks whose node is not (yet, or no longer) Ready / whose PodGroup has not arrived
+        # tasks whose node has not arrived (or is gone) / whose PodGroup has not arrived
         self._off_node: dict[str, dict[str, TaskInfo]] = {}
         self._orphans: dict[str, dict[str, TaskInfo]] = {}
         self.queues: dict[str, QueueInfo] = {}
@@ -182,28 +180,19 @@ class ClusterState:
 
     # ------------------------------------------------------------------ nodes --
     def apply_node(self, node: dict[str, Any]) -> NodeInfo:
+        # Every node enters, whatever its conditions say: as in Volcano, a node that must not take
+        # pods is told by the node controller's not-ready/unreachable taints and spec.unschedulable,
+        # which the predicates check.
         info = node_to_info(node)
         self.generation += 1
         old = self.nodes.pop(info.name, None)
-        waiting = self._off_node.pop(info.name, {})
         if old is None or old.labels != info.labels:
             self._node_epoch += 1
-        if node_is_ready(node):
-            if old is not None:
-                info.with_tasks_of(old)
-            for t in waiting.values():
-                info.add_task(t)
-            self.nodes[info.name] = info
-            self.unready_nodes.discard(info.name)
-        else:
-            keep = dict(waiting)
-            if old is not None:
-                keep.update(old.tasks)
-            if keep:
-                self._off_node[info.name] = keep
-            self.unready_nodes.add(info.name)
-            if old is not None:
-                self._node_epoch += 1
+        if old is not None:
+            info.with_tasks_of(old)
+        for t in self._off_node.pop(info.name, {}).values():
+            info.add_task(t)
+        self.nodes[info.name] = info
         return info
 
     def remove_node(self, name: str) -> None:
@@ -212,7 +201,6 @@ class ClusterState:
             self._node_epoch += 1
         if old is not None and old.tasks:
             self._off_node.setdefault(name, {}).update(old.tasks)
-        self.unready_nodes.discard(name)
         self.generation += 1
 
     # ------------------------------------------------------------------ groups --

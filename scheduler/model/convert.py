@@ -393,13 +393,6 @@ def pod_to_task(
     )
 
 
-def node_is_ready(node: dict[str, Any]) -> bool:
-    for c in (node.get("status") or {}).get("conditions") or []:
-        if isinstance(c, dict) and c.get("type") == "Ready":
-            return c.get("status") == "True"
-    return False
-
-
 def node_to_info(node: dict[str, Any]) -> NodeInfo:
     where = object_name({**node, "kind": "Node"}) if isinstance(node, dict) else "Node"
     md = _dict(node, "metadata", where)

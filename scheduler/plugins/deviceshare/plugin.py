@@ -131,8 +131,8 @@ class DeviceSharePlugin(Plugin):
         self._unusable: dict[str, dict[str, str]] = {}
 
     @classmethod
-    def validate(cls, arguments: Arguments) -> None:
-        DeviceShareArgs.parse(arguments)
+    def validate(cls, arguments: Arguments) -> list[str]:
+        return list(DeviceShareArgs.parse(arguments).warnings)
 
     # -- session -------------------------------------------------------------------------------
     def on_session_open(self, ssn: Session) -> None:

@@ -5,7 +5,8 @@
         upstream-cases.yaml (every test case, by file and test function);
     python -m tests.scenarios.volcano.compat [--check]
         writes docs/compatibility.md from upstream-cases.yaml, the scenario folders here and the
-        cases-skipped*.yaml / cases-failing*.yaml lists (--check: only say whether it is stale).
+        cases-skipped*.yaml / cases-failing*.yaml / cases-unit*.yaml lists (--check: only say whether
+        it is stale).
 
 A case id is `<upstream path>::<TestFunc>::<case name>`, the first line of a scenario's source.txt.
 A test function without a table of named cases is one case named `(single case)`.
@@ -41,6 +42,8 @@ UPSTREAM_FILES = (
     "pkg/scheduler/actions/reclaim/*_test.go",
     "pkg/scheduler/actions/gangpreempt/*_test.go",
     "pkg/scheduler/actions/gangreclaim/*_test.go",
+    "pkg/scheduler/actions/shuffle/*_test.go",
+    "pkg/scheduler/actions/utils/*_test.go",
     "pkg/scheduler/plugins/priority/*_test.go",
     "pkg/scheduler/plugins/gang/*_test.go",
     "pkg/scheduler/plugins/conformance/*_test.go",
@@ -61,6 +64,8 @@ UPSTREAM_FILES = (
 
 TEST_FUNC = re.compile(r"^func (Test\w+)\(\w+ \*testing\.T\)")
 TABLE_LOOP = re.compile(r"for \w+, \w+ := range (tests|testCases|cases|tcs)\b")
+# the case table itself: names before it belong to fixtures (a device named "node1"), not cases
+TABLE_DECL = re.compile(r"^\s*(tests|testCases|cases|tcs)\s*:?=\s*\[\]")
 CASE_NAME = re.compile(r'^(\s*)(?:Name|name)\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
@@ -70,6 +75,7 @@ def cases_in_go(text: str) -> dict[str, list[str]]:
     func = ""
     found: list[tuple[int, str]] = []
     has_run = False
+    table_at: int | None = None  # how many names were found before the table was declared
 
     def close() -> None:
         if not func or func == "TestMain":
@@ -78,9 +84,10 @@ def cases_in_go(text: str) -> dict[str, list[str]]:
             # names outside a table run by t.Run are object names, not cases
             out[func] = [SINGLE]
             return
-        depth = min(indent for indent, _ in found)
+        cands = found[table_at:] if table_at is not None and table_at < len(found) else found
+        depth = min(indent for indent, _ in cands)
         names: list[str] = []
-        for indent, name in found:
+        for indent, name in cands:
             if indent == depth:
                 # a repeated name gets its position so every case keeps its own id
                 names.append(name if name not in names else f"{name} (#{names.count(name) + 1})")
@@ -90,7 +97,7 @@ def cases_in_go(text: str) -> dict[str, list[str]]:
         m = TEST_FUNC.match(line)
         if m:
             close()
-            func, found, has_run = m.group(1), [], False
+            func, found, has_run, table_at = m.group(1), [], False, None
             continue
         if line.startswith("}"):
             close()
@@ -98,6 +105,8 @@ def cases_in_go(text: str) -> dict[str, list[str]]:
             continue
         if func:
             has_run = has_run or "t.Run(" in line or bool(TABLE_LOOP.search(line))
+            if table_at is None and TABLE_DECL.match(line):
+                table_at = len(found)
             c = CASE_NAME.match(line)
             if c:
                 found.append((len(c.group(1).expandtabs(8)), c.group(2).replace('\\"', '"')))
@@ -155,14 +164,15 @@ def statuses() -> list[tuple[str, str, str, str]]:
     """(file, case id, status, note) for every upstream case, in upstream order."""
     upstream = yaml.safe_load(CASES_FILE.read_text())
     translated, skipped, failing = scenarios(), load_lists("skipped"), load_lists("failing")
+    units = load_lists("unit")
     rows: list[tuple[str, str, str, str]] = []
     for path, case in case_ids(upstream):
-        if case in translated:
-            folder = translated[case].name
+        where = f"`{translated[case].name}`" if case in translated else f"unit test `{units.get(case)}`"
+        if case in translated or case in units:
             if case in failing:
-                rows.append((path, case, "failing", f"`{folder}`: {failing[case]}"))
+                rows.append((path, case, "failing", f"{where}: {failing[case]}"))
             else:
-                rows.append((path, case, "passing", f"`{folder}`"))
+                rows.append((path, case, "passing", where))
         elif case in skipped:
             rows.append((path, case, "skipped", skipped[case]))
         else:
@@ -189,7 +199,9 @@ def render() -> str:
         f"Every test case of Volcano's scheduler unit tests (volcano-sh/volcano at `{upstream['commit']}`)",
         "for the actions, the plugins and the device code, with its status here. A translated case is a",
         "scenario folder under `tests/scenarios/volcano/` (cluster, configuration with the test's tiers",
-        "and switches, and the outcome the Go test expects), run by `make test`. *Passing*: we decide",
+        "and switches, and the outcome the Go test expects), run by `make test`; a check of one function",
+        "that no scenario can express (a codec, a score) is a unit test named after the case instead",
+        "(`cases-unit*.yaml`). *Passing*: we decide",
         "what Volcano decides. *Failing*: we decide otherwise, and why (a deliberate departure or a",
         "bug still open); the test suite fails if such a case starts passing without this table",
         "changing. *Skipped*: the case cannot be expressed as a scenario, and why.",

@@ -29,6 +29,19 @@ nvidia:
       geometries: [{name: 7g.80gb, memory: 80896, count: 1}]
 """
 
+# the Ascend910A chip of Volcano's device-config tests, as one entry of the legacy `vnpus:` list
+ASCEND910A_VNPU = """
+- chipName: 910A
+  commonWord: Ascend910A
+  resourceName: huawei.com/Ascend910A
+  resourceMemoryName: huawei.com/Ascend910A-memory
+  memoryAllocatable: 32768
+  memoryCapacity: 32768
+  aiCore: 30
+  templates:
+  - {name: vir02, memory: 2184, aiCore: 2}
+"""
+
 
 def cards(
     n: int,

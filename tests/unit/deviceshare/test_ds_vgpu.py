@@ -303,7 +303,8 @@ def test_exclusivity_rules_match_all_labels_and_leave_mig_cards_alone() -> None:
     from scheduler.plugins.deviceshare.exclusive import ExclusiveRules, matching_rules, parse_rules
     from scheduler.plugins.deviceshare.vgpu import VgpuLedger
 
-    rules = parse_rules([{"app": "train", "team": "ml"}, {"workload": "infer"}])
+    rules, warnings = parse_rules([{"app": "train", "team": "ml"}, {"workload": "infer"}])
+    assert warnings == ()
     assert matching_rules({"app": "train", "team": "ml", "x": "1"}, rules) == {0}
     assert matching_rules({"app": "train"}, rules) == set()
     assert matching_rules({"workload": "infer", "app": "train", "team": "ml"}, rules) == {0, 1}

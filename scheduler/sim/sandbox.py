@@ -24,7 +24,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from scheduler.sim.controllers import JobController, PodGroupController, ensure_default_queues
+from scheduler.sim.controllers import (
+    HyperNodeStatusController,
+    JobController,
+    PodGroupController,
+    ensure_default_queues,
+)
 from scheduler.sim.kubelet import SimulatedKubelets
 from scheduler.sim.manifests import ManifestError, Skipped, load_files
 from scheduler.sim.nodegen import NodeSpecError, device_configmap, make_nodes, parse_node_spec
@@ -282,6 +287,7 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
             NodeLifecycleController(client).run(),
             JobController(client).run(),
             PodGroupController(client).run(),
+            HyperNodeStatusController(client).run(),
         ):
             components.append(asyncio.ensure_future(comp))
         await jobs_expanded(server.store)

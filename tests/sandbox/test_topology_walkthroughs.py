@@ -113,11 +113,16 @@ async def test_user_guide_walkthroughs(kubectl_bin: Path, tmp_path: Path) -> Non
         # the generated HyperNodes, and one more created with kubectl, as the CRD shows them
         created = await kubectl("create", "-f", str(MANIFESTS / "hypernode-cluster.yaml"))
         assert "hypernode.topology.volcano.sh/cluster created" in created
-        table = await kubectl("get", "hypernodes")
+        deadline = time.monotonic() + 20
+        while True:  # the sandbox's HyperNode controller writes status.nodeCount
+            table = await kubectl("get", "hypernodes")
+            if re.search(r"^cluster\s+3\s+cluster\s+8\s", table, re.MULTILINE) or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.3)
         assert re.search(r"^NAME\s+TIER\s+TIERNAME\s+NODECOUNT\s+AGE", table, re.MULTILINE), table
-        assert re.search(r"^leaf-0\s+1\s+leaf\s", table, re.MULTILINE), table
-        assert re.search(r"^spine-0\s+2\s+spine\s", table, re.MULTILINE), table
-        assert re.search(r"^cluster\s+3\s+cluster\s", table, re.MULTILINE), table
+        assert re.search(r"^leaf-0\s+1\s+leaf\s+4\s", table, re.MULTILINE), table
+        assert re.search(r"^spine-0\s+2\s+spine\s+8\s", table, re.MULTILINE), table
+        assert re.search(r"^cluster\s+3\s+cluster\s+8\s", table, re.MULTILINE), table
         described = await kubectl("describe", "hn", "leaf-1")
         assert "Tier:" in described and "node-7" in described, described
 

@@ -533,26 +533,22 @@ class PlacementCache:
         for n in nodes:
             if n.name not in mixed:
                 mixed[n.name] = tuple(sp.per_node(task, n) for sp in splits)
-        results: list[tuple[int, dict[str, Any]]] = []
+        names = [n.name for n in nodes]
+        totals = [0.0] * len(names)
         k = 0
         for sp, fn in self.plan:
             if sp is None:
-                results.append((-1, fn(task, nodes)))
+                r = fn(task, nodes)
+                totals = [
+                    t if (v := r.get(nm)) is None else t + v for t, nm in zip(totals, names, strict=True)
+                ]
             else:
-                results.append((k, sp.rest(task, nodes)))
+                rest = sp.rest(task, nodes)
+                per = [mixed[nm][k] for nm in names]
+                totals = [t + (p + rest.get(nm, 0)) for t, p, nm in zip(totals, per, names, strict=True)]
                 k += 1
-        for n in nodes:
-            name = n.name
-            per = mixed[name]
-            total = 0.0
-            for i, r in results:
-                if i < 0:
-                    v = r.get(name)
-                    if v is not None:
-                        total += v
-                else:
-                    total += per[i] + r.get(name, 0)
-            out[name] += total
+        for nm, t in zip(names, totals, strict=True):
+            out[nm] += t
         return out
 
 

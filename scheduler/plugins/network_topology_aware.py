@@ -107,9 +107,11 @@ class NetworkTopologyAwarePlugin(Plugin):
         ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
         ssn.add_hyper_node_gradient_fn(self.name, self.gradient)
         ssn.add_hyper_node_order_fn(self.name, lambda unit, names: self.hypernode_order(ssn, unit, names))
-        if topo.real:
-            # without HyperNodes every node scores the same: registering nothing keeps the
-            # placement cache's per-node scores for ordinary pods
+        constrained = any(j.network_topology is not None or j.subgroup_policies for j in ssn.jobs.values())
+        if topo.real and (self.normal_pod_enable or constrained):
+            # Without HyperNodes every node scores the same, and with normal-pod bin packing off
+            # only constrained pods are scored: registering nothing otherwise keeps the placement
+            # cache's per-node scores (its fast path) for ordinary pods.
             ssn.add_batch_node_order_fn(
                 self.name, lambda task, nodes: self.batch_node_order(ssn, task, nodes)
             )
@@ -287,23 +289,22 @@ class NetworkTopologyAwarePlugin(Plugin):
             return {}
         request = {r: v for r, v in task.resreq.items() if v >= EPSILON and r in self.resource_weights}
         cache: dict[str, float] = {}
-        scores: dict[str, float] = {}
         scale = MAX_NODE_SCORE * self.weight
-        chains: dict[str, dict[int, str]] = {}
-        for node in nodes:
-            lowest = topo.lowest_of.get(node.name, CLUSTER_TOP)
-            by_tier = chains.get(lowest)
-            if by_tier is None:
-                by_tier = chains[lowest] = {topo.hypernodes[h].tier: h for h in topo.ancestors(lowest)}
+        # a node's score depends only on the HyperNodes above it: one value per lowest HyperNode
+        lowest_of = topo.lowest_of
+        lowests = [lowest_of.get(n.name, CLUSTER_TOP) for n in nodes]
+        value: dict[str, float] = {}
+        for lowest in set(lowests):
+            by_tier = {topo.hypernodes[h].tier: h for h in topo.ancestors(lowest)}
             total = 0.0
             for t, w in tier_weights.items():
                 h = by_tier.get(t)
                 if h is None:
-                    s = 1.0  # no HyperNode at this tier: such nodes are preferred, as Volcano
+                    sc = 1.0  # no HyperNode at this tier: such nodes are preferred, as Volcano
                 else:
-                    s = cache.get(h)
-                    if s is None:
-                        s = cache[h] = self._binpack(h, request)
-                total += w * s
-            scores[node.name] = total / total_weight * scale
-        return scores
+                    sc = cache.get(h)
+                    if sc is None:
+                        sc = cache[h] = self._binpack(h, request)
+                total += w * sc
+            value[lowest] = total / total_weight * scale
+        return dict(zip([n.name for n in nodes], map(value.__getitem__, lowests), strict=True))

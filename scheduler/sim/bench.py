@@ -498,8 +498,8 @@ def topology_conf() -> SchedulerConfiguration:
 
 def topology_main(args: argparse.Namespace, argv: Sequence[str], load_before: str) -> int:
     mode, _, tier = args.job_topology.partition(":")
-    nt: dict[str, Any] = {"mode": mode}
-    if tier:
+    nt: dict[str, Any] | None = None if mode == "none" else {"mode": mode}
+    if tier and nt is not None:
         nt["highestTierAllowed"] = int(tier)
     conf = load_file(args.conf) if args.conf else topology_conf()
     runs: dict[str, dict[str, Any]] = {}

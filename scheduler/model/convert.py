@@ -38,6 +38,9 @@ QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 TASK_SPEC_KEY = "volcano.sh/task-spec"
 TASK_INDEX_KEY = "volcano.sh/task-index"
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
+# Volcano reads volcano.sh/preemptable with Go's strconv.ParseBool; a value it cannot parse ("yes",
+# "no", " true") means not preemptable, the safe side for a pod its owner meant to protect.
+GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 
 
 class ConvertError(ValueError):
@@ -378,7 +381,7 @@ def pod_to_task(
         except ValueError:
             index = None
     pre_raw = annotations.get(PREEMPTABLE_KEY, labels.get(PREEMPTABLE_KEY))
-    preemptable = True if pre_raw is None else pre_raw.strip().lower() not in ("false", "0")
+    preemptable = True if pre_raw is None else pre_raw in GO_TRUE
     return TaskInfo(
         info,
         job,

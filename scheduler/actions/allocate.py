@@ -8,6 +8,8 @@ turn and goes back into its queue's heap, so surplus tasks interleave fairly bet
 
 from __future__ import annotations
 
+import contextlib
+
 from scheduler.actions.allocate_topology import (
     Placer,
     TopologyJob,
@@ -84,34 +86,43 @@ def allocate(ssn: Session) -> None:
             continue
         job = jobs.pop()
         tj = topo_jobs.get(job.uid)
-        if tj is not None:
-            stmt = allocate_for_job(ssn, q, tj, placer)
-            if stmt is not None and job_ready(ssn, tj):
-                stmt.commit()
+        stmt = Statement(ssn)
+        try:
+            if tj is not None:
+                found = allocate_for_job(ssn, q, tj, placer)
+                stmt = found or stmt
+                ready = found is not None and job_ready(ssn, tj)
+            else:
+                kept = _allocate_tasks(ssn, stmt, q, job, task_heaps[job.uid], check, cache)
+                ready = kept and ssn.job_ready(job)
+        except Exception as exc:  # one job's plugin bug costs that job this session, not the session
+            with contextlib.suppress(Exception):
+                stmt.discard()
+            job.fit_error = str(ssn.contain("allocate", f"job {job.key}", exc))
+            queues.push(q)
+            continue
+        if ready:
+            stmt.commit()
+            if tj is not None:
                 if tj.unit.allocated_hypernode:
                     ssn.job_hypernodes[job.uid] = tj.unit.allocated_hypernode
                 if not tj.worksheet.empty():
                     jobs.push(job)
-            queues.push(q)
-            continue
-        tasks = task_heaps[job.uid]
-        stmt = _allocate_tasks(ssn, q, job, tasks, check, cache)
-        if stmt is not None and ssn.job_ready(job):
-            stmt.commit()
-            if not tasks.empty():
+            elif not task_heaps[job.uid].empty():
                 jobs.push(job)
         queues.push(q)
 
 
 def _allocate_tasks(
     ssn: Session,
+    stmt: Statement,
     queue: QueueInfo,
     job: JobInfo,
     tasks: PriorityQueue[TaskInfo],
     check: object,
     cache: PlacementCache,
-) -> Statement | None:
-    stmt = Statement(ssn)
+) -> bool:
+    """Place the job's tasks in `stmt`; True when they are kept (ready or pipelined), else discarded."""
     failed_roles: set[str] = set()
     nodes = ssn.node_list
     while not tasks.empty():
@@ -139,12 +150,10 @@ def _allocate_tasks(
             continue
         if ssn.job_ready(job):
             break
-    if ssn.job_ready(job):
-        return stmt
-    if ssn.job_pipelined(job):
-        return stmt
+    if ssn.job_ready(job) or ssn.job_pipelined(job):
+        return True
     stmt.discard()
-    return None
+    return False
 
 
 def _nominated_first(ssn: Session, task: TaskInfo, check: object, errors: FitErrors) -> list:

@@ -71,6 +71,7 @@ class SchedulerCache:
         self.podgroup_object_uid: dict[str, str] = {}
         self.queue_status: dict[str, dict[str, Any]] = {}
         self.skipped: dict[str, str] = {}  # object -> reason, to log each bad version once
+        self.state.refused = self.skipped  # the session names a malformed PodGroup or Queue in conditions
         # called with the creation time of each new pod of ours waiting for a node ("Watched" latency)
         self.on_watched: Callable[[float], None] | None = None
         self.pods = _Handler(self.upsert_pod, self.delete_pod)
@@ -170,6 +171,7 @@ class SchedulerCache:
 
     def delete_podgroup(self, key: str, obj: dict[str, Any] | None) -> None:
         ns, name = _split(key)
+        self.skipped.pop(f"PodGroup {key}", None)
         self.state.remove_podgroup(ns, name)
         self.podgroup_rv.pop(key, None)
         self.podgroup_object_uid.pop(key, None)
@@ -185,6 +187,7 @@ class SchedulerCache:
         self.queue_status[q.name] = dict(st) if isinstance(st, dict) else {}
 
     def delete_queue(self, key: str, obj: dict[str, Any] | None) -> None:
+        self.skipped.pop(f"Queue {key}", None)
         self.state.remove_queue(key)
         self.queue_status.pop(key, None)
 
@@ -282,6 +285,15 @@ class SchedulerCache:
             self.state.remove_pod(ns, name)
             return
         self.upsert_pod(obj)
+
+    def forget_assumed(self) -> int:
+        """Fencing: drop every bind we claimed but the API has not accepted; the pods are Pending
+        again until the watch says otherwise (a Binding on the wire may still land: the watch
+        then shows it bound). Returns how many were forgotten."""
+        unsent = [k for k, a in self.assumed.items() if not a.sent]
+        for key in unsent:
+            self.bind_failed(key)
+        return len(unsent)
 
     def in_flight(self) -> int:
         return sum(1 for a in self.assumed.values() if not a.sent)

@@ -56,6 +56,11 @@ class ClusterState:
         # tasks whose node has not arrived (or is gone) / whose PodGroup has not arrived
         self._off_node: dict[str, dict[str, TaskInfo]] = {}
         self._orphans: dict[str, dict[str, TaskInfo]] = {}
+        # "Kind ns/name" -> why it was refused as malformed (kept by whoever feeds the state)
+        self.refused: dict[str, str] = {}
+        # PodGroups whose owners are all Pods (bare pods' groups, as Volcano's controller makes
+        # them): with no pod left they are orphans, which no pod will ever join again
+        self.pod_owned_groups: set[str] = set()
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, PriorityClassInfo] = {}
         self.configmaps: dict[str, dict[str, str]] = {}
@@ -206,6 +211,11 @@ class ClusterState:
     # ------------------------------------------------------------------ groups --
     def apply_podgroup(self, pg: dict[str, Any]) -> JobInfo:
         job = podgroup_to_job(pg, self.options.default_queue)
+        owners = (pg.get("metadata") or {}).get("ownerReferences") or []
+        if owners and all(isinstance(o, dict) and o.get("kind") == "Pod" for o in owners):
+            self.pod_owned_groups.add(job.uid)
+        else:
+            self.pod_owned_groups.discard(job.uid)
         old = self.jobs.get(job.uid)
         if old is not None and job.uid not in self.implicit_jobs:
             job = old.with_spec_of(job)
@@ -222,6 +232,7 @@ class ClusterState:
 
     def remove_podgroup(self, namespace: str, name: str) -> None:
         uid = f"{namespace}/{name}"
+        self.pod_owned_groups.discard(uid)
         job = self.jobs.pop(uid, None)
         if job is not None and job.tasks:
             self._orphans.setdefault(uid, {}).update(job.tasks)
@@ -310,9 +321,12 @@ class ClusterState:
     def snapshot(self) -> Snapshot:
         """Copy-on-write views of nodes and jobs that one session may change freely."""
         dirty, self._dirty_jobs = self._dirty_jobs, set()
+        orphans = {uid for uid in self.pod_owned_groups if uid in self.jobs and not self.jobs[uid].tasks}
         return Snapshot(
             nodes={name: n.session_view() for name, n in self.nodes.items()},
-            jobs={uid: j.session_view() for uid, j in self.jobs.items()},
+            # an orphan PodGroup is no job: it reserves no queue resources and is not enqueued
+            jobs={uid: j.session_view() for uid, j in self.jobs.items() if uid not in orphans},
+            orphan_groups=sorted(orphans),
             queues=dict(self.queues),
             priority_classes=dict(self.priority_classes),
             configmaps=self.configmaps,
@@ -320,4 +334,18 @@ class ClusterState:
             has_required_anti_affinity=bool(self.anti_affinity_pods),
             dirty_jobs=dirty,
             topology=self.topology(),
+            unattached=[
+                (t, self._missing_group(uid))
+                for uid, tasks in self._orphans.items()
+                for t in tasks.values()
+                if not t.node_name and t.status == TaskStatus.PENDING
+            ],
+            refused=self.refused,
         )
+
+    def _missing_group(self, uid: str) -> str:
+        ns, _, name = uid.partition("/")
+        why = self.refused.get(f"PodGroup {ns}/{name}")
+        if why:
+            return f"PodGroup {uid} is malformed and was skipped: {why}"
+        return f"PodGroup {uid} does not exist"

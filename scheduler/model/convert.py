@@ -126,7 +126,7 @@ def _resources(raw: dict[str, Any], where: str, field: str) -> Resource:
         r = Resource.from_list(raw)
     except QuantityError as exc:
         raise ConvertError(f"{where}: {field}.{exc}") from None
-    for name, v in r.items():
+    for name, v in (*r.items(), ("pods", r.pods)):
         if v < 0:
             raise ConvertError(f"{where}: {field}.{name}: must be greater than or equal to 0")
     for name in [n for n in r.scalars if ignored_device_resource(n)]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from scheduler.model.job import JobInfo
 from scheduler.model.node import NodeInfo
-from scheduler.model.objects import PriorityClassInfo, QueueInfo
+from scheduler.model.objects import PriorityClassInfo, QueueInfo, TaskInfo
 from scheduler.model.topology import Topology
 
 
@@ -26,3 +26,10 @@ class Snapshot:
     dirty_jobs: set[str] | None = None
     # the HyperNode tree; None = built by the session from the nodes alone (no HyperNodes)
     topology: Topology | None = None
+    # pending pods of ours in no job (their PodGroup is missing or was refused as malformed),
+    # with why: the session gives each a condition instead of leaving it pending in silence
+    unattached: list[tuple[TaskInfo, str]] = field(default_factory=list)
+    # "Kind ns/name" -> why the object was refused (malformed), for the messages above
+    refused: dict[str, str] = field(default_factory=dict)
+    # PodGroups left out because their pods (and owner pods) are gone
+    orphan_groups: list[str] = field(default_factory=list)

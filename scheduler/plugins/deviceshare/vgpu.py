@@ -75,6 +75,9 @@ class VgpuTable:
         return len(self.count)
 
     def add_node(self, ledger: VgpuLedger, cards: list[ann.RegisteredCard], ok: list[bool], mig: bool) -> int:
+        for c in cards:  # checked before any append: a half-added node would misalign every array
+            if not (0 <= c.count <= ann.REGISTER_INT_MAX and 0 <= c.devmem <= ann.REGISTER_INT_MAX):
+                raise ValueError(f"card {c.uuid!r}: count {c.count} or devmem {c.devmem} out of range")
         idx = len(self.ledgers)
         self.ledgers.append(ledger)
         for c, good in zip(cards, ok, strict=True):

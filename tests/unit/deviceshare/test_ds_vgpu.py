@@ -251,8 +251,15 @@ def test_garbled_registration_leaves_the_node_without_a_ledger(register, why) ->
     assert led is None and why in reason
 
 
-def test_garbage_numbers_in_the_registration_make_that_card_unusable() -> None:
-    led = ledger("GPU-0,ten,16384,NVIDIA-T4,true,hami-core:GPU-1,10,16384,NVIDIA-T4,maybe,hami-core:")
+def test_garbage_numbers_in_the_registration_make_the_node_unusable_with_the_reason() -> None:
+    # a registration the device plugin cannot have written is not trusted card by card
+    led, why = VgpuLedger.from_node(
+        vgpu_node("n1", "GPU-0,ten,16384,NVIDIA-T4,true,hami-core:GPU-1,10,16384,NVIDIA-T4,maybe,hami-core:"),
+        DEFAULT_CONFIG,
+    )
+    assert led is None and "count 'ten'" in why
+    # an unhealthy card ("maybe" is not true) in a readable registration is only that card
+    led = ledger("GPU-0,10,16384,NVIDIA-T4,maybe,hami-core:")
     assert not led.fit(request(pod("p", vgpu_limits(1, 10))), POLICY_NONE).ok
 
 

@@ -19,7 +19,7 @@ def _simulate(argv: Sequence[str]) -> int:
     from scheduler.conf import ConfigError
     from scheduler.registry import default_configuration, load_file
     from scheduler.sim.manifests import ManifestError, Skipped, load_files
-    from scheduler.sim.simulate import format_table, simulate
+    from scheduler.sim.simulate import format_table, generated_objects, simulate
 
     p = argparse.ArgumentParser(
         prog="vc-scheduler simulate", description="Run scheduling sessions on manifests."
@@ -29,6 +29,16 @@ def _simulate(argv: Sequence[str]) -> int:
     p.add_argument("--cycles", type=int, default=1, help="number of scheduling cycles (default 1)")
     p.add_argument("-o", "--output", choices=("json", "table"), default="table")
     p.add_argument("--seed", type=int, default=0, help="seed for the random tie-break between equal nodes")
+    p.add_argument(
+        "--nodes",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="generated nodes, as the sandbox's --nodes",
+    )
+    p.add_argument(
+        "--topology", metavar="LEVELS", help="HyperNodes over the generated nodes, e.g. spine=4,leaf=8"
+    )
     args = p.parse_args(argv)
     try:
         conf = load_file(args.conf) if args.conf else default_configuration()
@@ -39,6 +49,11 @@ def _simulate(argv: Sequence[str]) -> int:
     try:
         objects = load_files(args.filename, skipped)
     except ManifestError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        objects = generated_objects(args.nodes, args.topology) + objects
+    except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     result = simulate(objects, conf, cycles=args.cycles, seed=args.seed, skipped=skipped)

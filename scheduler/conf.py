@@ -68,7 +68,6 @@ VOLCANO_ONLY_PLUGINS = (
     "rescheduling",
     "cdp",
     "resource-strategy-fit",
-    "network-topology-aware",
     "nodegroup",
     # names from other Volcano releases
     "dynamicresources",

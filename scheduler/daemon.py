@@ -49,6 +49,7 @@ from scheduler.server import HttpServer, Probes, split_address
 log = structlog.get_logger("vc-scheduler")
 
 VOLCANO_API = "/apis/scheduling.volcano.sh/v1beta1"
+TOPOLOGY_API = "/apis/topology.volcano.sh/v1alpha1"
 DEVICE_CONFIGMAP = ("kube-system", "volcano-vgpu-device-config")
 
 # the flag parsing lives in scheduler.flags; these names stay importable from here
@@ -180,6 +181,7 @@ class Daemon:
             (Resource("Pod", "/api/v1/pods"), c.pods),
             (Resource("PodGroup", f"{VOLCANO_API}/podgroups"), c.podgroups),
             (Resource("Queue", f"{VOLCANO_API}/queues"), c.queues),
+            (Resource("HyperNode", f"{TOPOLOGY_API}/hypernodes", optional=True), c.hypernodes),
             (Resource("Namespace", "/api/v1/namespaces"), c.namespaces),
             # read by the resourcequota and pdb plugins
             (Resource("ResourceQuota", "/api/v1/resourcequotas"), c.resource_quotas),

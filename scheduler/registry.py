@@ -22,6 +22,7 @@ from scheduler.plugins.conformance import ConformancePlugin
 from scheduler.plugins.deviceshare import DeviceSharePlugin
 from scheduler.plugins.drf import DrfPlugin
 from scheduler.plugins.gang import GangPlugin
+from scheduler.plugins.network_topology_aware import NetworkTopologyAwarePlugin
 from scheduler.plugins.nodeorder import NodeOrderPlugin
 from scheduler.plugins.overcommit import OvercommitPlugin
 from scheduler.plugins.pdb import PdbPlugin
@@ -56,6 +57,7 @@ PLUGINS: dict[str, type[Plugin]] = {
         NodeOrderPlugin,
         BinpackPlugin,
         DeviceSharePlugin,
+        NetworkTopologyAwarePlugin,
         CapacityPlugin,
         SlaPlugin,
         ResourceQuotaPlugin,

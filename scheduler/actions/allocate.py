@@ -10,14 +10,23 @@ from __future__ import annotations
 
 import contextlib
 
+from scheduler.actions.allocate_topology import (
+    Placer,
+    TopologyJob,
+    allocate_for_job,
+    job_ready,
+    needs_topology,
+    prepare,
+)
+from scheduler.actions.tasksteps import SKIP, STOP, place_best, task_gate
 from scheduler.framework.fiterrors import FitErrors
-from scheduler.framework.placement import PlacementCache, allocate_predicate, prioritize
+from scheduler.framework.placement import PlacementCache, allocate_predicate
 from scheduler.framework.pqueue import PriorityQueue
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
-from scheduler.framework.status import AllocateError
 from scheduler.model.job import JobInfo
 from scheduler.model.objects import PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
+from scheduler.model.topology import CLUSTER_TOP
 
 
 def _pending_tasks(job: JobInfo) -> list[TaskInfo]:
@@ -34,6 +43,7 @@ def allocate(ssn: Session) -> None:
     queued: set[str] = set()
     jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
     task_heaps: dict[str, PriorityQueue[TaskInfo]] = {}
+    topo_jobs: dict[str, TopologyJob] = {}
 
     for job in ssn.jobs.values():
         if not job.task_status_index.get(TaskStatus.PENDING):
@@ -52,7 +62,13 @@ def allocate(ssn: Session) -> None:
         tasks = _pending_tasks(job)
         if not tasks:
             continue
-        task_heaps[job.uid] = PriorityQueue(ssn.task_compare, tasks)
+        if needs_topology(job):
+            tj = prepare(ssn, job, tasks)
+            if tj is None:
+                continue
+            topo_jobs[job.uid] = tj
+        else:
+            task_heaps[job.uid] = PriorityQueue(ssn.task_compare, tasks)
         jobs_by_queue.setdefault(q.name, PriorityQueue(ssn.job_compare)).push(job)
         if q.name not in queued:
             queued.add(q.name)
@@ -60,6 +76,7 @@ def allocate(ssn: Session) -> None:
 
     check = allocate_predicate(ssn)
     cache = PlacementCache(ssn, check)
+    placer = Placer(ssn, check, {CLUSTER_TOP: cache})
     while not queues.empty():
         q = queues.pop()
         if ssn.overused(q):
@@ -68,11 +85,16 @@ def allocate(ssn: Session) -> None:
         if jobs is None or jobs.empty():
             continue
         job = jobs.pop()
-        tasks = task_heaps[job.uid]
+        tj = topo_jobs.get(job.uid)
         stmt = Statement(ssn)
         try:
-            kept = _allocate_tasks(ssn, stmt, q, job, tasks, check, cache)
-            ready = kept and ssn.job_ready(job)
+            if tj is not None:
+                found = allocate_for_job(ssn, q, tj, placer)
+                stmt = found or stmt
+                ready = found is not None and job_ready(ssn, tj)
+            else:
+                kept = _allocate_tasks(ssn, stmt, q, job, task_heaps[job.uid], check, cache)
+                ready = kept and ssn.job_ready(job)
         except Exception as exc:  # one job's plugin bug costs that job this session, not the session
             with contextlib.suppress(Exception):
                 stmt.discard()
@@ -81,7 +103,12 @@ def allocate(ssn: Session) -> None:
             continue
         if ready:
             stmt.commit()
-            if not tasks.empty():
+            if tj is not None:
+                if tj.unit.allocated_hypernode:
+                    ssn.job_hypernodes[job.uid] = tj.unit.allocated_hypernode
+                if not tj.worksheet.empty():
+                    jobs.push(job)
+            elif not task_heaps[job.uid].empty():
                 jobs.push(job)
         queues.push(q)
 
@@ -100,23 +127,12 @@ def _allocate_tasks(
     nodes = ssn.node_list
     while not tasks.empty():
         task = tasks.pop()
-        if not ssn.allocatable(queue, task):
-            fe = FitErrors(f"queue {queue.name} resource quota insufficient")
-            ssn.record_fit_errors(job, task, fe)
-            continue
-        if task.role and task.role in failed_roles:
-            fe = FitErrors(f"Task {task.name} with role spec {task.role} has already predicated failed, skip")
-            ssn.record_fit_errors(job, task, fe)
-            continue
         errors = FitErrors()
-        pre = ssn.pre_predicate(task)
-        if pre is not None:
-            for n in nodes:
-                errors.set_node_error(n.name, pre.reason)
-            ssn.record_fit_errors(job, task, errors)
-            if job.need_continue_allocating():
-                continue
+        gate = task_gate(ssn, queue, job, task, failed_roles, nodes, errors, job.need_continue_allocating())
+        if gate is STOP:
             break
+        if gate is SKIP:
+            continue
         candidates = _nominated_first(ssn, task, check, errors)
         from_cache = not candidates
         if from_cache:
@@ -128,7 +144,7 @@ def _allocate_tasks(
             if job.need_continue_allocating():
                 continue
             break
-        placed = _place(ssn, stmt, task, candidates, errors, cache, from_cache)
+        placed = place_best(ssn, stmt, task, candidates, errors, cache, from_cache)
         if not placed:
             ssn.record_fit_errors(job, task, errors)
             continue
@@ -148,37 +164,3 @@ def _nominated_first(ssn: Session, task: TaskInfo, check: object, errors: FitErr
     if node is None or not task.init_resreq.less_equal(node.future_idle()):
         return []
     return [node] if check(task, node) is None else []  # type: ignore[operator]
-
-
-def _place(
-    ssn: Session,
-    stmt: Statement,
-    task: TaskInfo,
-    candidates: list,
-    errors: FitErrors,
-    cache: PlacementCache,
-    from_cache: bool = False,
-) -> bool:
-    """Try the best node; if a device handler refuses it, drop it and try the next best."""
-    remaining = list(candidates)
-    first = from_cache
-    while remaining:
-        # the cache answers for the very list its feasible() gave; after a refusal, prioritize
-        best = cache.best(task, remaining) if first else prioritize(ssn, task, remaining, cache)
-        first = False
-        if best is None:
-            return False
-        try:
-            if task.init_resreq.less_equal(best.idle):
-                stmt.allocate(task, best)
-            elif task.init_resreq.less_equal(best.future_idle()):
-                stmt.pipeline(task, best)
-            else:
-                errors.set_node_error(best.name, "Insufficient resources")
-                remaining.remove(best)
-                continue
-            return True
-        except AllocateError as exc:
-            errors.set_node_error(best.name, str(exc))
-            remaining.remove(best)
-    return False

@@ -72,8 +72,12 @@ def _starving_jobs(ssn: Session) -> dict[str, list[JobInfo]]:
             continue
         if job.queue not in ssn.queues:
             continue
-        if ssn.job_starving(job):
-            by_queue.setdefault(job.queue, []).append(job)
+        if not ssn.job_starving(job):
+            continue
+        # as Volcano (its issue 4374): a job with a network topology does not preempt
+        if job.network_topology is not None or any(p.network_topology for p in job.subgroup_policies):
+            continue
+        by_queue.setdefault(job.queue, []).append(job)
     return by_queue
 
 

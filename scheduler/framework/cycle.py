@@ -54,6 +54,8 @@ class SessionResult:
     plugin_open_ms: dict[str, float] = field(default_factory=dict)
     plugin_close_ms: dict[str, float] = field(default_factory=dict)
     jobs: dict[str, JobInfo] = field(default_factory=dict)
+    # job uid -> the HyperNode allocate placed it in (jobs with a network topology)
+    job_hypernodes: dict[str, str] = field(default_factory=dict)
 
 
 def open_session(
@@ -84,6 +86,7 @@ def open_session(
         pc = classes.get(job.priority_class_name) if job.priority_class_name else None
         job.priority = pc.value if pc is not None else default_priority
     ssn = Session(snapshot, conf, rng=rng, now=now, options=opts)
+    ssn.warnings.extend(ssn.topology.problems)
     ssn.unscheduled = unscheduled
     if snapshot.orphan_groups:
         shown = ", ".join(snapshot.orphan_groups[:5]) + (" ..." if len(snapshot.orphan_groups) > 5 else "")
@@ -174,6 +177,7 @@ def close_session(ssn: Session) -> SessionResult:
         node_warnings=list(ssn.node_warnings),
         jobs=ssn.jobs,
     )
+    res.job_hypernodes = dict(ssn.job_hypernodes)
     for task in ssn.decisions.binds:
         res.binds.append(BindDecision(task, task.node_name, dict(task.bind_annotations)))
     res.evictions = [(e.task, e.reason) for e in ssn.decisions.evictions]

@@ -10,11 +10,13 @@ ALL_NODES_UNAVAILABLE = "all nodes are unavailable"
 
 
 class FitErrors:
-    __slots__ = ("err", "nodes")
+    __slots__ = ("err", "hypernode", "nodes")
 
     def __init__(self, err: str = "") -> None:
         self.nodes: dict[str, list[str]] = {}
         self.err = err
+        # the HyperNode the nodes were searched in (network topology), named in the message
+        self.hypernode = ""
 
     def set_node_error(self, node: str, reasons: list[str] | str) -> None:
         self.nodes[node] = [reasons] if isinstance(reasons, str) else list(reasons)
@@ -36,6 +38,7 @@ class FitErrors:
         if not self.nodes:
             return self.err or ALL_NODES_UNAVAILABLE
         parts = sorted(f"{n} {r}" for r, n in self.histogram().items())
-        return f"0/{len(self.nodes)} nodes are unavailable: {', '.join(parts)}."
+        msg = f"0/{len(self.nodes)} nodes are unavailable: {', '.join(parts)}."
+        return f"In hyperNode {self.hypernode}: {msg}" if self.hypernode else msg
 
     __str__ = message

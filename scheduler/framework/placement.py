@@ -179,7 +179,7 @@ class _NodeValues:
     Shared by the jobs whose pods have the same shape, and emptied for a node when it changes.
     """
 
-    __slots__ = ("base", "fits_idle", "parts", "scores", "seq", "verdicts")
+    __slots__ = ("base", "fits_idle", "mixed", "parts", "scores", "seq", "verdicts")
 
     def __init__(self, seq: int) -> None:
         self.seq = seq
@@ -193,6 +193,8 @@ class _NodeValues:
         self.fits_idle: dict[str, bool] = {}
         # node -> allocate's predicate answer (None: fits)
         self.verdicts: dict[str, Unfit | list[str] | None] = {}
+        # node -> per-node parts of the split batch functions, when some other one has no split
+        self.mixed: dict[str, tuple[int, ...]] = {}
 
 
 class _Entry:
@@ -233,14 +235,18 @@ class PlacementCache:
     are checked and scored again. Decisions are the ones a fresh scan of the same sample gives.
     """
 
-    def __init__(self, ssn: Session, check: NodePredicate) -> None:
+    def __init__(self, ssn: Session, check: NodePredicate, nodes: list[NodeInfo] | None = None) -> None:
         self.ssn = ssn
         self.check = check
+        # the nodes searched: the session's, or those under one HyperNode (network topology)
+        self.nodes = ssn.node_list if nodes is None else nodes
         self.entries: dict[tuple, _Entry] = {}
         self.values: dict[tuple, _NodeValues] = {}
         # Another pod's required anti-affinity can be hit by any placement in its topology domain.
         self.enabled = not ssn.has_required_anti_affinity
         self.splits = ssn.batch_node_order_splits()
+        # when some batch function has no split, the others' per-node parts are still kept
+        self.plan = ssn.batch_node_order_plan() if self.splits is None else []
         self._last: tuple[TaskInfo | None, tuple | None] = (None, None)
 
     def _key(self, task: TaskInfo) -> tuple | None:
@@ -272,6 +278,7 @@ class PlacementCache:
         req = task.init_resreq
         for name in changed:
             vals.verdicts.pop(name, None)
+            vals.mixed.pop(name, None)
             node = ssn.nodes.get(name)
             had_score = parts.pop(name, None) is not None
             finals.pop(name, None)
@@ -312,7 +319,7 @@ class PlacementCache:
     def feasible(self, task: TaskInfo, errors: FitErrors) -> list[NodeInfo]:
         key = self._key(task)
         if key is None:
-            return predicate_nodes(self.ssn, task, self.ssn.node_list, self.check, errors)
+            return predicate_nodes(self.ssn, task, self.nodes, self.check, errors)
         entry = self.entries.get(key)
         if entry is None or (not entry.feasible and not entry.complete):
             entry = self._scan(task, key)
@@ -333,7 +340,7 @@ class PlacementCache:
         entry = _Entry(values)
         found = self._scan_nodes(task, values.verdicts, entry.errors)
         # every node examined: a rescan could not find more
-        entry.complete = len(found) + len(entry.errors.nodes) >= len(ssn.node_list)
+        entry.complete = len(found) + len(entry.errors.nodes) >= len(self.nodes)
         entry.feasible = {n.name: n for n in found}
         entry.seq = len(ssn.node_changes)
         return entry
@@ -344,7 +351,7 @@ class PlacementCache:
         """predicate_nodes over the session's nodes, reading known answers from `verdicts`:
         the same rotating start, the same stop after numNodesToFind, the same errors."""
         ssn = self.ssn
-        nodes = ssn.node_list
+        nodes = self.nodes
         total = len(nodes)
         if total == 0:
             return []
@@ -508,10 +515,40 @@ class PlacementCache:
         for n in missing:
             base[n.name] = self.ssn.node_order_score(task, n)
         out = {n.name: base[n.name] for n in nodes}
+        if self.plan:
+            return self._add_mixed(vals, task, nodes, out)
         if self.ssn.has("batch_node_order"):
             for name, s in self.ssn.batch_node_order_scores(task, nodes).items():
                 if name in out:
                     out[name] += s
+        return out
+
+    def _add_mixed(
+        self, vals: _NodeValues, task: TaskInfo, nodes: list[NodeInfo], out: dict[str, float]
+    ) -> dict[str, float]:
+        """out + the batch total, the split functions' per-node parts read from the cache and the
+        others called, added in tier order as batch_node_order_scores adds them (same floats)."""
+        splits = [sp for sp, _ in self.plan if sp is not None]
+        mixed = vals.mixed
+        for n in nodes:
+            if n.name not in mixed:
+                mixed[n.name] = tuple(sp.per_node(task, n) for sp in splits)
+        names = [n.name for n in nodes]
+        totals = [0.0] * len(names)
+        k = 0
+        for sp, fn in self.plan:
+            if sp is None:
+                r = fn(task, nodes)
+                totals = [
+                    t if (v := r.get(nm)) is None else t + v for t, nm in zip(totals, names, strict=True)
+                ]
+            else:
+                rest = sp.rest(task, nodes)
+                per = [mixed[nm][k] for nm in names]
+                totals = [t + (p + rest.get(nm, 0)) for t, p, nm in zip(totals, per, names, strict=True)]
+                k += 1
+        for nm, t in zip(names, totals, strict=True):
+            out[nm] += t
         return out
 
 

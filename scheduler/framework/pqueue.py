@@ -38,6 +38,12 @@ class PriorityQueue(Generic[T]):
     def pop(self) -> T:
         return heapq.heappop(self._heap).item
 
+    def clone(self) -> PriorityQueue[T]:
+        """An independent queue with the same elements (the heap order carries over)."""
+        q: PriorityQueue[T] = PriorityQueue(self._cmp)
+        q._heap = list(self._heap)
+        return q
+
     def empty(self) -> bool:
         return not self._heap
 

@@ -26,6 +26,7 @@ from scheduler.model.objects import PodGroupStatus, PriorityClassInfo, QueueInfo
 from scheduler.model.policy import PdbInfo, ResourceQuotaInfo
 from scheduler.model.resources import Resource
 from scheduler.model.snapshot import Snapshot
+from scheduler.model.topology import HyperNodeInfo, Topology, build_topology
 
 PERMIT = 1
 ABSTAIN = 0
@@ -55,6 +56,8 @@ POINTS = (
     "victim_tasks",
     "target_job",
     "reserved_nodes",
+    "hyper_node_order",
+    "hyper_node_gradient",
 )
 # PodGroup phases of jobs that nothing in a session can change unless they changed in the cluster
 _QUIET_PHASES = ("Running", "Completed")
@@ -144,6 +147,16 @@ class Session:
             uid: j.base_status for uid, j in self.jobs.items()
         }
         self.has_required_anti_affinity = snapshot.has_required_anti_affinity
+        self.topology: Topology = snapshot.topology or build_topology(
+            (), {n.name: n.labels for n in self.node_list}
+        )
+        self._hypernode_nodes: dict[str, list[NodeInfo]] = {}
+        # task uid -> the HyperNode its (sub-)job already occupies while the task is being placed
+        self.task_job_hypernode: dict[str, str] = {}
+        # task uid -> its sub-job, for jobs with a network topology or partitions
+        self.task_subjob: dict[str, Any] = {}
+        # job uid -> the HyperNode allocate placed it in this session (the simulate table shows it)
+        self.job_hypernodes: dict[str, str] = {}
         self._dirty_jobs = snapshot.dirty_jobs
         # Tasks are shared with the cluster until the session changes them: uid -> private copy.
         self._owned: dict[str, TaskInfo] = {}
@@ -261,6 +274,14 @@ class Session:
 
     def add_reserved_nodes_fn(self, plugin: str, fn: Callable[[], None]) -> None:
         self._add("reserved_nodes", plugin, fn)
+
+    def add_hyper_node_order_fn(self, plugin: str, fn: Callable[[Any, list[str]], dict[str, float]]) -> None:
+        self._add("hyper_node_order", plugin, fn)
+
+    def add_hyper_node_gradient_fn(
+        self, plugin: str, fn: Callable[[Any, HyperNodeInfo, str], list[list[HyperNodeInfo]]]
+    ) -> None:
+        self._add("hyper_node_gradient", plugin, fn)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
@@ -411,12 +432,51 @@ class Session:
                 out.append(split)
         return out
 
+    def batch_node_order_plan(self) -> list[tuple[BatchScoreSplit | None, Callable[..., Any]]]:
+        """Every enabled batch node-order function in tier order, with its split when it has one."""
+        return [
+            (self._batch_splits.get(plugin), fn)
+            for tier in self._tiered["batch_node_order"]
+            for plugin, fn in tier
+        ]
+
     def best_node(self, task: TaskInfo, scores: dict[float, list[NodeInfo]]) -> NodeInfo | None:
         for fn in self._fns("best_node"):
             n = fn(task, scores)
             if n is not None:
                 return n
         return None
+
+    # ------------------------------------------------------------------ topology --
+    def hypernode_nodes(self, name: str) -> list[NodeInfo]:
+        """The session's nodes under a HyperNode, in session node order."""
+        got = self._hypernode_nodes.get(name)
+        if got is None:
+            hn = self.topology.hypernodes.get(name)
+            if hn is None:
+                got = []
+            elif len(hn.nodes) == len(self.node_list):
+                got = self.node_list
+            else:
+                members = hn.nodes
+                got = [n for n in self.node_list if n.name in members]
+            self._hypernode_nodes[name] = got
+        return got
+
+    def hypernode_gradient(self, unit: Any, start: HyperNodeInfo, purpose: str) -> list[list[HyperNodeInfo]]:
+        """The HyperNodes to try for a job or sub-job, grouped tier by tier (the first plugin
+        that registered the point decides); without one, only `start` itself."""
+        for fn in self._fns("hyper_node_gradient"):
+            return fn(unit, start, purpose)
+        return [[start]]
+
+    def hypernode_scores(self, unit: Any, names: list[str]) -> dict[str, float]:
+        total = dict.fromkeys(names, 0.0)
+        for fn in self._fns("hyper_node_order"):
+            for name, s in fn(unit, names).items():
+                if name in total:
+                    total[name] += s
+        return total
 
     # ------------------------------------------------------------------ job votes --
     def job_ready(self, job: JobInfo) -> bool:

@@ -78,6 +78,7 @@ class SchedulerCache:
         self.nodes = _Handler(self.upsert_node, self.delete_node)
         self.podgroups = _Handler(self.upsert_podgroup, self.delete_podgroup)
         self.queues = _Handler(self.upsert_queue, self.delete_queue)
+        self.hypernodes = _Handler(self.upsert_hypernode, self.delete_hypernode)
         self.priority_classes = _Handler(self.upsert_priority_class, self.delete_priority_class)
         self.namespaces = _Handler(self.upsert_namespace, self.delete_namespace)
         self.configmaps = _Handler(self.upsert_configmap, self.delete_configmap)
@@ -191,6 +192,22 @@ class SchedulerCache:
         self.skipped.pop(f"Queue {key}", None)
         self.state.remove_queue(key)
         self.queue_status.pop(key, None)
+
+    # ---------------------------------------------------------------- topology --
+    def upsert_hypernode(self, obj: dict[str, Any]) -> None:
+        try:
+            self.state.apply_hypernode(obj)
+        except BAD_INPUT as exc:
+            self._bad("HyperNode", obj, exc)
+            # the HyperNode as it is now is unusable: its earlier version must not linger
+            name = (obj.get("metadata") or {}).get("name") if isinstance(obj, dict) else None
+            if name:
+                self.state.remove_hypernode(str(name))
+            return
+        self._good("HyperNode", obj)
+
+    def delete_hypernode(self, key: str, obj: dict[str, Any] | None) -> None:
+        self.state.remove_hypernode(key)
 
     # ---------------------------------------------------------------- others --
     def upsert_priority_class(self, obj: dict[str, Any]) -> None:

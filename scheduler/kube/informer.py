@@ -27,6 +27,7 @@ log = structlog.get_logger("vc-scheduler.informer")
 _rng = random.Random()
 _CHUNK = 100  # objects delivered between two yields to the event loop
 _SEND_TURNS = 20
+OPTIONAL_RETRY_S = 60.0  # how often a missing optional resource (CRD not installed) is looked for
 
 
 class Handler(Protocol):
@@ -43,6 +44,9 @@ class Resource:
     path: str
     field_selector: str = ""
     label_selector: str = ""
+    # a CRD the cluster may not have (or RBAC may not grant): 404/403 count as an empty list, so
+    # the daemon is not held back, and the list is retried now and then
+    optional: bool = False
 
 
 def object_key(obj: dict[str, Any]) -> str:
@@ -239,9 +243,24 @@ class Informer:
                 if exc.status == 410:
                     need_list = True
                     continue
+                if self.resource.optional and exc.status in (403, 404):
+                    await self._absent(exc)
+                    need_list = True
+                    continue
                 await self._wait_after(exc)
             except Exception as exc:  # never let one resource's trouble end the daemon
                 await self._wait_after(exc)
+
+    async def _absent(self, exc: ApiError) -> None:
+        if not self.synced.is_set():
+            self.synced.set()
+            log.warning(
+                "optional resource not available; treated as empty",
+                kind=self.resource.kind,
+                status=exc.status,
+                error=str(exc),
+            )
+        await asyncio.sleep(OPTIONAL_RETRY_S)
 
     async def _wait_after(self, exc: Exception) -> None:
         delay = self.backoff.next_delay()

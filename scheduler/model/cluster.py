@@ -20,6 +20,7 @@ from scheduler.model.convert import (
     GROUP_NAME_ANNOTATION,
     QUEUE_NAME_ANNOTATION,
     ConvertError,
+    hypernode_to_spec,
     node_to_info,
     pod_to_task,
     podgroup_to_job,
@@ -31,6 +32,7 @@ from scheduler.model.node import NodeInfo
 from scheduler.model.objects import ON_NODE_STATUSES, PriorityClassInfo, QueueInfo, TaskInfo, TaskStatus
 from scheduler.model.policy import PdbInfo, ResourceQuotaInfo, pdb_to_info, resource_quota_to_info
 from scheduler.model.snapshot import Snapshot
+from scheduler.model.topology import HyperNodeSpec, Topology, build_topology
 
 
 def implicit_group_name(task: TaskInfo) -> str:
@@ -67,6 +69,12 @@ class ClusterState:
         self.resource_quotas: dict[str, ResourceQuotaInfo] = {}
         self.pdbs: dict[str, PdbInfo] = {}
         self.anti_affinity_pods: set[str] = set()
+        self.hypernodes: dict[str, HyperNodeSpec] = {}
+        # the topology tree, rebuilt only when HyperNodes or the nodes (names, labels) change
+        self._topology: Topology | None = None
+        self._topology_key = -1
+        # bumped when the Ready node set or a node's labels change (what HyperNode members select)
+        self._node_epoch = 0
         # jobs changed since the last snapshot: the session recomputes their status
         self._dirty_jobs: set[str] = set()
         # bumped on every change, so a caller can tell that nothing happened since the last cycle
@@ -186,6 +194,8 @@ class ClusterState:
         info = node_to_info(node)
         self.generation += 1
         old = self.nodes.pop(info.name, None)
+        if old is None or old.labels != info.labels:
+            self._node_epoch += 1
         if old is not None:
             info.with_tasks_of(old)
         for t in self._off_node.pop(info.name, {}).values():
@@ -195,6 +205,8 @@ class ClusterState:
 
     def remove_node(self, name: str) -> None:
         old = self.nodes.pop(name, None)
+        if old is not None:
+            self._node_epoch += 1
         if old is not None and old.tasks:
             self._off_node.setdefault(name, {}).update(old.tasks)
         self.generation += 1
@@ -241,6 +253,28 @@ class ClusterState:
             priority_class_name=task.pod.priority_class_name,
             creation=task.pod.creation,
         )
+
+    # ------------------------------------------------------------------ topology --
+    def apply_hypernode(self, hn: dict[str, Any]) -> HyperNodeSpec:
+        spec = hypernode_to_spec(hn)
+        self.hypernodes[spec.name] = spec
+        self._topology = None
+        self.generation += 1
+        return spec
+
+    def remove_hypernode(self, name: str) -> None:
+        if self.hypernodes.pop(name, None) is not None:
+            self._topology = None
+        self.generation += 1
+
+    def topology(self) -> Topology:
+        """The HyperNode tree over the Ready nodes; cached while neither side changes."""
+        key = self._node_epoch
+        if self._topology is None or key != self._topology_key:
+            labels = {name: n.labels for name, n in self.nodes.items()}
+            self._topology = build_topology(self.hypernodes.values(), labels)
+            self._topology_key = key
+        return self._topology
 
     # ------------------------------------------------------------------ others --
     def apply_queue(self, q: dict[str, Any]) -> QueueInfo:
@@ -324,6 +358,7 @@ class ClusterState:
             pdbs=list(self.pdbs.values()),
             has_required_anti_affinity=bool(self.anti_affinity_pods),
             dirty_jobs=dirty,
+            topology=self.topology(),
             unattached=[
                 (t, self._missing_group(uid))
                 for uid, tasks in self._orphans.items()

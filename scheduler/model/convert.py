@@ -25,6 +25,14 @@ from scheduler.model.objects import (
     TaskStatus,
 )
 from scheduler.model.resources import QuantityError, Resource, parse_quantity
+from scheduler.model.topology import (
+    MEMBER_HYPERNODE,
+    MEMBER_NODE,
+    HyperNodeSpec,
+    MemberSpec,
+    NetworkTopologySpec,
+    SubGroupPolicy,
+)
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
@@ -90,6 +98,17 @@ def _list(obj: dict[str, Any], key: str, where: str) -> list[Any]:
     if not isinstance(v, list):
         raise ConvertError(f"{where}: field {key!r} must be a list, got {type(v).__name__}")
     return v
+
+
+def _named(obj: dict[str, Any], kind: str) -> tuple[str, dict[str, Any], dict[str, Any], str]:
+    """The object's name for messages, its metadata and spec, and its (required) name."""
+    where = object_name({**obj, "kind": kind})
+    md = _dict(obj, "metadata", where)
+    spec = _dict(obj, "spec", where)
+    name = md.get("name")
+    if not name:
+        raise ConvertError(f"{where}: metadata.name is required")
+    return where, md, spec, str(name)
 
 
 def _str_map(obj: dict[str, Any], key: str, where: str) -> dict[str, str]:
@@ -451,7 +470,7 @@ def podgroup_to_job(pg: dict[str, Any], default_queue: str = "default") -> JobIn
         succeeded=_int(status.get("succeeded"), where, "status.succeeded", 0),
         failed=_int(status.get("failed"), where, "status.failed", 0),
     )
-    return JobInfo(
+    job = JobInfo(
         uid=f"{ns}/{name}",
         name=str(name),
         namespace=ns,
@@ -464,6 +483,103 @@ def podgroup_to_job(pg: dict[str, Any], default_queue: str = "default") -> JobIn
         status=st,
         waiting_time=sla_waiting_time(_str_map(md, "annotations", where)),
     )
+    job.network_topology = network_topology(spec.get("networkTopology"), where, "spec.networkTopology")
+    job.subgroup_policies = tuple(
+        _subgroup_policy(p, where, f"spec.subGroupPolicy[{i}]")
+        for i, p in enumerate(_list(spec, "subGroupPolicy", where))
+    )
+    return job
+
+
+def network_topology(raw: Any, where: str, field: str) -> NetworkTopologySpec | None:
+    """A `networkTopology` block (PodGroup, Job or partition), validated as Volcano's webhook does."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ConvertError(f"{where}: {field} must be an object")
+    mode = str(raw.get("mode") or "hard")
+    if mode not in ("hard", "soft"):
+        raise ConvertError(f"{where}: {field}.mode must be hard or soft, got {mode!r}")
+    tier_raw = raw.get("highestTierAllowed")
+    tier = None if tier_raw is None else _int(tier_raw, where, f"{field}.highestTierAllowed", 0)
+    if tier is not None and tier < 0:
+        raise ConvertError(f"{where}: {field}.highestTierAllowed must be >= 0, got {tier}")
+    tier_name = str(raw.get("highestTierName") or "")
+    if tier is not None and tier_name:
+        raise ConvertError(f"{where}: {field}: highestTierAllowed and highestTierName cannot both be set")
+    return NetworkTopologySpec(mode, tier, tier_name)
+
+
+def _subgroup_policy(raw: Any, where: str, field: str) -> SubGroupPolicy:
+    if not isinstance(raw, dict):
+        raise ConvertError(f"{where}: {field} must be an object")
+    size = _int(raw.get("subGroupSize"), where, f"{field}.subGroupSize", 1)
+    if size < 1:
+        raise ConvertError(f"{where}: {field}.subGroupSize must be >= 1, got {size}")
+    sel = _dict(raw, "labelSelector", where)
+    keys = raw.get("matchLabelKeys") or []
+    if not isinstance(keys, list):
+        raise ConvertError(f"{where}: {field}.matchLabelKeys must be a list")
+    return SubGroupPolicy(
+        name=str(raw.get("name") or ""),
+        size=size,
+        min_subgroups=_int(raw.get("minSubGroups"), where, f"{field}.minSubGroups", 0),
+        match_labels=tuple(sorted(_str_map(sel, "matchLabels", where).items())),
+        match_label_keys=tuple(str(k) for k in keys),
+        network_topology=network_topology(raw.get("networkTopology"), where, f"{field}.networkTopology"),
+    )
+
+
+def hypernode_to_spec(obj: dict[str, Any]) -> HyperNodeSpec:
+    """A `topology.volcano.sh/v1alpha1` HyperNode. Structural errors refuse the object; a bad regex
+    is kept and reported when the topology is built (it names the HyperNode there)."""
+    if not isinstance(obj, dict):
+        raise ConvertError("HyperNode: not an object")
+    where, _, spec, name = _named(obj, "HyperNode")
+    tier = _int(spec.get("tier"), where, "spec.tier", 0)
+    if tier < 0:
+        raise ConvertError(f"{where}: spec.tier must be >= 0, got {tier}")
+    members = []
+    for i, m in enumerate(_list(spec, "members", where)):
+        f = f"spec.members[{i}]"
+        if not isinstance(m, dict):
+            raise ConvertError(f"{where}: {f} must be an object")
+        kind = m.get("type")
+        if kind not in (MEMBER_NODE, MEMBER_HYPERNODE):
+            raise ConvertError(f"{where}: {f}.type must be Node or HyperNode, got {kind!r}")
+        sel = _dict(m, "selector", where)
+        given = [k for k in ("exactMatch", "regexMatch", "labelMatch") if sel.get(k) is not None]
+        if len(given) != 1:
+            raise ConvertError(
+                f"{where}: {f}.selector needs exactly one of exactMatch, regexMatch, labelMatch"
+            )
+        if kind == MEMBER_HYPERNODE and given[0] != "exactMatch":
+            raise ConvertError(f"{where}: {f}: a HyperNode member is selected by exactMatch only")
+        exact = str(_dict(sel, "exactMatch", where).get("name") or "")
+        regex = str(_dict(sel, "regexMatch", where).get("pattern") or "")
+        lab = _dict(sel, "labelMatch", where)
+        exprs = []
+        for e in _list(lab, "matchExpressions", where):
+            if not isinstance(e, dict) or e.get("operator") not in ("In", "NotIn", "Exists", "DoesNotExist"):
+                raise ConvertError(f"{where}: {f}.selector.labelMatch.matchExpressions: bad expression {e!r}")
+            exprs.append(
+                (str(e.get("key", "")), str(e["operator"]), tuple(str(v) for v in e.get("values") or []))
+            )
+        if given[0] == "exactMatch" and not exact:
+            raise ConvertError(f"{where}: {f}.selector.exactMatch.name is required")
+        if given[0] == "regexMatch" and not regex:
+            raise ConvertError(f"{where}: {f}.selector.regexMatch.pattern is required")
+        members.append(
+            MemberSpec(
+                kind,
+                exact=exact,
+                regex=regex,
+                labels=tuple(sorted(_str_map(lab, "matchLabels", where).items())),
+                expressions=tuple(exprs),
+                has_label_selector=given[0] == "labelMatch",
+            )
+        )
+    return HyperNodeSpec(str(name), tier, str(spec.get("tierName") or ""), tuple(members))
 
 
 # Volcano reads the first of these PodGroup annotations that parses as a positive Go duration.
@@ -485,13 +601,8 @@ def sla_waiting_time(annotations: dict[str, str]) -> float | None:
 
 
 def queue_to_info(q: dict[str, Any]) -> QueueInfo:
-    where = object_name({**q, "kind": "Queue"})
-    md = _dict(q, "metadata", where)
-    spec = _dict(q, "spec", where)
+    where, md, spec, name = _named(q, "Queue")
     status = _dict(q, "status", where)
-    name = md.get("name")
-    if not name:
-        raise ConvertError(f"{where}: metadata.name is required")
     weight = _int(spec.get("weight"), where, "spec.weight", 1)
     if weight < 0:
         raise ConvertError(f"{where}: spec.weight must be greater than or equal to 0")

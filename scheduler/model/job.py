@@ -15,6 +15,7 @@ from scheduler.model.objects import (
     TaskStatus,
 )
 from scheduler.model.resources import Resource
+from scheduler.model.topology import NetworkTopologySpec, SubGroupPolicy
 
 
 class JobInfo:
@@ -28,6 +29,7 @@ class JobInfo:
         "min_resources",
         "name",
         "namespace",
+        "network_topology",
         "nodes_fit_errors",
         "pending_request",
         "pg_exists",
@@ -36,6 +38,7 @@ class JobInfo:
         "priority_class_name",
         "queue",
         "schedule_start",
+        "subgroup_policies",
         "task_min_available",
         "task_min_available_total",
         "task_status_index",
@@ -86,6 +89,9 @@ class JobInfo:
         # task uid -> FitErrors of that task in this session
         self.nodes_fit_errors: dict[str, object] = {}
         self.schedule_start = 0.0
+        # PodGroup spec.networkTopology and spec.subGroupPolicy (see model.topology)
+        self.network_topology: NetworkTopologySpec | None = None
+        self.subgroup_policies: tuple[SubGroupPolicy, ...] = ()
         self._shared = False
 
     # -- copy-on-write ------------------------------------------------------------------------
@@ -115,6 +121,8 @@ class JobInfo:
         j.fit_error = ""
         j.nodes_fit_errors = {}
         j.schedule_start = self.schedule_start
+        j.network_topology = self.network_topology
+        j.subgroup_policies = self.subgroup_policies
         j._shared = True
         return j
 

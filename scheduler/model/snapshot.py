@@ -8,6 +8,7 @@ from scheduler.model.job import JobInfo
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import PriorityClassInfo, QueueInfo, TaskInfo
 from scheduler.model.policy import PdbInfo, ResourceQuotaInfo
+from scheduler.model.topology import Topology
 
 
 @dataclass(slots=True)
@@ -26,6 +27,8 @@ class Snapshot:
     has_required_anti_affinity: bool = True
     # jobs that changed in the cluster since the previous snapshot; None = treat every job as changed
     dirty_jobs: set[str] | None = None
+    # the HyperNode tree; None = built by the session from the nodes alone (no HyperNodes)
+    topology: Topology | None = None
     # pending pods of ours in no job (their PodGroup is missing or was refused as malformed),
     # with why: the session gives each a condition instead of leaving it pending in silence
     unattached: list[tuple[TaskInfo, str]] = field(default_factory=list)

@@ -4,6 +4,8 @@ Shared by `simulate` (manifests) and the sandbox's job controller, so both produ
 the PodGroup `<job>-<job uid>` with minMember = minAvailable, minTaskMember per task (its
 minAvailable, else its replicas), queue, priority class and minResources (requests of the first
 minAvailable pods); pods `<job>-<task>-<index>` annotated with the group, task spec and index.
+`networkTopology` is copied to the PodGroup; a task's `partitionPolicy` labels its pods with their
+partition (`volcano.sh/partition-id` = index / partitionSize) and becomes a `subGroupPolicy`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import copy
 import uuid
 from typing import Any
 
-from scheduler.model.convert import ConvertError, object_name
+from scheduler.model.convert import ConvertError, network_topology, object_name
 from scheduler.model.resources import QuantityError, Resource, format_quantity
 
 JOB_NAME_KEY = "volcano.sh/job-name"
@@ -22,6 +24,7 @@ QUEUE_NAME_KEY = "volcano.sh/queue-name"
 TASK_SPEC_KEY = "volcano.sh/task-spec"
 TASK_INDEX_KEY = "volcano.sh/task-index"
 GROUP_NAME_KEY = "scheduling.k8s.io/group-name"
+PARTITION_ID_KEY = "volcano.sh/partition-id"
 
 
 def job_uid(job: dict[str, Any]) -> str:
@@ -65,6 +68,9 @@ def expand_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]
     min_task: dict[str, int] = {}
     pods: list[dict[str, Any]] = []
     per_pod_requests: list[tuple[int, Resource]] = []
+    subgroups: list[dict[str, Any]] = []
+    if spec.get("networkTopology") is not None:
+        network_topology(spec["networkTopology"], where, "spec.networkTopology")
     for ti, task in enumerate(tasks):
         if not isinstance(task, dict) or not task.get("name"):
             raise ConvertError(f"{where}: spec.tasks[{ti}].name is required")
@@ -76,7 +82,12 @@ def expand_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]
             raise ConvertError(f"{where}: spec.tasks[{ti}].replicas must be greater than or equal to 0")
         total_replicas += replicas
         tmin = task.get("minAvailable")
+        partition = _partition_policy(task, replicas, where, f"spec.tasks[{ti}]")
+        if tmin is None and partition is not None and partition["minPartitions"]:
+            tmin = partition["minPartitions"] * partition["partitionSize"]
         min_task[task["name"]] = int(tmin) if tmin is not None else replicas
+        if partition is not None:
+            subgroups.append(_subgroup_policy(task["name"], partition))
         template = task.get("template") or {}
         if not isinstance(template, dict):
             raise ConvertError(f"{where}: spec.tasks[{ti}].template must be an object")
@@ -112,6 +123,8 @@ def expand_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]
                     TASK_INDEX_KEY: str(i),
                 }
             )
+            if partition is not None:
+                labels[PARTITION_ID_KEY] = str(i // partition["partitionSize"])
             pmd["ownerReferences"] = [
                 {
                     "apiVersion": "batch.volcano.sh/v1alpha1",
@@ -164,4 +177,50 @@ def expand_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]
     }
     if spec.get("priorityClassName"):
         pg["spec"]["priorityClassName"] = spec["priorityClassName"]
+    if spec.get("networkTopology") is not None:
+        pg["spec"]["networkTopology"] = copy.deepcopy(spec["networkTopology"])
+    if subgroups:
+        pg["spec"]["subGroupPolicy"] = subgroups
     return pg, pods
+
+
+def _partition_policy(task: dict[str, Any], replicas: int, where: str, field: str) -> dict[str, Any] | None:
+    """A task's `partitionPolicy`, validated as Volcano's Job webhook does."""
+    raw = task.get("partitionPolicy")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ConvertError(f"{where}: {field}.partitionPolicy must be an object")
+    out: dict[str, Any] = {}
+    for key, low in (("totalPartitions", 1), ("partitionSize", 1), ("minPartitions", 0)):
+        v = raw.get(key, 0 if low == 0 else None)
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ConvertError(
+                f"{where}: {field}.partitionPolicy.{key} must be an integer >= {low}, got {v!r}"
+            )
+        out[key] = v
+    if out["totalPartitions"] * out["partitionSize"] != replicas:
+        raise ConvertError(
+            f"{where}: {field}.partitionPolicy: totalPartitions x partitionSize "
+            f"({out['totalPartitions']} x {out['partitionSize']}) must equal replicas ({replicas})"
+        )
+    if out["minPartitions"] > out["totalPartitions"]:
+        raise ConvertError(f"{where}: {field}.partitionPolicy.minPartitions must not exceed totalPartitions")
+    if raw.get("networkTopology") is not None:
+        network_topology(raw["networkTopology"], where, f"{field}.partitionPolicy.networkTopology")
+        out["networkTopology"] = copy.deepcopy(raw["networkTopology"])
+    return out
+
+
+def _subgroup_policy(task_name: str, partition: dict[str, Any]) -> dict[str, Any]:
+    """The PodGroup `subGroupPolicy` Volcano's Job controller writes for a partitioned task."""
+    policy: dict[str, Any] = {
+        "name": task_name,
+        "subGroupSize": partition["partitionSize"],
+        "minSubGroups": partition["minPartitions"],
+        "labelSelector": {"matchLabels": {TASK_SPEC_KEY: task_name}},
+        "matchLabelKeys": [PARTITION_ID_KEY],
+    }
+    if "networkTopology" in partition:
+        policy["networkTopology"] = partition["networkTopology"]
+    return policy

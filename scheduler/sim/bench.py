@@ -18,12 +18,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.conf import SchedulerConfiguration
+from scheduler.conf import DEFAULT_CONF, SchedulerConfiguration
 from scheduler.framework.cycle import run_session
 from scheduler.framework.session import SessionOptions
 from scheduler.model.cluster import ClusterState
 from scheduler.registry import default_configuration, load_file, parse
 from scheduler.sim.report import load_average, load_sentence, replace_section
+from scheduler.sim.topologygen import make_hypernodes, parse_topology_spec
 
 NODE_CPU = 32
 NODE_MEM_GI = 128
@@ -122,7 +123,14 @@ def _pod(
     }
 
 
-def gen_pending_jobs(state: ClusterState, pods: int, gang: int, queues: list[str], rng: random.Random) -> int:
+def gen_pending_jobs(
+    state: ClusterState,
+    pods: int,
+    gang: int,
+    queues: list[str],
+    rng: random.Random,
+    network_topology: dict[str, Any] | None = None,
+) -> int:
     jobs = pods // gang
     shapes = [("500m", "1Gi"), ("1", "2Gi"), ("2", "4Gi"), ("4", "8Gi")]
     for j in range(jobs):
@@ -133,7 +141,11 @@ def gen_pending_jobs(state: ClusterState, pods: int, gang: int, queues: list[str
             {
                 "kind": "PodGroup",
                 "metadata": {"name": name, "namespace": ns, "creationTimestamp": float(j)},
-                "spec": {"minMember": gang, "queue": queues[j % len(queues)]},
+                "spec": {
+                    "minMember": gang,
+                    "queue": queues[j % len(queues)],
+                    **({"networkTopology": network_topology} if network_topology else {}),
+                },
                 "status": {"phase": "Inqueue"},
             }
         )
@@ -225,13 +237,18 @@ def bench_backlog(
     max_cycles: int,
     progress: bool,
     queue_levels: int = 0,
+    topology: str | None = None,
+    network_topology: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     rng = random.Random(7)
     state = ClusterState()
     _progress(progress, f"backlog: generating {nodes:,} nodes and {pods:,} pending pods ...")
     gen_nodes(state, nodes)
+    if topology:
+        for hn in make_hypernodes(parse_topology_spec(topology), list(state.nodes)):
+            state.apply_hypernode(hn)
     qnames = gen_queues(state, queues, queue_levels, nodes)
-    total = gen_pending_jobs(state, pods, gang, qnames, rng)
+    total = gen_pending_jobs(state, pods, gang, qnames, rng, network_topology)
     with _SettledGC():
         return _run_backlog(state, nodes, total, gang, queues, conf, max_cycles, progress, rng)
 
@@ -289,6 +306,7 @@ def _run_backlog(
         "session_ms_p50": pct(session_ms, 50),
         "session_ms_p90": pct(session_ms, 90),
         "session_ms_p99": pct(session_ms, 99),
+        "session_ms_max": max(session_ms, default=0.0),
         "snapshot_ms_p50": pct(snapshot_ms, 50),
     }
 
@@ -492,7 +510,21 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--skip-backlog", action="store_true")
     p.add_argument("--output", help="write the Markdown results to this file (replacing its bench section)")
     p.add_argument("--quiet", action="store_true")
+    p.add_argument(
+        "--topology",
+        metavar="LEVELS",
+        help="network topology run: HyperNodes over the nodes (e.g. spine=4,leaf=8), the backlog's jobs "
+        "constrained by --job-topology, against the same backlog without HyperNodes or constraints",
+    )
+    p.add_argument(
+        "--job-topology",
+        default="hard:1",
+        metavar="MODE:TIER",
+        help="the jobs' networkTopology (default hard:1)",
+    )
     args = p.parse_args(argv)
+    if args.topology:
+        return topology_main(args, argv, load_before)
     if args.queue_levels > 0:
         return _main_queue_tree(args, argv, load_before)
     conf = load_file(args.conf) if args.conf else default_configuration()
@@ -508,6 +540,81 @@ def main(argv: Sequence[str]) -> int:
             SECTION,
             render_markdown(cmd, backlog, idle, conf_name, conf_summary(conf), load_before),
         )
+    return 0
+
+
+TOPOLOGY_SECTION = "## Network topology (`vc-scheduler bench --topology`)"
+
+
+def topology_conf() -> SchedulerConfiguration:
+    """Volcano's default configuration with the network-topology-aware plugin in its second tier."""
+    return parse(
+        DEFAULT_CONF.rstrip("\n") + "\n  - name: network-topology-aware\n",
+        "<default + network-topology-aware>",
+    )
+
+
+def topology_main(args: argparse.Namespace, argv: Sequence[str], load_before: str) -> int:
+    mode, _, tier = args.job_topology.partition(":")
+    nt: dict[str, Any] | None = None if mode == "none" else {"mode": mode}
+    if tier and nt is not None:
+        nt["highestTierAllowed"] = int(tier)
+    conf = load_file(args.conf) if args.conf else topology_conf()
+    runs: dict[str, dict[str, Any]] = {}
+    for label, topo, constraint in (("with topology", args.topology, nt), ("without topology", None, None)):
+        _progress(not args.quiet, f"{label}:")
+        runs[label] = bench_backlog(
+            args.nodes,
+            args.pods,
+            args.gang,
+            args.queues,
+            conf,
+            args.cycles,
+            not args.quiet,
+            topology=topo,
+            network_topology=constraint,
+        )
+        b = runs[label]
+        print(
+            f"{label}: {b['bound']:,}/{b['pods']:,} bound in {b['cycles']} sessions; "
+            f"{b['pods_per_s_sessions']:,.0f} pods/s (sessions); session p50 {b['session_ms_p50']:,.0f} ms"
+        )
+    with_t, without = runs["with topology"], runs["without topology"]
+    ratio = (
+        without["pods_per_s_sessions"] / with_t["pods_per_s_sessions"]
+        if with_t["pods_per_s_sessions"]
+        else 0.0
+    )
+    print(f"slowdown with topology: {ratio:.2f}x (goal: within 2x)")
+    if args.output:
+        cmd = "vc-scheduler bench " + " ".join(argv)
+        lines = [
+            TOPOLOGY_SECTION,
+            "",
+            f"Command: `{cmd}`  ",
+            f"{load_sentence(load_before, load_average())}  ",
+            f"Configuration: {args.conf or 'default + network-topology-aware'} ({conf_summary(conf)})",
+            "",
+            f"{with_t['pods']:,} pending pods in gang jobs of {args.gang} on {args.nodes:,} nodes (32 CPU / "
+            f"128 Gi each) under HyperNodes `{args.topology}`, every job with `networkTopology` "
+            f"`{nt}`; against the same backlog with no HyperNodes and no constraint.",
+            "",
+            "| run | pods bound | sessions | pods/s decided | time deciding | longest session |",
+            "|---|---|---|---|---|---|",
+        ]
+        for label, b in runs.items():
+            decide_s = b["bound"] / b["pods_per_s_sessions"] if b["pods_per_s_sessions"] else 0.0
+            lines.append(
+                f"| {label} | {b['bound']:,} | {b['cycles']} | {b['pods_per_s_sessions']:,.0f} | "
+                f"{decide_s:,.1f} s | {b['session_ms_max'] / 1000:,.1f} s |"
+            )
+        lines += [
+            "",
+            "The first session decides the whole backlog (every job fits); the next one finds nothing left.",
+        ]
+        verdict = "reached" if ratio <= 2.0 else "not reached"
+        lines += ["", f"Slowdown with topology: {ratio:.2f}x (goal: within 2x): {verdict}."]
+        replace_section(args.output, TOPOLOGY_SECTION, "\n".join(lines) + "\n")
     return 0
 
 

@@ -6,6 +6,7 @@
   carries the phase and the counters `kubectl get vcjob` shows (see `JobController`).
 - PodGroup controller: a pod of ours without a group annotation gets `podgroup-<owner uid>`
   (minMember 1) and the annotation, as Volcano's controller manager does.
+- HyperNode controller: each HyperNode's `status.nodeCount`.
 - The `default` and `root` queues always exist, as in a normal Volcano install.
 """
 
@@ -18,10 +19,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from scheduler.model.cluster import implicit_group_name
-from scheduler.model.convert import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, ConvertError, pod_to_task
+from scheduler.model.convert import (
+    GROUP_NAME_ANNOTATION,
+    QUEUE_NAME_ANNOTATION,
+    ConvertError,
+    hypernode_to_spec,
+    pod_to_task,
+)
 from scheduler.model.resources import QuantityError, format_quantity
+from scheduler.model.topology import build_topology
 from scheduler.model.vcjob import JOB_NAME_KEY, JOB_VERSION_KEY, TASK_SPEC_KEY, expand_job, job_uid
-from scheduler.sim.restclient import PODGROUPS, PODS, QUEUES, VCJOBS, ApiError, RestClient
+from scheduler.sim.restclient import HYPERNODES, NODES, PODGROUPS, PODS, QUEUES, VCJOBS, ApiError, RestClient
 
 log = logging.getLogger(__name__)
 
@@ -466,3 +474,66 @@ def _group_owner(pod: dict[str, Any]) -> dict[str, Any]:
         "uid": md.get("uid"),
         "controller": True,
     }
+
+
+class HyperNodeStatusController:
+    """Writes each HyperNode's `status.nodeCount` (the nodes under it), as Volcano's HyperNode
+    controller does, so that `kubectl get hypernodes` shows it."""
+
+    def __init__(self, client: RestClient, settle: float = 0.2) -> None:
+        self.client = client
+        self.settle = settle
+        self.hypernodes: dict[str, dict[str, Any]] = {}
+        self.labels: dict[str, dict[str, str]] = {}  # node -> labels (what members select)
+        self.changed = asyncio.Event()
+
+    async def _follow_hypernodes(self) -> None:
+        async for kind, obj in self.client.watch(HYPERNODES):
+            name = (obj.get("metadata") or {}).get("name")
+            if kind == "DELETED":
+                self.hypernodes.pop(name, None)
+            else:
+                self.hypernodes[name] = obj
+            self.changed.set()
+
+    async def _follow_nodes(self) -> None:
+        async for kind, obj in self.client.watch(NODES):
+            md = obj.get("metadata") or {}
+            name, labels = md.get("name"), dict(md.get("labels") or {})
+            if kind == "DELETED":
+                if self.labels.pop(name, None) is not None:
+                    self.changed.set()
+            elif self.labels.get(name) != labels:  # status heartbeats change nothing here
+                self.labels[name] = labels
+                self.changed.set()
+
+    async def run(self) -> None:
+        followers = [asyncio.ensure_future(f()) for f in (self._follow_hypernodes, self._follow_nodes)]
+        try:
+            while True:
+                await self.changed.wait()
+                await asyncio.sleep(self.settle)  # one recount for a burst of changes
+                self.changed.clear()
+                await self._write_counts()
+        finally:
+            for f in followers:
+                f.cancel()
+            await asyncio.gather(*followers, return_exceptions=True)
+
+    async def _write_counts(self) -> None:
+        specs = []
+        for obj in self.hypernodes.values():
+            with contextlib.suppress(ConvertError):
+                specs.append(hypernode_to_spec(obj))
+        topo = build_topology(specs, self.labels)
+        for name, obj in list(self.hypernodes.items()):
+            hn = topo.hypernodes.get(name)
+            count = len(hn.nodes) if hn is not None else 0
+            if (obj.get("status") or {}).get("nodeCount") == count:
+                continue
+            try:
+                obj["status"] = (
+                    await self.client.patch(HYPERNODES, name, {"status": {"nodeCount": count}}, sub="status")
+                ).get("status") or {}
+            except ApiError as exc:
+                log.warning("hypernode controller: %s: %s", name, exc)

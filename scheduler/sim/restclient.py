@@ -60,6 +60,7 @@ PRIORITY_CLASSES = Resource("/apis/scheduling.k8s.io/v1", "priorityclasses", Fal
 PODGROUPS = Resource("/apis/scheduling.volcano.sh/v1beta1", "podgroups", True)
 QUEUES = Resource("/apis/scheduling.volcano.sh/v1beta1", "queues", False)
 VCJOBS = Resource("/apis/batch.volcano.sh/v1alpha1", "jobs", True)
+HYPERNODES = Resource("/apis/topology.volcano.sh/v1alpha1", "hypernodes", False)
 DEPLOYMENTS = Resource("/apis/apps/v1", "deployments", True)
 REPLICASETS = Resource("/apis/apps/v1", "replicasets", True)
 STATEFULSETS = Resource("/apis/apps/v1", "statefulsets", True)
@@ -213,6 +214,7 @@ BY_KIND: dict[tuple[str, str], Resource] = {
     ("scheduling.volcano.sh", "PodGroup"): PODGROUPS,
     ("scheduling.volcano.sh", "Queue"): QUEUES,
     ("batch.volcano.sh", "Job"): VCJOBS,
+    ("topology.volcano.sh", "HyperNode"): HYPERNODES,
     ("apps", "Deployment"): DEPLOYMENTS,
     ("apps", "ReplicaSet"): REPLICASETS,
     ("apps", "StatefulSet"): STATEFULSETS,

@@ -24,7 +24,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from scheduler.sim.controllers import JobController, PodGroupController, ensure_default_queues
+from scheduler.sim.controllers import (
+    HyperNodeStatusController,
+    JobController,
+    PodGroupController,
+    ensure_default_queues,
+)
 from scheduler.sim.gc import GarbageCollector
 from scheduler.sim.kubelet import SimulatedKubelets
 from scheduler.sim.manifests import ManifestError, Skipped, load_files
@@ -32,6 +37,7 @@ from scheduler.sim.nodegen import NodeSpecError, device_configmap, make_nodes, p
 from scheduler.sim.nodelifecycle import NodeLifecycleController
 from scheduler.sim.policycontrollers import DisruptionController, QuotaController
 from scheduler.sim.restclient import NAMESPACES, ApiError, RestClient, resource_for
+from scheduler.sim.topologygen import TopologySpecError, make_hypernodes, parse_topology_spec
 from scheduler.sim.workloads import WorkloadControllers
 
 log = logging.getLogger("sandbox")
@@ -45,6 +51,7 @@ CREATE_ORDER = {
     "ConfigMap": 1,
     "Queue": 2,
     "Node": 3,
+    "HyperNode": 4,
 }
 
 
@@ -63,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="SPEC",
         help="generated nodes: N or N:cpu=8,memory=32Gi,gpu=8xA100-80GB,mode=hami-core (repeatable)",
+    )
+    p.add_argument(
+        "--topology",
+        metavar="LEVELS",
+        help="HyperNodes over the generated nodes, top level first: e.g. spine=4,leaf=8 "
+        "(4 spines of 8 leaves; the nodes are dealt out to the leaves in blocks)",
     )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0, help="API server port (0 = any free port)")
@@ -262,6 +275,9 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
                 )
         await ensure_default_queues(client)
         nodes = make_nodes(specs)
+        if args.topology:
+            levels = parse_topology_spec(args.topology)
+            objects = make_hypernodes(levels, [n["metadata"]["name"] for n in nodes]) + objects
         if any((s.gpus and s.mode not in ("gpushare", "nvidia", "")) or s.npus for s in specs):
             objects.insert(0, device_configmap())
         await create_objects(client, nodes + objects, skipped)
@@ -276,6 +292,7 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
             NodeLifecycleController(client).run(),
             JobController(client).run(),
             PodGroupController(client).run(),
+            HyperNodeStatusController(client).run(),
             WorkloadControllers(client).run(),
             GarbageCollector(server.store).run(),
             DisruptionController(client).run(),
@@ -361,8 +378,12 @@ def main(argv: Sequence[str]) -> int:
     try:
         for s in args.nodes:
             parse_node_spec(s)
+        if args.topology:
+            if not args.nodes:
+                parser.error("--topology needs generated nodes (--nodes)")
+            parse_topology_spec(args.topology)
         return asyncio.run(run_sandbox(args, daemon_args))
-    except (NodeSpecError, ManifestError) as exc:
+    except (NodeSpecError, ManifestError, TopologySpecError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

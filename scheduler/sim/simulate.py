@@ -19,6 +19,8 @@ from scheduler.model.convert import ConvertError, object_name
 from scheduler.model.resources import QuantityError
 from scheduler.model.vcjob import expand_job
 from scheduler.sim.manifests import Skipped
+from scheduler.sim.nodegen import make_nodes, parse_node_spec
+from scheduler.sim.topologygen import TopologySpecError, make_hypernodes, parse_topology_spec
 
 KIND_ORDER = {
     "Namespace": 0,
@@ -28,9 +30,10 @@ KIND_ORDER = {
     "ResourceQuota": 3,
     "PodDisruptionBudget": 3,
     "Node": 4,
-    "Job": 5,
-    "PodGroup": 6,
-    "Pod": 7,
+    "HyperNode": 5,
+    "Job": 6,
+    "PodGroup": 7,
+    "Pod": 8,
 }
 
 
@@ -44,6 +47,8 @@ class SimulationResult:
     podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # bound pod -> the HyperNode its job was placed in (or its node's lowest HyperNode)
+    hypernodes: dict[str, str] = field(default_factory=dict)
     cycles: list[SessionResult] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -55,6 +60,7 @@ class SimulationResult:
             "annotations": {k: dict(sorted(v.items())) for k, v in sorted(self.annotations.items())},
             "podgroups": dict(sorted(self.podgroups.items())),
             "skipped": [{"object": s.where, "reason": s.reason} for s in self.skipped],
+            **({"hypernodes": dict(sorted(self.hypernodes.items()))} if self.hypernodes else {}),
         }
 
 
@@ -121,6 +127,8 @@ class SimulatedCluster:
                 md.setdefault("namespace", "default")
                 job = self.state.apply_podgroup(obj)
                 self.podgroups[job.uid] = obj
+            elif kind == "HyperNode":
+                self.state.apply_hypernode(obj)
             elif kind == "Queue":
                 self.state.apply_queue(obj)
             elif kind == "PriorityClass":
@@ -141,8 +149,11 @@ class SimulatedCluster:
             self._skip(obj, str(exc))
 
     def advance(self, res: SessionResult, out: SimulationResult) -> None:
+        topo = self.state.topology() if self.state.hypernodes else None
         for b in res.binds:
             key = b.task.key
+            if topo is not None:
+                out.hypernodes[key] = res.job_hypernodes.get(b.task.job) or topo.leaf_of.get(b.node, "")
             pod = self.pods.get(key)
             if pod is None:
                 continue
@@ -179,6 +190,16 @@ class SimulatedCluster:
                 ],
             }
             self.state.apply_podgroup(pg)
+
+
+def generated_objects(node_specs: list[str], topology: str | None) -> list[dict[str, Any]]:
+    """`--nodes` and `--topology` as objects; ValueError (NodeSpecError, TopologySpecError) when bad."""
+    nodes = make_nodes([parse_node_spec(s) for s in node_specs])
+    if not topology:
+        return nodes
+    if not nodes:
+        raise TopologySpecError("--topology needs generated nodes (--nodes)")
+    return nodes + make_hypernodes(parse_topology_spec(topology), [n["metadata"]["name"] for n in nodes])
 
 
 def simulate(
@@ -236,7 +257,8 @@ def _why_not_considered(state: ClusterState, task: Any) -> str:
 def format_table(result: SimulationResult) -> str:
     rows: list[tuple[str, str, str]] = []
     for key, node in result.bindings.items():
-        rows.append((key, node, "bound"))
+        hn = result.hypernodes.get(key)
+        rows.append((key, node, f"bound (HyperNode {hn})" if hn else "bound"))
     for key, node in result.pipelined.items():
         rows.append((key, node, "pipelined (waits for resources being released)"))
     for key in result.evictions:

@@ -43,3 +43,19 @@ def test_a_malformed_pod_is_refused_even_after_good_ones_of_the_same_layout(bad:
     p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = bad
     with pytest.raises(ConvertError, match="Pod c1/bad"):
         pod_to_task(p)
+
+
+def test_a_hypernode_turned_invalid_leaves_the_topology() -> None:
+    from scheduler.kube.cache import SchedulerCache
+
+    cache = SchedulerCache()
+    good = {
+        "kind": "HyperNode",
+        "metadata": {"name": "s0"},
+        "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {"name": "n0"}}}]},
+    }
+    cache.hypernodes.upsert(good)
+    assert "s0" in cache.state.hypernodes
+    cache.hypernodes.upsert({**good, "spec": {"tier": "one"}})
+    assert "s0" not in cache.state.hypernodes
+    assert "spec.tier must be an integer" in cache.skipped["HyperNode s0"]

@@ -119,3 +119,26 @@ def test_backoff_grows_with_jitter_up_to_the_cap() -> None:
     assert all(15 <= d <= 30 for d in delays[7:])
     b.reset()
     assert b.next_delay(rng) <= 0.5
+
+
+async def test_optional_resource_the_cluster_does_not_serve_counts_as_synced_and_empty() -> None:
+    """A cluster without the HyperNode CRD (404), or a ClusterRole without its rule (403), must not
+    keep the daemon from becoming ready: the list counts as empty and is retried later."""
+    for status in (404, 403):
+        client, rec = FakeClient(), Recorder()
+
+        def missing(_body: Any, _query: Any, status: int = status) -> Any:
+            raise ApiError(status, "NotFound" if status == 404 else "Forbidden", "hypernodes")
+
+        client.on("GET", "/apis/topology.volcano.sh/v1alpha1/hypernodes", missing)
+        path = "/apis/topology.volcano.sh/v1alpha1/hypernodes"
+        inf = Informer(client, Resource("HyperNode", path, optional=True), rec)  # type: ignore[arg-type]
+        await run_until(inf, inf.synced.is_set)
+        assert rec.upserts == [] and rec.deletes == []
+        required = Informer(client, Resource("HyperNode", path), rec)  # type: ignore[arg-type]
+        required.backoff = Backoff(initial=0.001, maximum=0.001)
+        task = asyncio.ensure_future(required.run())
+        await asyncio.sleep(0.05)
+        assert not required.synced.is_set()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

@@ -248,6 +248,7 @@ def test_helm_renders_what_kustomize_does(
         "podgroups.scheduling.volcano.sh",
         "queues.scheduling.volcano.sh",
         "jobs.batch.volcano.sh",
+        "hypernodes.topology.volcano.sh",
     }
     for kind in ("ClusterRole", "Role"):
         assert one(helm_rendered, kind)["rules"] == one(kustomized, kind)["rules"]
@@ -352,11 +353,12 @@ def structural_problems(schema: dict[str, Any], where: str = "") -> list[str]:
 
 def test_crds_shape() -> None:
     found = crds()
-    assert set(found) == {"PodGroup", "Queue", "Job"}
+    assert set(found) == {"PodGroup", "Queue", "Job", "HyperNode"}
     expect = {
         "PodGroup": ("scheduling.volcano.sh", "v1beta1", "Namespaced", ["pg", "podgroup-v1beta1"]),
         "Queue": ("scheduling.volcano.sh", "v1beta1", "Cluster", ["q", "queue-v1beta1"]),
         "Job": ("batch.volcano.sh", "v1alpha1", "Namespaced", ["vcjob", "vj"]),
+        "HyperNode": ("topology.volcano.sh", "v1alpha1", "Cluster", ["hn"]),
     }
     for kind, (group, version, scope, short) in expect.items():
         crd = found[kind]
@@ -402,6 +404,7 @@ def test_example_objects_are_accepted_by_the_crds() -> None:
             if obj.get("kind") in schemas and str(obj.get("apiVersion", "")).split("/")[0] in (
                 "scheduling.volcano.sh",
                 "batch.volcano.sh",
+                "topology.volcano.sh",
             ):
                 jsonschema.validate(obj, schemas[obj["kind"]])
                 seen += 1

@@ -38,6 +38,7 @@ DOCUMENTED: set[tuple[str, str, str]] = {
             ("scheduling.k8s.io", "priorityclasses"),
             ("scheduling.volcano.sh", "podgroups"),
             ("scheduling.volcano.sh", "queues"),
+            ("topology.volcano.sh", "hypernodes"),
         )
         for v in ("list", "watch")
     },  # informers

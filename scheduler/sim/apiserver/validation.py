@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from scheduler.model.convert import ConvertError, hypernode_to_spec
 from scheduler.sim.apiserver.admission import quantity_problems
 from scheduler.sim.apiserver.errors import ApiError, bad_request, invalid
 from scheduler.sim.apiserver.resources import ResourceInfo
@@ -160,7 +161,18 @@ def _node(obj: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def _hypernode(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    """The HyperNode CRD's schema rules (tier >= 0, member types, one selector each)."""
+    try:
+        hypernode_to_spec(obj)
+    except ConvertError as exc:
+        where, _, why = str(exc).partition(": ")
+        return [("spec", f"Invalid value: {why or where}")]
+    return []
+
+
 _KIND_CHECKS = {
+    "hypernodes.topology.volcano.sh": _hypernode,
     "pods": _pod,
     "priorityclasses.scheduling.k8s.io": _priority_class,
     "nodes": _node,

@@ -88,7 +88,8 @@ def _allocate_tasks(
     while not tasks.empty():
         task = tasks.pop()
         if not ssn.allocatable(queue, task):
-            fe = FitErrors(f"queue {queue.name} resource quota insufficient")
+            why = ssn.denials.pop(task.uid, "")
+            fe = FitErrors(f"queue {queue.name} resource quota insufficient" + (f": {why}" if why else ""))
             ssn.record_fit_errors(job, task, fe)
             continue
         if task.role and task.role in failed_roles:

@@ -1,0 +1,111 @@
+"""The web view's HTTP side: the page, its assets, `/api/...` JSON and a server-sent event stream.
+
+Everything answers from `Summary` (the last session's state): no request reaches the API server.
+`/api/events` sends one `session` event per published session; the page then re-reads only what
+it shows. Clients that stop reading are dropped rather than buffered without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from importlib import resources
+from typing import Any
+
+from aiohttp import web
+
+from scheduler.web.summary import Summary
+
+STATIC = ("app.js", "app.css")
+_TYPES = {"js": "text/javascript", "css": "text/css", "html": "text/html"}
+KEEPALIVE_S = 15.0
+
+
+def asset(name: str) -> str:
+    return resources.files("scheduler.web").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def _json(data: Any) -> web.Response:
+    return web.Response(
+        text=json.dumps(data, separators=(",", ":")),
+        content_type="application/json",
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+class WebView:
+    def __init__(self, summary: Summary, explain: Any = None) -> None:
+        self.summary = summary
+        self.explain = explain  # (namespace, name) -> dict | None, from the last session
+        self._listeners: set[asyncio.Queue[int]] = set()
+
+    def add_routes(self, app: web.Application) -> None:
+        r = app.router
+        r.add_get("/", self._index)
+        for name in STATIC:
+            r.add_get(f"/static/{name}", self._static(name))
+        s = self.summary
+        r.add_get("/api/overview", lambda _q: self._answer(s.overview))
+        r.add_get("/api/queues", lambda _q: self._answer(s.queues))
+        r.add_get("/api/sessions", lambda _q: self._answer(s.sessions))
+        r.add_get("/api/jobs", lambda q: self._answer(s.jobs, q.query))
+        r.add_get("/api/nodes", lambda q: self._answer(s.nodes, q.query))
+        r.add_get("/api/pending", lambda q: self._answer(s.pending, q.query))
+        r.add_get("/api/explain/{namespace}/{name}", self._explain)
+        r.add_get("/api/events", self._events)
+
+    async def _answer(self, fn: Any, *args: Any) -> web.Response:
+        return _json(fn(*args))
+
+    async def _index(self, _req: web.Request) -> web.Response:
+        return web.Response(text=asset("index.html"), content_type="text/html")
+
+    def _static(self, name: str) -> Any:
+        async def handler(_req: web.Request) -> web.Response:
+            return web.Response(text=asset(name), content_type=_TYPES[name.rsplit(".", 1)[1]])
+
+        return handler
+
+    async def _explain(self, req: web.Request) -> web.Response:
+        ns, name = req.match_info["namespace"], req.match_info["name"]
+        data = self.explain(ns, name) if self.explain is not None else None
+        if data is None:
+            return web.json_response({"error": f"pod {ns}/{name} is not in the last session"}, status=404)
+        return _json(data)
+
+    # -- live updates ------------------------------------------------------------------------
+    def close(self) -> None:
+        self.notify(-1)
+
+    def notify(self, session: int) -> None:
+        for q in list(self._listeners):
+            if q.full():  # a client that does not read: drop it, never buffer without bound
+                self._listeners.discard(q)
+                continue
+            q.put_nowait(session)
+
+    async def _events(self, req: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
+        await resp.prepare(req)
+        q: asyncio.Queue[int] = asyncio.Queue(maxsize=64)
+        self._listeners.add(q)
+        try:
+            view = self.summary.view
+            await resp.write(f"event: session\ndata: {view.number if view else 0}\n\n".encode())
+            while q in self._listeners:
+                try:
+                    n = await asyncio.wait_for(q.get(), KEEPALIVE_S)
+                except TimeoutError:
+                    await resp.write(b": keepalive\n\n")
+                    continue
+                if n < 0:
+                    break
+                await resp.write(f"event: session\ndata: {n}\n\n".encode())
+        except ConnectionResetError:
+            pass
+        finally:
+            self._listeners.discard(q)
+        with contextlib.suppress(ConnectionResetError):
+            await resp.write_eof()
+        return resp

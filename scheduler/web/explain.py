@@ -181,7 +181,7 @@ def format_text(e: dict[str, Any]) -> str:
     lines.append(f"  request:  {_res(e['request'])}")
     pods = ", ".join(f"{n} {s}" for s, n in sorted(j["pods"].items()))
     lines.append(f"  job {j['name']}: phase {j['phase']}, minMember {j['min_member']}, pods: {pods}")
-    if j["enqueue"]:
+    if j["enqueue"] and j["enqueue"] != e["message"]:
         lines.append(f"    {j['enqueue']}")
     for c in j["conditions"]:
         if c["status"] == "True" and c["message"]:

@@ -13,9 +13,12 @@ import json
 from importlib import resources
 from typing import Any
 
+import structlog
 from aiohttp import web
 
 from scheduler.web.summary import Summary
+
+log = structlog.get_logger("vc-scheduler")
 
 STATIC = ("app.js", "app.css")
 _TYPES = {"js": "text/javascript", "css": "text/css", "html": "text/html"}
@@ -56,7 +59,11 @@ class WebView:
         r.add_get("/api/events", self._events)
 
     async def _answer(self, fn: Any, *args: Any) -> web.Response:
-        return _json(fn(*args))
+        try:
+            return _json(fn(*args))
+        except Exception as exc:  # a view bug on odd state: say so, never take the daemon down
+            log.exception("web view endpoint failed", error=f"{type(exc).__name__}: {exc}")
+            return web.json_response({"error": f"{type(exc).__name__}: {exc}"}, status=500)
 
     async def _index(self, _req: web.Request) -> web.Response:
         return web.Response(text=asset("index.html"), content_type="text/html")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from scheduler.framework.cycle import SessionResult
@@ -71,10 +72,25 @@ def _paged(items: list[Any], query: Any, render: Any) -> dict[str, Any]:
     }
 
 
+def timestamp(value: object) -> float | None:
+    """Seconds since the epoch from a number or an RFC 3339 time; None when neither."""
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str) and value:
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
 def _since(job: JobInfo) -> float:
+    """When the job started waiting: its Unschedulable condition's transition, else its creation."""
     for c in job.pod_group_status.conditions:
-        if c.type == "Unschedulable" and c.status == "True" and c.last_transition_time:
-            return float(c.last_transition_time)
+        if c.type == "Unschedulable" and c.status == "True":
+            t = timestamp(c.last_transition_time)
+            if t is not None:
+                return t
     return job.creation
 
 
@@ -215,17 +231,18 @@ class Summary:
 
     def job_json(self, job: JobInfo) -> dict[str, Any]:
         st = self.view.result.podgroup_status.get(job.uid) if self.view else None
+        phase = self._phase(job)
         reason = ""
-        for c in (st or job.pod_group_status).conditions:
-            if c.type == "Unschedulable" and c.status == "True":
-                reason = c.message
-        if not reason and job.fit_error:
-            reason = job.fit_error
+        if phase in ("Pending", "Inqueue", "Unknown"):  # a running job's old condition is history
+            for c in (st or job.pod_group_status).conditions:
+                if c.type == "Unschedulable" and c.status == "True":
+                    reason = c.message
+            reason = reason or job.fit_error
         return {
             "namespace": job.namespace,
             "name": job.name,
             "queue": job.queue,
-            "phase": self._phase(job),
+            "phase": phase,
             "min_member": job.min_available,
             "pods": len(job.tasks),
             "running": job.count(TaskStatus.RUNNING),

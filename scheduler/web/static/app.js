@@ -221,7 +221,7 @@ async function showExplain(key) {
   body.innerHTML = `<h2>${esc(e.pod)} <span class="chip">${esc(e.status)}</span></h2>
     <p><b>${esc(e.verdict)}</b></p>${e.message ? `<pre>${esc(e.message)}</pre>` : ""}
     <p>job ${esc(e.job.name)}: <span class="chip phase-${esc(e.job.phase)}">${esc(e.job.phase)}</span> minMember ${e.job.min_member} ${chips(e.job.pods)}</p>
-    ${e.job.enqueue ? `<pre>${esc(e.job.enqueue)}</pre>` : ""}
+    ${e.job.enqueue && e.job.enqueue !== e.message ? `<pre>${esc(e.job.enqueue)}</pre>` : ""}
     <p>queue <b>${esc(e.queue.name)}</b> ${esc(e.queue.state)} · share ${e.queue.share ?? "–"} · allocated ${fmtRes(e.queue.allocated)} · deserved ${fmtRes(e.queue.deserved)} · capability ${e.queue.capability ? fmtRes(e.queue.capability) : "unlimited"}</p>
     ${Object.keys(e.node_reasons).length ? `<h2>node reasons</h2><table>${Object.entries(e.node_reasons).map(([r, n]) => `<tr><td class="num">${n}</td><td>${esc(r)}</td></tr>`).join("")}</table>` : ""}
     ${lacks ? `<h2 style="margin-top:12px">closest nodes</h2><table><tr><th>node</th><th>lacks</th><th>reasons</th></tr>${lacks}</table>` : ""}

@@ -53,7 +53,7 @@ class OvercommitPlugin(Plugin):
             detail = explain_sum(
                 job.min_resources,
                 [("minResources", job.min_resources), ("inqueue", inqueue), ("used", used)],
-                (f"cluster x {self.factor:g}", ceiling),
+                (f"{self.factor:g} x cluster =", ceiling),
             )
             msg = f"resource in cluster is overused: {detail}"
             ssn.decisions.job_events.append((job.uid, "Normal", "Unschedulable", msg))

@@ -90,6 +90,32 @@ def _near_cards(task: TaskInfo, nodes: list[NodeInfo]) -> list[dict[str, Any]]:
     return cards[:CLOSEST]
 
 
+def _card_never(task: TaskInfo, nodes: list[NodeInfo]) -> str:
+    """Why no vGPU card could ever hold the pod, even empty ("" when some card could)."""
+    want_num = task.resreq.scalars.get(ann.VGPU_NUMBER, 0.0) / 1000
+    if want_num <= 0:
+        return ""
+    per_mem = task.resreq.scalars.get(ann.VGPU_MEMORY, 0.0) / 1000 / want_num
+    per_cores = task.resreq.scalars.get(ann.VGPU_CORES, 0.0) / 1000 / want_num
+    biggest, cards = 0, 0
+    for n in nodes:
+        led = n.devices.get(VGPU_KIND)
+        if led is None:
+            continue
+        cards = max(cards, led.n)
+        for c in range(led.n):
+            biggest = max(biggest, led.table.devmem[led.base + c])
+    if not cards:
+        return "no node has vGPU cards"
+    if want_num > cards:
+        return f"asks for {want_num:g} cards, the largest node has {cards}"
+    if per_mem > biggest:
+        return f"asks for {per_mem:g} MiB on a card, the largest card has {biggest} MiB"
+    if per_cores > 100:
+        return f"asks for {per_cores:g}% of a card's cores"
+    return ""
+
+
 def explain(view: SessionView, namespace: str, name: str) -> dict[str, Any] | None:
     key = f"{namespace}/{name}"
     found = _find(view, key)
@@ -149,13 +175,16 @@ def explain(view: SessionView, namespace: str, name: str) -> dict[str, Any] | No
         for _s, name, missing, reasons in ranked[:CLOSEST]
     ]
     out["cards"] = _near_cards(task, view.nodes)
+    card_never = _card_never(task, view.nodes)
     placed = task.status not in (TaskStatus.PENDING,) or bool(bound)
     if placed:
         out["verdict"] = "placed" if bound or task.node_name else task.status.label
     elif never_everywhere:
         out["verdict"] = f"{NEVER}: the pod's request exceeds every node's allocatable"
+    elif card_never:
+        out["verdict"] = f"{NEVER}: {card_never}"
     elif NEVER in message or NEVER in out["job"]["enqueue"]:
-        out["verdict"] = f"{NEVER}: see the message"
+        out["verdict"] = f"{NEVER}: the request is larger than a hard limit (the numbers are in the message)"
     else:
         out["verdict"] = f"{WAIT}: it fits once resources are released"
     return out
@@ -201,7 +230,7 @@ def format_text(e: dict[str, Any]) -> str:
     if e["closest_nodes"]:
         lines.append("  closest nodes:")
         for c in e["closest_nodes"]:
-            lacks = "; ".join(f"{k} {v}" for k, v in c["lacks"].items()) or "nothing missing"
+            lacks = "; ".join(f"{k} {v}" for k, v in c["lacks"].items()) or "node totals have room"
             why = f" [{', '.join(c['reasons'])}]" if c["reasons"] else ""
             lines.append(f"    {c['node']}: {lacks}{why}")
     if e["cards"]:

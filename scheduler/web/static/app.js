@@ -49,7 +49,7 @@ const fmtNum = (v) => (v == null ? "∞" : +(+v).toFixed(2) + "");
 const fmtRes = (r) => (!r ? "–" : r.cpu == null && r.memory == null ? "unlimited" : `${fmtNum(r.cpu)} cpu, ${fmtBytes(r.memory)}`);
 const fmtMiB = (m) => (m >= 1024 ? (m / 1024).toFixed(m % 1024 ? 1 : 0) + " GiB" : m + " MiB");
 function ago(t) {
-  if (!t) return "";
+  if (!t || t < 1e9) return ""; // simulated manifests carry no real times
   const s = Math.max(0, Date.now() / 1000 - t);
   if (s < 60) return Math.round(s) + "s";
   if (s < 3600) return Math.round(s / 60) + "m";

@@ -65,7 +65,7 @@ def _simulate(argv: Sequence[str]) -> int:
     return 0
 
 
-def _configuration(path: str | None, objects: list[dict[str, Any]]) -> Any:
+def _configuration(path: str | None, objects: list[dict[str, Any]], say_default: bool = False) -> Any:
     """--conf, else the scheduler ConfigMap among the objects (a snapshot has it), else the default."""
     from scheduler.conf import default_configuration, load_file, parse
     from scheduler.sim.clusterdump import scheduler_conf_text
@@ -76,14 +76,34 @@ def _configuration(path: str | None, objects: list[dict[str, Any]]) -> Any:
     if found is not None:
         print(f"configuration: {found[0]} (from the input)", file=sys.stderr)
         return parse(found[1], found[0])
+    if say_default:
+        print(
+            "configuration: Volcano's built-in default (no --conf, and no scheduler ConfigMap in the input)",
+            file=sys.stderr,
+        )
     return default_configuration()
 
 
-def _explain(argv: Sequence[str]) -> int:
+def _read_cluster(kubeconfig: str) -> list[dict[str, Any]] | None:
+    """Every object the scheduler reads, read-only; None (said on stderr) when the cluster cannot be read."""
     import asyncio
 
-    from scheduler.conf import ConfigError
+    import os
+
     from scheduler.sim.clusterdump import dump
+
+    if kubeconfig and not os.path.isfile(kubeconfig):
+        print(f"error: kubeconfig {kubeconfig} does not exist", file=sys.stderr)
+        return None
+    try:
+        return asyncio.run(dump(kubeconfig))
+    except Exception as exc:  # unreachable, refused, no CRDs: one line, no traceback
+        print(f"error: cannot read the cluster: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
+
+
+def _explain(argv: Sequence[str]) -> int:
+    from scheduler.conf import ConfigError
     from scheduler.sim.manifests import ManifestError, Skipped, load_files
     from scheduler.sim.simulate import simulate
     from scheduler.web.explain import explain, format_text
@@ -106,15 +126,14 @@ def _explain(argv: Sequence[str]) -> int:
     skipped: list[Skipped] = []
     try:
         objects = (
-            load_files(args.filename, skipped) if args.filename else asyncio.run(dump(args.kubeconfig or ""))
+            load_files(args.filename, skipped) if args.filename else _read_cluster(args.kubeconfig or "")
         )
-        conf = _configuration(args.conf, objects)
+        if objects is None:
+            return 1
+        conf = _configuration(args.conf, objects, say_default=True)
     except (ManifestError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except Exception as exc:  # the cluster is unreachable or refuses: one line, no traceback
-        print(f"error: cannot read the cluster: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
     result = simulate(objects, conf, skipped=skipped)
     view = result.summary.view
     found = explain(view, ns, name) if view is not None else None
@@ -129,11 +148,7 @@ def _explain(argv: Sequence[str]) -> int:
 
 
 def _snapshot(argv: Sequence[str]) -> int:
-    import asyncio
-
     import yaml
-
-    from scheduler.sim.clusterdump import dump
 
     p = argparse.ArgumentParser(
         prog="vc-scheduler snapshot",
@@ -143,10 +158,8 @@ def _snapshot(argv: Sequence[str]) -> int:
     p.add_argument("--kubeconfig", help="kubeconfig (default: $KUBECONFIG / in-cluster)")
     p.add_argument("-o", "--output", required=True, help="file to write, or - for stdout")
     args = p.parse_args(argv)
-    try:
-        objects = asyncio.run(dump(args.kubeconfig or ""))
-    except Exception as exc:
-        print(f"error: cannot read the cluster: {type(exc).__name__}: {exc}", file=sys.stderr)
+    objects = _read_cluster(args.kubeconfig or "")
+    if objects is None:
         return 1
     text = yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False)
     if args.output == "-":

@@ -177,8 +177,11 @@ def explain(view: SessionView, namespace: str, name: str) -> dict[str, Any] | No
     out["cards"] = _near_cards(task, view.nodes)
     card_never = _card_never(task, view.nodes)
     placed = task.status not in (TaskStatus.PENDING,) or bool(bound)
-    if placed:
-        out["verdict"] = "placed" if bound or task.node_name else task.status.label
+    if bound:
+        out["verdict"] = f"fits: this session places it on {bound}"
+    elif placed:
+        where = f" on {task.node_name}" if task.node_name else ""
+        out["verdict"] = f"not waiting: {task.status.label}{where}"
     elif never_everywhere:
         out["verdict"] = f"{NEVER}: the pod's request exceeds every node's allocatable"
     elif card_never:

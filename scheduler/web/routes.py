@@ -49,16 +49,25 @@ class WebView:
         for name in STATIC:
             r.add_get(f"/static/{name}", self._static(name))
         s = self.summary
-        r.add_get("/api/overview", lambda _q: self._answer(s.overview))
-        r.add_get("/api/queues", lambda _q: self._answer(s.queues))
-        r.add_get("/api/sessions", lambda _q: self._answer(s.sessions))
-        r.add_get("/api/jobs", lambda q: self._answer(s.jobs, q.query))
-        r.add_get("/api/nodes", lambda q: self._answer(s.nodes, q.query))
-        r.add_get("/api/pending", lambda q: self._answer(s.pending, q.query))
+        for name, fn, paged in (
+            ("overview", s.overview, False),
+            ("queues", s.queues, False),
+            ("sessions", s.sessions, False),
+            ("jobs", s.jobs, True),
+            ("nodes", s.nodes, True),
+            ("pending", s.pending, True),
+        ):
+            r.add_get(f"/api/{name}", self._endpoint(fn, paged))
         r.add_get("/api/explain/{namespace}/{name}", self._explain)
         r.add_get("/api/events", self._events)
 
-    async def _answer(self, fn: Any, *args: Any) -> web.Response:
+    def _endpoint(self, fn: Any, paged: bool) -> Any:
+        async def handler(req: web.Request) -> web.Response:
+            return self._answer(fn, req.query) if paged else self._answer(fn)
+
+        return handler
+
+    def _answer(self, fn: Any, *args: Any) -> web.Response:
         try:
             return _json(fn(*args))
         except Exception as exc:  # a view bug on odd state: say so, never take the daemon down

@@ -87,7 +87,6 @@ def _configuration(path: str | None, objects: list[dict[str, Any]], say_default:
 def _read_cluster(kubeconfig: str) -> list[dict[str, Any]] | None:
     """Every object the scheduler reads, read-only; None (said on stderr) when the cluster cannot be read."""
     import asyncio
-
     import os
 
     from scheduler.sim.clusterdump import dump

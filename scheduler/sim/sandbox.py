@@ -103,25 +103,32 @@ def free_port(host: str) -> int:
 def web_flags(daemon_args: list[str], host: str, no_web: bool) -> tuple[list[str], str]:
     """The daemon's flags with the web view and metrics on, and the web view's URL ("" if off).
 
-    Without `--listen-address` the daemon would take :8080 on all interfaces; the sandbox picks a
-    free port on its own host instead, so two sandboxes do not collide and the URL can be printed.
+    Without `--listen-address` (or with port 0) the daemon would take :8080 on all interfaces, or
+    a port nobody knows; the sandbox picks a free port on its own host instead, so two sandboxes
+    do not collide and the URL can be printed. The last `--listen-address` wins, as in the daemon.
     """
-    args = list(daemon_args)
     if no_web:
-        return args, ""
+        return list(daemon_args), ""
+    args: list[str] = []
     listen = ""
-    for i, a in enumerate(args):
-        if a.startswith("--listen-address="):
+    skip_next = False
+    for i, a in enumerate(daemon_args):
+        if skip_next:
+            skip_next = False
+        elif a.startswith("--listen-address="):
             listen = a.split("=", 1)[1]
-        elif a == "--listen-address" and i + 1 < len(args):
-            listen = args[i + 1]
-    if not listen:
-        listen = f"{host}:{free_port(host)}"
-        args.append(f"--listen-address={listen}")
+        elif a == "--listen-address" and i + 1 < len(daemon_args):
+            listen, skip_next = daemon_args[i + 1], True
+        else:
+            args.append(a)
+    web_host, _, port = listen.rpartition(":")
+    if not listen or port in ("", "0"):
+        web_host, port = web_host or host, str(free_port(web_host.strip("[]") or host))
+    listen = f"{web_host}:{port}"
+    args.append(f"--listen-address={listen}")
     for flag in ("--enable-web", "--enable-metrics"):
         if not any(a == flag or a.startswith(flag + "=") for a in args):
             args.append(flag)
-    web_host, _, port = listen.rpartition(":")
     web_host = web_host.strip("[]")
     if web_host in ("", "0.0.0.0", "::"):
         web_host = "127.0.0.1"

@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: all install build test test-pure lint demo bench clean
+.PHONY: all install build test test-pure lint demo bench chaos clean
 
 all: test
 
@@ -46,6 +46,11 @@ demo: build
 
 bench: build
 	$(PY) -m scheduler bench --nodes 5000 --pods 50000 --output docs/performance.md
+
+# The chaos suite at both scales (the fast variants also run in `make test`).
+# CHAOS_REPORT=docs/reliability.md rewrites that file's figures section with this run's figures.
+chaos: build
+	CHAOS_REPORT=$(CHAOS_REPORT) $(PY) -m pytest -q -p no:cacheprovider -m "chaos or not chaos" tests/chaos
 
 clean:
 	rm -rf $(VENV) build scheduler/_native/*.so scheduler/_native/*.c

@@ -67,7 +67,7 @@ def _simulate(argv: Sequence[str]) -> int:
 
 def _configuration(path: str | None, objects: list[dict[str, Any]], say_default: bool = False) -> Any:
     """--conf, else the scheduler ConfigMap among the objects (a snapshot has it), else the default."""
-    from scheduler.conf import default_configuration, load_file, parse
+    from scheduler.registry import default_configuration, load_file, parse
     from scheduler.sim.clusterdump import scheduler_conf_text
 
     if path:
@@ -175,7 +175,8 @@ def _snapshot(argv: Sequence[str]) -> int:
 
 
 def _check_config(argv: Sequence[str]) -> int:
-    from scheduler.conf import ConfigError, load_file
+    from scheduler.conf import ConfigError
+    from scheduler.registry import load_file
 
     p = argparse.ArgumentParser(
         prog="vc-scheduler check-config", description="Validate a scheduler configuration."

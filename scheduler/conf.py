@@ -6,13 +6,18 @@ of disabled extension points per plugin. Validation is strict where Volcano is l
 operators: a wrong type or an unknown key is an error naming the field, the value and what is
 allowed; an unknown plugin name is an error with the closest known name, except for plugins Volcano
 has and we do not implement, which load with a warning so existing configurations keep working.
+
+This module knows the format, not the plugins: `parse_with` is handed the table of actions and plugin
+classes (the registry, one layer up, in `scheduler.registry`, passes its own) and resolves every name
+to its implementation, so the framework runs a configuration without importing the registry.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -48,14 +53,15 @@ SWITCHES: dict[str, tuple[str, ...]] = {
 OFF_BY_DEFAULT = {"enableHierarchy": "hierarchy", "enabledClusterOrder": "cluster_order"}
 
 KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
-# Volcano registers these too; we refuse them with a clear message rather than silently ignoring
-# an action that would change decisions.
+# Volcano registers these too; like its plugins we do not implement, they load with a warning and
+# are skipped (a configuration Volcano accepts is not refused).
 VOLCANO_ONLY_ACTIONS = ("shuffle", "gangpreempt", "gangreclaim")
 
-# Plugins Volcano ships that we do not implement: they load with a warning and do nothing.
+# Every plugin Volcano registers (pkg/scheduler/plugins/factory.go) loads: those we do not
+# implement load with a warning and do nothing, so a configuration Volcano accepts is not refused.
 VOLCANO_ONLY_PLUGINS = (
     "tdm",
-    "numaaware",
+    "numa-aware",
     "sla",
     "task-topology",
     "extender",
@@ -67,6 +73,8 @@ VOLCANO_ONLY_PLUGINS = (
     "network-topology-aware",
     "nodegroup",
     "resourcequota",
+    "capacity",
+    # names from other Volcano releases
     "dynamicresources",
     "hdrf",
     "capacity-card",
@@ -96,13 +104,39 @@ class ConfigError(ValueError):
         self.errors = errors or [message]
 
 
+class PluginClass(Protocol):
+    """What the configuration needs of a plugin class: its arguments' validation."""
+
+    name: str
+
+    @staticmethod
+    def validate(arguments: Arguments) -> list[str] | None: ...
+
+    def __call__(self, arguments: Arguments) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Catalogue:
+    """The actions and plugins a configuration may name, by name (see `scheduler.registry`)."""
+
+    actions: Mapping[str, Callable[[Any], None]]
+    plugins: Mapping[str, PluginClass]
+    # parsers of the actions' arguments (`configurations:`), run when the configuration loads so a
+    # value of the wrong type is refused there, naming it, instead of failing a session
+    action_arguments: Mapping[str, Callable[[Arguments], object]] = field(default_factory=dict)
+
+
 @dataclass(slots=True)
 class PluginOption:
     name: str
     arguments: Arguments
     disabled: frozenset[str] = frozenset()
     enabled_extra: frozenset[str] = frozenset()  # off-by-default switches turned on
-    implemented: bool = True
+    plugin: PluginClass | None = None  # None: a Volcano plugin we do not implement (skipped)
+
+    @property
+    def implemented(self) -> bool:
+        return self.plugin is not None
 
     def enabled(self, point: str) -> bool:
         return point not in self.disabled
@@ -121,6 +155,8 @@ class SchedulerConfiguration:
     metrics: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     source: str = ""
+    # the implementation of each name in `actions`, resolved when parsed
+    action_steps: dict[str, Callable[[Any], None]] = field(default_factory=dict)
 
     def action_arguments(self, action: str) -> Arguments:
         return self.configurations.get(action, Arguments({}, action))
@@ -138,11 +174,9 @@ def _type_name(value: Any) -> str:
     return type(value).__name__ if value is not None else "null"
 
 
-def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
-    """Parse and validate a configuration; raise ConfigError with a precise message."""
-    # Imported here: the registry imports plugins, which import the framework, which imports this.
-    from scheduler.framework.registry import PLUGINS
-
+def parse_with(catalogue: Catalogue, text: str, source: str = "<config>") -> SchedulerConfiguration:
+    """Parse and validate a configuration against `catalogue`; raise ConfigError with a precise message."""
+    PLUGINS = catalogue.plugins
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -180,8 +214,8 @@ def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
         if name in KNOWN_ACTIONS:
             actions.append(name)
         elif name in VOLCANO_ONLY_ACTIONS:
-            errors.append(
-                f"{source}: action {name!r} is not supported by vc-scheduler; supported: {', '.join(KNOWN_ACTIONS)}"
+            warnings.append(
+                f"action {name!r} is a Volcano action that vc-scheduler does not implement; it is skipped"
             )
         else:
             shown = repr(name) if name else "'' (empty name: a trailing or doubled comma?)"
@@ -212,7 +246,9 @@ def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
         for pi, popt in enumerate(plugins_raw):
             try:
                 options.append(
-                    _parse_plugin(popt, f"{source}: {where_t}.plugins[{pi}]", known_plugins, warnings)
+                    _parse_plugin(
+                        PLUGINS, popt, f"{source}: {where_t}.plugins[{pi}]", known_plugins, warnings
+                    )
                 )
             except ConfigError as exc:
                 errors.append(str(exc))
@@ -243,6 +279,8 @@ def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
             errors.append(f"{where_c}: unknown field {sorted(extra)[0]!r}; allowed: arguments, name")
             continue
         aname = entry["name"]
+        if aname in VOLCANO_ONLY_ACTIONS:
+            continue  # arguments of an action we skip
         if aname not in KNOWN_ACTIONS:
             errors.append(
                 f"{where_c}: unknown action {aname!r}; allowed: {', '.join(KNOWN_ACTIONS)}"
@@ -253,7 +291,13 @@ def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
         if not isinstance(args, dict):
             errors.append(f"{where_c}.arguments must be a mapping, got {_type_name(args)}")
             continue
-        configurations[aname] = Arguments(args, aname)
+        configurations[aname] = Arguments(args, aname, kind="action")
+        parse_arguments = catalogue.action_arguments.get(aname)
+        if parse_arguments is not None:
+            try:
+                parse_arguments(configurations[aname])
+            except ArgumentError as exc:
+                errors.append(f"{where_c}: {exc}")
 
     metrics = data.get("metrics") or {}
     if not isinstance(metrics, dict):
@@ -269,12 +313,13 @@ def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:
         metrics={str(k): str(v) for k, v in metrics.items()},
         warnings=warnings,
         source=source,
+        action_steps={name: catalogue.actions[name] for name in actions},
     )
 
 
-def _parse_plugin(popt: Any, where: str, known: list[str], warnings: list[str]) -> PluginOption:
-    from scheduler.framework.registry import PLUGINS
-
+def _parse_plugin(
+    PLUGINS: Mapping[str, PluginClass], popt: Any, where: str, known: list[str], warnings: list[str]
+) -> PluginOption:
     if isinstance(popt, str):  # tolerate the short form "- priority"
         popt = {"name": popt}
     if not isinstance(popt, dict):
@@ -305,14 +350,14 @@ def _parse_plugin(popt: Any, where: str, known: list[str], warnings: list[str]) 
             f"{where} ({name}): field 'arguments' must be a mapping, got {_type_name(args_raw)}"
         )
     arguments = Arguments(args_raw, name)
-    implemented = True
-    if name in PLUGINS:
+    plugin = PLUGINS.get(name)
+    if plugin is not None:
         try:
-            PLUGINS[name].validate(arguments)
+            notes = plugin.validate(arguments) or ()
         except ArgumentError as exc:
             raise ConfigError(f"{where}: {exc}") from None
+        warnings.extend(f"plugin {name!r}: {note}" for note in notes)
     elif name in VOLCANO_ONLY_PLUGINS:
-        implemented = False
         warnings.append(
             f"plugin {name!r} is a Volcano plugin that vc-scheduler does not implement; it is skipped"
         )
@@ -320,17 +365,4 @@ def _parse_plugin(popt: Any, where: str, known: list[str], warnings: list[str]) 
         raise ConfigError(
             f"{where}: unknown plugin {name!r}" + _suggest(name, known + list(VOLCANO_ONLY_PLUGINS))
         )
-    return PluginOption(name, arguments, frozenset(disabled), frozenset(enabled_extra), implemented)
-
-
-def default_configuration() -> SchedulerConfiguration:
-    return parse(DEFAULT_CONF, "<built-in default>")
-
-
-def load_file(path: str) -> SchedulerConfiguration:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse(text, path)
+    return PluginOption(name, arguments, frozenset(disabled), frozenset(enabled_extra), plugin)

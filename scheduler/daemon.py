@@ -33,6 +33,7 @@ from scheduler.framework.session import SessionOptions
 from scheduler.kube.binder import Binder, Evictor
 from scheduler.kube.cache import SchedulerCache
 from scheduler.kube.client import ClientOptions, KubeClient
+from scheduler.kube.fence import Fence
 from scheduler.kube.informer import Informer, Resource
 from scheduler.kube.leader import LeaderConfig, LeaderElector
 from scheduler.kube.status import EventRecorder, ObjectRef, StatusWriter, podgroup_ref
@@ -109,6 +110,7 @@ class Daemon:
         self.cache.on_watched = self._watched
         self.informers: list[Informer] = []
         self.elector: LeaderElector | None = None
+        self.fence = Fence(None)
         self.recorder: EventRecorder | None = None
         self.status: StatusWriter | None = None
         self.binder: Binder | None = None
@@ -127,6 +129,10 @@ class Daemon:
         self.heartbeat = time.monotonic()
         self.sessions = 0
         self.session_errors = 0
+        self.failed_in_a_row = 0  # sessions that raised since the last good one (/healthz)
+        self.last_failure = ""
+        self._last_plugin_errors: set[str] = set()
+        self._node_warnings: dict[str, str] = {}  # node -> the device warning last sent as an Event
         self.last_result: SessionResult | None = None
         self._last_warnings: set[str] = set()
         # the web view reads the last session's state; publishing is a few references per session
@@ -142,16 +148,33 @@ class Daemon:
     def _wire_writers(self) -> None:
         o = self.opts
         identity = self.elector.identity if self.elector else ""
+        self.fence = Fence(self.elector)
+        self.fence.on_closed.append(self._fenced)
+        if self.client is not None:
+            self.client.write_guard = self.fence.allows
         self.recorder = EventRecorder(
             self.client, component=o.scheduler_names[0], instance=identity, dry_run=o.dry_run
         )
         self.status = StatusWriter(self.client, self.cache, self.recorder, dry_run=o.dry_run)
         self.binder = Binder(
-            self.client, self.cache, self.status, self.recorder, self.metrics, dry_run=o.dry_run
+            self.client,
+            self.cache,
+            self.status,
+            self.recorder,
+            self.metrics,
+            dry_run=o.dry_run,
+            fence=self.fence,
         )
         self.evictor = Evictor(
-            self.client, self.cache, self.recorder, o.scheduler_names[0], dry_run=o.dry_run
+            self.client, self.cache, self.recorder, o.scheduler_names[0], dry_run=o.dry_run, fence=self.fence
         )
+
+    def _fenced(self, why: str) -> None:
+        """The lease is in doubt: what we assumed but did not send is forgotten (the pods are
+        Pending again for whoever leads next), and queued binds are refused by the fence."""
+        forgotten = self.cache.forget_assumed()
+        self.metrics.fenced.inc()
+        log.warning("lease in doubt: cache assumptions dropped", reason=why, forgotten_binds=forgotten)
 
     def _config_event(self, reason: str, message: str, _kind: str) -> None:
         if self.recorder is not None:
@@ -203,6 +226,9 @@ class Daemon:
         stalled = time.monotonic() - self.heartbeat
         if stalled > limit:
             return False, f"session loop has not run for {stalled:.0f}s"
+        n = self.opts.healthz_max_failed_sessions
+        if n and self.failed_in_a_row >= n:
+            return False, f"the last {self.failed_in_a_row} sessions failed: {self.last_failure}"
         if self.elector is not None and not self.elector.healthy():
             return False, "leader lease not renewed in time"
         return True, "ok"
@@ -351,6 +377,9 @@ class Daemon:
 
     def run_once(self) -> SessionResult | None:
         """One session on the current cache, its decisions handed to the writers."""
+        term = self.fence.term()
+        if term is None:  # the lease is in doubt: decide nothing that could not be sent
+            return None
         conf = self.reloader.current
         self._last_generation = self.cache.generation
         t0 = time.perf_counter()
@@ -363,8 +392,13 @@ class Daemon:
             res = close_session(ssn)
         except Exception as exc:  # a core bug on odd input must not end the daemon
             self.session_errors += 1
-            log.exception("session failed", error=f"{type(exc).__name__}: {exc}")
+            self.failed_in_a_row += 1
+            self.last_failure = f"{type(exc).__name__}: {exc}"[:300]
+            self.metrics.session_failures.inc()
+            log.exception("session failed", error=self.last_failure, in_a_row=self.failed_in_a_row)
             return None
+        self.failed_in_a_row = 0
+        self.last_failure = ""
         res.action_ms, res.open_ms = timings, open_ms
         res.total_ms = (time.perf_counter() - t0) * 1000
         attrs = getattr(ssn.plugins.get("proportion"), "attrs", None)
@@ -374,7 +408,8 @@ class Daemon:
             self.summary.publish(SessionView(self.sessions, res, ssn.node_list, ssn.queues, attrs))
             self.webview.notify(self.sessions)
         try:
-            self._apply(res, attrs)
+            self._report_contained(res)
+            self._apply(res, attrs, term)
             shares = getattr(ssn.plugins.get("drf"), "shares", None)
             if shares:
                 self.metrics.observe_job_shares(shares)
@@ -384,11 +419,33 @@ class Daemon:
             log.exception("applying session decisions failed", error=f"{type(exc).__name__}: {exc}")
         return res
 
-    def _apply(self, res: SessionResult, attrs: dict[str, Any] | None) -> None:
+    def _report_contained(self, res: SessionResult) -> None:
+        """Plugin exceptions contained to a node or job: counted every time, logged once each;
+        unusable device registrations: a Warning event on the node, once per distinct reason."""
+        seen: set[str] = set()
+        for err in res.plugin_errors:
+            self.metrics.plugin_errors.labels(err.plugin).inc()
+            line = str(err)
+            if line not in self._last_plugin_errors and line not in seen:
+                log.error(
+                    "plugin error contained", plugin=err.plugin, where=err.where, pod=err.pod, error=err.error
+                )
+            seen.add(line)
+        self._last_plugin_errors = seen
+        if self.recorder is None or self.opts.dry_run:
+            return
+        current: dict[str, str] = {}
+        for node, why in res.node_warnings:
+            current[node] = why
+            if self._node_warnings.get(node) != why:
+                self.recorder.record(ObjectRef("Node", "", node), "Warning", "InvalidDeviceRegistration", why)
+        self._node_warnings = current
+
+    def _apply(self, res: SessionResult, attrs: dict[str, Any] | None, term: int | None = 0) -> None:
         assert self.binder is not None and self.evictor is not None and self.status is not None
         assert self.recorder is not None
-        bound = self.binder.submit(res.binds, res.node_locks)
-        evicted = self.evictor.submit(res.evictions)
+        bound = self.binder.submit(res.binds, res.node_locks, term)
+        evicted = self.evictor.submit(res.evictions, term)
         pg_writes = sum(
             self.status.podgroup_status(uid, res.podgroup_status[uid]) for uid in res.podgroup_changed
         )
@@ -398,7 +455,9 @@ class Daemon:
         )
         for uid, etype, reason, message in res.job_events:
             if self.cache.is_real_podgroup(uid) and not self.opts.dry_run:
-                self.recorder.record(podgroup_ref(uid), etype, reason, message)
+                self.recorder.record(
+                    podgroup_ref(uid, self.cache.podgroup_object_uid.get(uid, "")), etype, reason, message
+                )
         allocated: dict[str, Res] = {}
         if attrs:
             allocated = {q: a.allocated for q, a in attrs.items()}

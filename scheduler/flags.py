@@ -126,6 +126,7 @@ class Options:
     log_format: str = "json"
     dry_run: bool = False
     drain_timeout: float = 10.0
+    healthz_max_failed_sessions: int = 5
     version: bool = False
     notes: list[str] = field(default_factory=list)
 
@@ -232,6 +233,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=10.0,
         help="how long SIGTERM waits for binds in flight (default 10s)",
     )
+    flag(
+        "--healthz-max-failed-sessions",
+        type=int,
+        default=5,
+        help="/healthz fails after this many sessions in a row raised, so the kubelet restarts a "
+        "stuck daemon (0 = never; default 5)",
+    )
     flag("--version", action="store_true", help="print the version and exit")
     for name in _ACCEPTED_ONLY:
         p.add_argument(name, nargs="?", const="true", default=None, help=argparse.SUPPRESS)
@@ -296,6 +304,7 @@ def parse_args(argv: list[str]) -> Options:
         log_format=a.log_format,
         dry_run=a.dry_run,
         drain_timeout=a.drain_timeout,
+        healthz_max_failed_sessions=max(0, a.healthz_max_failed_sessions),
         version=a.version,
         notes=notes,
     )

@@ -280,6 +280,22 @@ class SchedulerMetrics:
             registry=r,
         )
         self.share_cards = Gauge(f"{NS}_gpushare_node_cards", "Shared cards of this node", node, registry=r)
+        self.session_failures = Counter(
+            f"{NS}_session_failures_total",
+            "Scheduling sessions that raised and decided nothing (see the log for the cause)",
+            registry=r,
+        )
+        self.plugin_errors = Counter(
+            f"{NS}_plugin_errors_total",
+            "Exceptions a plugin raised for one node or job, contained to it (the session went on)",
+            ["plugin"],
+            registry=r,
+        )
+        self.fenced = Counter(
+            f"{NS}_fenced_total",
+            "Times this replica stopped writing because its lease was in doubt (pause, failed renew)",
+            registry=r,
+        )
         self.sessions_skipped = Counter(
             f"{NS}_sessions_skipped_total",
             "Schedule periods with no session because nothing changed and nothing is pending",

@@ -12,21 +12,27 @@ the failure counter — and the last good configuration stays.
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
-from scheduler.conf import ConfigError, SchedulerConfiguration, default_configuration, parse
+from scheduler.conf import ConfigError, SchedulerConfiguration
+from scheduler.registry import default_configuration, parse
 
 log = structlog.get_logger("vc-scheduler.reload")
 
 DEFAULT_CONFIGMAP = "volcano-scheduler-configmap"
 DEFAULT_CONFIGMAP_NAMESPACE = "volcano-system"
 DEFAULT_KEY = "volcano-scheduler.conf"
+# a configuration this large is parsed in a worker thread: a 500 KB one takes seconds, and the
+# event loop must keep answering probes and watches meanwhile
+LARGE_CONFIG = 64 * 1024
 
 
 def digest(text: str) -> str:
@@ -69,6 +75,8 @@ class ConfigReloader:
         self.reloads = 0
         self.failures = 0
         self.last_error = ""
+        self._offers = 0  # a parse finished off the loop applies only if no newer offer came since
+        self.parsing: asyncio.Future[Any] | None = None
 
     # ------------------------------------------------------------------ startup --
     def load_initial(self, strict: bool = False) -> None:
@@ -174,16 +182,38 @@ class ConfigReloader:
 
     # ------------------------------------------------------------------ decisions --
     def _offer(self, text: str, d: str, source: str, kind: str) -> bool:
+        """Parse and swap in `text`. True when it is in force on return; a large one inside a
+        running loop is parsed in a thread and swapped in when done (False on return)."""
         if d == self.current_digest:
             return False
-        try:
-            conf = parse(text, source)
-        except ConfigError as exc:
-            return self._failed(kind, str(exc))
-        self._swap(conf, d, source)
+        self._offers += 1
+        seq = self._offers
+        loop = _running_loop()
+        if loop is not None and len(text) >= LARGE_CONFIG:
+            log.info("parsing a large configuration off the event loop", source=source, bytes=len(text))
+            fut = loop.run_in_executor(None, _parse_without_collector, text, source)
+
+            def done(f: asyncio.Future[Any]) -> None:
+                exc = f.exception()
+                result = f.result() if exc is None else ConfigError(f"{source}: parser process failed: {exc}")
+                self._parsed(seq, result, d, source, kind)
+
+            fut.add_done_callback(done)
+            self.parsing = fut
+            return False
+        return self._parsed(seq, _parse_or_error(text, source), d, source, kind)
+
+    def _parsed(
+        self, seq: int, result: SchedulerConfiguration | ConfigError, d: str, source: str, kind: str
+    ) -> bool:
+        if seq != self._offers:
+            return False  # a newer configuration was offered while this one was parsed
+        if isinstance(result, ConfigError):
+            return self._failed(kind, str(result))
+        self._swap(result, d, source)
         self.reloads += 1
         if self.on_reload:
-            self.on_reload(kind, conf)
+            self.on_reload(kind, result)
         return True
 
     def _swap(self, conf: SchedulerConfiguration, d: str, source: str) -> None:
@@ -210,3 +240,36 @@ class ConfigReloader:
         if self.warn_event and self.configmap_exists:
             self.warn_event("FailedLoadConfig", error, kind)
         return False
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+_PARSE_LOCK = threading.Lock()
+
+
+def _parse_without_collector(text: str, source: str) -> SchedulerConfiguration | ConfigError:
+    """The worker thread's parse. A large parse allocates millions of objects, and the cyclic
+    collector it triggers stops every thread (the event loop too) for up to seconds: it is held
+    off for the parse (reference counting still frees the garbage) and restored after."""
+    with _PARSE_LOCK:
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return _parse_or_error(text, source)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+
+def _parse_or_error(text: str, source: str) -> SchedulerConfiguration | ConfigError:
+    try:
+        return parse(text, source)
+    except ConfigError as exc:
+        return exc
+    except Exception as exc:  # a parser bug on odd input is a refused configuration, not a crash
+        return ConfigError(f"{source}: {type(exc).__name__}: {exc}")

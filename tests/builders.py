@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.conf import parse
 from scheduler.framework.session import SessionOptions
+from scheduler.registry import parse
 from scheduler.sim.simulate import SimulationResult, simulate
 
 

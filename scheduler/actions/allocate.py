@@ -8,13 +8,16 @@ turn and goes back into its queue's heap, so surplus tasks interleave fairly bet
 
 from __future__ import annotations
 
+import contextlib
+
 from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.placement import PlacementCache, allocate_predicate, prioritize
 from scheduler.framework.pqueue import PriorityQueue
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.framework.status import AllocateError
-from scheduler.model.objects import JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
+from scheduler.model.job import JobInfo
+from scheduler.model.objects import PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 
 
 def _pending_tasks(job: JobInfo) -> list[TaskInfo]:
@@ -66,8 +69,17 @@ def allocate(ssn: Session) -> None:
             continue
         job = jobs.pop()
         tasks = task_heaps[job.uid]
-        stmt = _allocate_tasks(ssn, q, job, tasks, check, cache)
-        if stmt is not None and ssn.job_ready(job):
+        stmt = Statement(ssn)
+        try:
+            kept = _allocate_tasks(ssn, stmt, q, job, tasks, check, cache)
+            ready = kept and ssn.job_ready(job)
+        except Exception as exc:  # one job's plugin bug costs that job this session, not the session
+            with contextlib.suppress(Exception):
+                stmt.discard()
+            job.fit_error = str(ssn.contain("allocate", f"job {job.key}", exc))
+            queues.push(q)
+            continue
+        if ready:
             stmt.commit()
             if not tasks.empty():
                 jobs.push(job)
@@ -76,13 +88,14 @@ def allocate(ssn: Session) -> None:
 
 def _allocate_tasks(
     ssn: Session,
+    stmt: Statement,
     queue: QueueInfo,
     job: JobInfo,
     tasks: PriorityQueue[TaskInfo],
     check: object,
     cache: PlacementCache,
-) -> Statement | None:
-    stmt = Statement(ssn)
+) -> bool:
+    """Place the job's tasks in `stmt`; True when they are kept (ready or pipelined), else discarded."""
     failed_roles: set[str] = set()
     nodes = ssn.node_list
     while not tasks.empty():
@@ -122,12 +135,10 @@ def _allocate_tasks(
             continue
         if ssn.job_ready(job):
             break
-    if ssn.job_ready(job):
-        return stmt
-    if ssn.job_pipelined(job):
-        return stmt
+    if ssn.job_ready(job) or ssn.job_pipelined(job):
+        return True
     stmt.discard()
-    return None
+    return False
 
 
 def _nominated_first(ssn: Session, task: TaskInfo, check: object, errors: FitErrors) -> list:

@@ -6,7 +6,8 @@ from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.placement import allocate_predicate, predicate_nodes, select_best
 from scheduler.framework.session import Session
 from scheduler.framework.status import AllocateError
-from scheduler.model.objects import JobInfo, TaskInfo, TaskStatus
+from scheduler.model.job import JobInfo
+from scheduler.model.objects import TaskInfo, TaskStatus
 
 
 def backfill(ssn: Session) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from scheduler.framework.pqueue import PriorityQueue
 from scheduler.framework.session import Session
-from scheduler.model.objects import JobInfo, PodGroupPhase, QueueInfo
+from scheduler.model.job import JobInfo
+from scheduler.model.objects import PodGroupPhase, QueueInfo, TaskStatus
 
 
 def enqueue(ssn: Session) -> None:
@@ -38,9 +39,21 @@ def enqueue(ssn: Session) -> None:
             ssn.job_enqueued(job)
             job.pod_group_status.phase = PodGroupPhase.INQUEUE
         else:
-            # Users read this on the pending pods: say why the gang was not admitted.
+            # Users read this on the pending pods: say why the gang was not admitted, and when a
+            # pod asks for something no node can ever give, name that request first.
             why = [m for (uid, _t, _r, m) in ssn.decisions.job_events[events_before:] if uid == job.uid]
             job.fit_error = "job is not admitted (enqueue): " + (
-                "; ".join(why) if why else "its minResources do not fit the queue or the cluster"
+                _invalid_request(ssn, job)
+                or ("; ".join(why) if why else "its minResources do not fit the queue or the cluster")
             )
         queues.push(q)
+
+
+def _invalid_request(ssn: Session, job: JobInfo) -> str:
+    """The first pending pod's request that no node could ever satisfy (a failed pre-predicate
+    that evictions cannot cure, e.g. vgpu-cores above 100), or ""."""
+    for task in job.task_status_index.get(TaskStatus.PENDING, {}).values():
+        unfit = ssn.pre_predicate(task)
+        if unfit is not None and not unfit.resolvable:
+            return unfit.reason if len(job.tasks) == 1 else f"pod {task.key}: {unfit.reason}"
+    return ""

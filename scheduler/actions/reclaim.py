@@ -10,7 +10,8 @@ from scheduler.actions.victims import candidate_nodes, evict_until_fit, victims_
 from scheduler.framework.pqueue import PriorityQueue
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
-from scheduler.model.objects import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from scheduler.model.job import JobInfo
+from scheduler.model.objects import QueueInfo, TaskInfo, TaskStatus
 
 
 def reclaim(ssn: Session) -> None:

@@ -8,14 +8,15 @@ first, and within a job the task that task order puts last; across queues Victim
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.placement import predicate_nodes, score_nodes
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.framework.status import AllocateError, Unfit
-from scheduler.model.objects import NodeInfo, QueueInfo, TaskInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import QueueInfo, TaskInfo, TaskStatus
 from scheduler.model.resources import Resource
 
 
@@ -35,11 +36,23 @@ def sorted_by_score(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> list
     return sorted(nodes, key=lambda n: -scores[n.name])
 
 
+def has_pod_slot(node: NodeInfo, victims: Sequence[TaskInfo] = ()) -> bool:
+    """Whether the node has a pod slot for one more pod once its releasing pods and `victims` are
+    gone. Volcano counts `pods` as a resource of every task (1 each), so a preemptor needs a free
+    slot in the node's future idle: on a node whose slots are full victims are evicted for it even
+    when CPU and memory are to spare."""
+    if not node.max_task_num:
+        return True
+    held = sum(1 for t in node.tasks.values() if t.status != TaskStatus.RELEASING)
+    held -= sum(1 for v in victims if v.status != TaskStatus.RELEASING)
+    return node.max_task_num - held >= 1
+
+
 def victims_cover(task: TaskInfo, node: NodeInfo, victims: list[TaskInfo]) -> bool:
     freed = node.future_idle()
     for v in victims:
         freed.add(v.resreq)
-    return task.init_resreq.less_equal(freed)
+    return has_pod_slot(node, victims) and task.init_resreq.less_equal(freed)
 
 
 def victim_order(ssn: Session, preemptor_queue: QueueInfo | None) -> Callable[[TaskInfo], object]:
@@ -63,6 +76,7 @@ def fits_after(ssn: Session, queue: QueueInfo, task: TaskInfo, node: NodeInfo) -
     return (
         ssn.allocatable(queue, task)
         and task.init_resreq.less_equal(node.future_idle())
+        and has_pod_slot(node)
         and ssn.predicate(task, node) is None
     )
 

@@ -15,14 +15,17 @@ class ArgumentError(ValueError):
 
 
 class Arguments:
-    __slots__ = ("_plugin", "_values")
+    __slots__ = ("_kind", "_plugin", "_values")
 
-    def __init__(self, values: Mapping[str, Any] | None = None, plugin: str = "") -> None:
+    def __init__(
+        self, values: Mapping[str, Any] | None = None, plugin: str = "", kind: str = "plugin"
+    ) -> None:
         self._values: dict[str, Any] = dict(values or {})
         self._plugin = plugin
+        self._kind = kind  # "plugin" or "action": whose arguments, for messages
 
     def _where(self, key: str) -> str:
-        return f"plugin {self._plugin!r} argument {key!r}" if self._plugin else f"argument {key!r}"
+        return f"{self._kind} {self._plugin!r} argument {key!r}" if self._plugin else f"argument {key!r}"
 
     def __contains__(self, key: str) -> bool:
         return key in self._values

@@ -13,16 +13,9 @@ from dataclasses import dataclass, field
 from scheduler.conf import SchedulerConfiguration
 from scheduler.framework.fiterrors import ALL_NODES_UNAVAILABLE, FitErrors
 from scheduler.framework.messages import job_fit_error
-from scheduler.framework.registry import ACTIONS, PLUGINS
-from scheduler.framework.session import Session, SessionOptions
-from scheduler.model.objects import (
-    ALLOCATED_STATUSES,
-    JobInfo,
-    PodGroupPhase,
-    PodGroupStatus,
-    TaskInfo,
-    TaskStatus,
-)
+from scheduler.framework.session import PluginError, Session, SessionOptions
+from scheduler.model.job import JobInfo
+from scheduler.model.objects import ALLOCATED_STATUSES, PodGroupPhase, PodGroupStatus, TaskInfo, TaskStatus
 from scheduler.model.snapshot import Snapshot
 
 
@@ -53,6 +46,8 @@ class SessionResult:
     job_events: list[tuple[str, str, str, str]] = field(default_factory=list)
     node_locks: list[tuple[str, str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    plugin_errors: list[PluginError] = field(default_factory=list)
+    node_warnings: list[tuple[str, str]] = field(default_factory=list)
     action_ms: dict[str, float] = field(default_factory=dict)
     open_ms: float = 0.0
     total_ms: float = 0.0
@@ -69,7 +64,18 @@ def open_session(
     now: float | None = None,
 ) -> Session:
     opts = options or SessionOptions()
-    # Jobs whose queue is not in the snapshot are left out silently, as Volcano does.
+    # Jobs whose queue is not in the snapshot are left out, as Volcano does, but not in silence:
+    # their pending pods get a condition saying why (close_session).
+    unscheduled = list(snapshot.unattached)
+    for j in snapshot.jobs.values():
+        if j.queue not in snapshot.queues and j.pg_exists:
+            why = snapshot.refused.get(f"Queue {j.queue}")
+            reason = (
+                f"queue {j.queue} of PodGroup {j.uid} is malformed and was skipped: {why}"
+                if why
+                else f"queue {j.queue} of PodGroup {j.uid} does not exist"
+            )
+            unscheduled += [(t, reason) for t in j.tasks_in(TaskStatus.PENDING) if not t.node_name]
     snapshot.jobs = {uid: j for uid, j in snapshot.jobs.items() if j.queue in snapshot.queues and j.pg_exists}
     # the global default class, looked up once instead of once per job
     default_priority = next((p.value for p in snapshot.priority_classes.values() if p.global_default), 0)
@@ -78,10 +84,17 @@ def open_session(
         pc = classes.get(job.priority_class_name) if job.priority_class_name else None
         job.priority = pc.value if pc is not None else default_priority
     ssn = Session(snapshot, conf, rng=rng, now=now, options=opts)
+    ssn.unscheduled = unscheduled
+    if snapshot.orphan_groups:
+        shown = ", ".join(snapshot.orphan_groups[:5]) + (" ..." if len(snapshot.orphan_groups) > 5 else "")
+        ssn.warn(
+            f"{len(snapshot.orphan_groups)} PodGroups have no pods left and their owner pods are gone; "
+            f"they reserve no queue resources: {shown}"
+        )
     for tier in conf.tiers:
         for popt in tier.plugins:
-            cls = PLUGINS.get(popt.name)
-            if cls is None or not popt.implemented:
+            cls = popt.plugin
+            if cls is None:
                 continue
             t0 = time.perf_counter()
             plugin = cls(popt.arguments)
@@ -95,7 +108,7 @@ def open_session(
 def run_actions(ssn: Session, timings: dict[str, float] | None = None) -> None:
     for name in ssn.conf.actions:
         t0 = time.perf_counter()
-        ACTIONS[name](ssn)
+        ssn.conf.action_steps[name](ssn)
         if timings is not None:
             timings[name] = (time.perf_counter() - t0) * 1000
 
@@ -154,7 +167,13 @@ def close_session(ssn: Session) -> SessionResult:
         t0 = time.perf_counter()
         plugin.on_session_close(ssn)
         ssn.plugin_close_ms[name] = (time.perf_counter() - t0) * 1000
-    res = SessionResult(uid=ssn.uid, warnings=list(ssn.warnings), jobs=ssn.jobs)
+    res = SessionResult(
+        uid=ssn.uid,
+        warnings=list(ssn.warnings),
+        plugin_errors=list(ssn.plugin_errors),
+        node_warnings=list(ssn.node_warnings),
+        jobs=ssn.jobs,
+    )
     for task in ssn.decisions.binds:
         res.binds.append(BindDecision(task, task.node_name, dict(task.bind_annotations)))
     res.evictions = [(e.task, e.reason) for e in ssn.decisions.evictions]
@@ -162,6 +181,9 @@ def close_session(ssn: Session) -> SessionResult:
     res.job_events = list(ssn.decisions.job_events)
     res.plugin_open_ms = ssn.plugin_open_ms
     res.plugin_close_ms = ssn.plugin_close_ms
+    for task, why in ssn.unscheduled:
+        if not task.scheduling_gated:
+            res.pod_conditions.append(PodCondition(task, "Unschedulable", why))
     for job in ssn.active_jobs():
         st = job.pod_group_status
         st.phase = _new_phase(ssn, job)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from scheduler.model.objects import ALLOCATED_STATUSES, JobInfo, TaskStatus
+from scheduler.model.job import JobInfo
+from scheduler.model.objects import ALLOCATED_STATUSES, TaskStatus
 
 
 def job_fit_error(job: JobInfo) -> str:

@@ -15,7 +15,8 @@ from typing import Any
 from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.session import Session
 from scheduler.framework.status import Unfit
-from scheduler.model.objects import NodeInfo, TaskInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import TaskInfo
 
 _name = attrgetter("name")
 _UNSET: Any = object()

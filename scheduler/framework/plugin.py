@@ -22,9 +22,11 @@ class Plugin:
         self.arguments = arguments
 
     @classmethod
-    def validate(cls, arguments: Arguments) -> None:
-        """Raise ArgumentError for arguments this plugin cannot accept (called at config load)."""
+    def validate(cls, arguments: Arguments) -> list[str] | None:
+        """Raise ArgumentError for arguments this plugin cannot accept (called at config load);
+        return warnings about arguments Volcano accepts but ignores."""
         cls(arguments)
+        return None
 
     def on_session_open(self, ssn: Session) -> None:
         raise NotImplementedError(f"plugin {self.name} must register its callbacks")

@@ -19,16 +19,10 @@ from typing import Any
 
 from scheduler.conf import SchedulerConfiguration
 from scheduler.framework.fiterrors import FitErrors
-from scheduler.framework.status import AllocateError, Unfit
-from scheduler.model.objects import (
-    JobInfo,
-    NodeInfo,
-    PodGroupStatus,
-    PriorityClassInfo,
-    QueueInfo,
-    TaskInfo,
-    TaskStatus,
-)
+from scheduler.framework.status import AllocateError, Unfit, unresolvable
+from scheduler.model.job import JobInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import PodGroupStatus, PriorityClassInfo, QueueInfo, TaskInfo, TaskStatus
 from scheduler.model.resources import Resource
 from scheduler.model.snapshot import Snapshot
 
@@ -160,6 +154,11 @@ class Session:
         self.decisions = SessionDecisions()
         self.node_locks = self.decisions.node_locks
         self.warnings: list[str] = []
+        # exceptions raised by a plugin for one node or one job, contained to it (see `contain`)
+        self.plugin_errors: list[PluginError] = []
+        self.node_warnings: list[tuple[str, str]] = []  # (node, why) for a Warning event on it
+        # pending pods left out of the session (no PodGroup, unknown queue) and why
+        self.unscheduled: list[tuple[TaskInfo, str]] = []
         # Per-session "predicate error cache" and role-failure bookkeeping used by allocate.
         self.predicate_round_robin = 0
         # Names of nodes whose accounting changed, in order: lets placement caches recheck only those.
@@ -344,25 +343,46 @@ class Session:
         return functools.cmp_to_key(self.task_compare)
 
     # ------------------------------------------------------------------ predicate / scores --
+    # A plugin that raises for one task or node (a bug on odd input) costs that task or node, not
+    # the session: the exception becomes an Unfit naming the plugin, and is recorded for the log
+    # and the metric. Python's try costs nothing when nothing is raised.
     def pre_predicate(self, task: TaskInfo) -> Unfit | None:
-        for fn in self._fns("pre_predicate"):
-            r = fn(task)
-            if r is not None:
-                return r
+        for tier in self._tiered["pre_predicate"]:
+            for plugin, fn in tier:
+                try:
+                    r = fn(task)
+                except Exception as exc:
+                    return self.contain(plugin, f"pod {task.key}", exc)
+                if r is not None:
+                    return r
         return None
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> Unfit | None:
-        for fn in self._fns("predicate"):
-            r = fn(task, node)
-            if r is not None:
-                return r
+        for tier in self._tiered["predicate"]:
+            for plugin, fn in tier:
+                try:
+                    r = fn(task, node)
+                except Exception as exc:
+                    return self.contain(plugin, f"node {node.name}", exc, task.key)
+                if r is not None:
+                    return r
         return None
 
     def node_order_score(self, task: TaskInfo, node: NodeInfo) -> float:
         score = 0.0
-        for fn in self._fns("node_order"):
-            score += fn(task, node)
+        for tier in self._tiered["node_order"]:
+            for plugin, fn in tier:
+                try:
+                    score += fn(task, node)
+                except Exception as exc:  # the node keeps the other plugins' scores
+                    self.contain(plugin, f"node {node.name}", exc, task.key)
         return score
+
+    def contain(self, plugin: str, where: str, exc: Exception, pod: str = "") -> Unfit:
+        """Record a plugin's exception for one node, pod or job; the answer for that one is Unfit."""
+        err = PluginError(plugin, where, f"{type(exc).__name__}: {exc}", pod)
+        self.plugin_errors.append(err)
+        return unresolvable(f"plugin {plugin} failed on {where}: {err.error}")
 
     def batch_node_order_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
         total: dict[str, float] = {}
@@ -610,6 +630,28 @@ class Session:
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
+
+    def warn_node(self, node: str, message: str) -> None:
+        """A node whose input is unusable: logged once, and the daemon puts it on the node as an Event."""
+        self.warnings.append(message)
+        self.node_warnings.append((node, message))
+
+
+@dataclass(frozen=True, slots=True)
+class PluginError:
+    """An exception a plugin raised for one node, pod or job, contained to it."""
+
+    plugin: str
+    where: str  # "node n1", "pod ns/name", "job ns/name"
+    error: str
+    pod: str = ""  # the pod being placed when the error was about a node
+
+    def __str__(self) -> str:
+        return (
+            f"plugin {self.plugin} failed on {self.where}"
+            + (f" (pod {self.pod})" if self.pod else "")
+            + f": {self.error}"
+        )
 
 
 @dataclass(slots=True)

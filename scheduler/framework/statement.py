@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduler.framework.session import Session
-from scheduler.model.objects import NodeInfo, TaskInfo, TaskStatus
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import TaskInfo, TaskStatus
 
 EVICT = "evict"
 PIPELINE = "pipeline"

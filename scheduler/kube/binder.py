@@ -21,7 +21,8 @@ import structlog
 
 from scheduler.framework.cycle import BindDecision
 from scheduler.kube.cache import SchedulerCache
-from scheduler.kube.client import MERGE_PATCH, ApiError, KubeClient, resource_path
+from scheduler.kube.client import MERGE_PATCH, ApiError, Fenced, KubeClient, resource_path
+from scheduler.kube.fence import Fence
 from scheduler.kube.status import EventRecorder, StatusWriter, pod_ref, podgroup_ref
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model.objects import TaskInfo
@@ -41,8 +42,10 @@ class Binder:
         dry_run: bool = False,
         concurrency: int = 64,
         attempts: int = 4,
+        fence: Fence | None = None,
     ) -> None:
         self.client = client
+        self.fence = fence or Fence(None)
         self.cache = cache
         self.status = status
         self.recorder = recorder
@@ -55,13 +58,26 @@ class Binder:
         self.bound = 0
         self.failed = 0
         self.conflicts = 0
+        self.fenced = 0  # decisions dropped because the term they were made in had ended
 
     # ------------------------------------------------------------------ submit --
-    def submit(self, binds: Iterable[BindDecision], node_locks: Iterable[tuple[str, str, str]] = ()) -> int:
-        """Claim and start binding; returns how many binds were started (claimed)."""
+    def submit(
+        self,
+        binds: Iterable[BindDecision],
+        node_locks: Iterable[tuple[str, str, str]] = (),
+        term: int | None = 0,
+    ) -> int:
+        """Claim and start binding; returns how many binds were started (claimed).
+
+        `term` is the fence term the decisions were made in: they are sent only while it lasts.
+        """
         binds = list(binds)
         if self.dry_run:
             return self._dry(binds)
+        if binds and not self.fence.allows(term):
+            self.fenced += len(binds)
+            log.warning("decisions dropped: made before the lease was lost", pods=len(binds))
+            return 0
         claimed: list[BindDecision] = []
         for d in binds:
             if self.cache.assume(d.task.key, d.task.uid, d.node, d.annotations):
@@ -74,7 +90,7 @@ class Binder:
                 log.debug("bind skipped: pod already claimed or bound", pod=d.task.key)
         locks = list(node_locks)
         if claimed:
-            self._spawn(self._batch(claimed, locks))
+            self._spawn(self._batch(claimed, locks, term))
         return len(claimed)
 
     def _dry(self, binds: list[BindDecision]) -> int:
@@ -95,9 +111,11 @@ class Binder:
         self._tasks.add(t)
         t.add_done_callback(self._tasks.discard)
 
-    async def _batch(self, binds: list[BindDecision], locks: list[tuple[str, str, str]]) -> None:
+    async def _batch(
+        self, binds: list[BindDecision], locks: list[tuple[str, str, str]], term: int | None
+    ) -> None:
         t0 = time.perf_counter()
-        if locks:
+        if locks and self.fence.allows(term):
             # device plugins look for the locked node's pending pod: the lock precedes the bind
             await asyncio.gather(*(self._lock_node(*lk) for lk in locks))
         # the node locks are our PreBind: Volcano observes its duration and the PreBound latency
@@ -112,7 +130,7 @@ class Binder:
             prebind.observe(prebind_ms)
             if d.task.pod.creation:
                 prebound.observe(max(now - d.task.pod.creation, 0) * 1000)
-        results = await asyncio.gather(*(self._bind_guarded(d) for d in binds), return_exceptions=True)
+        results = await asyncio.gather(*(self._bind_guarded(d, term) for d in binds), return_exceptions=True)
         outcome: dict[str, int] = {}
         for r in results:
             k = r if isinstance(r, str) else "error"
@@ -131,17 +149,17 @@ class Binder:
         except ApiError as exc:
             log.warning("node lock failed", node=node, lock=key, error=str(exc))
 
-    async def _bind_guarded(self, d: BindDecision) -> str:
+    async def _bind_guarded(self, d: BindDecision, term: int | None = 0) -> str:
         async with self._sem:
             try:
-                return await self._bind(d)
+                return await self._bind(d, term)
             except Exception as exc:  # the pod must never stay claimed by a bug
                 self.cache.bind_failed(d.task.key)
                 log.error("bind crashed", pod=d.task.key, error=f"{type(exc).__name__}: {exc}")
                 return "error"
 
     # ------------------------------------------------------------------ one bind --
-    async def _bind(self, d: BindDecision) -> str:
+    async def _bind(self, d: BindDecision, term: int | None = 0) -> str:
         assert self.client is not None
         task = d.task
         md: dict[str, Any] = {"name": task.name, "namespace": task.namespace}
@@ -159,7 +177,14 @@ class Binder:
         for attempt in range(self.attempts):
             t0 = time.perf_counter()
             try:
-                await self.client.bind(task.namespace, task.name, body)
+                if not self.fence.allows(term):
+                    # decided in a term that has ended (a pause, a lost lease): never sent now
+                    raise Fenced("POST", f"pods/{task.key}/binding")
+                await self.client.bind(task.namespace, task.name, body, term)
+            except Fenced:
+                self.fenced += 1
+                self.cache.bind_failed(task.key)
+                return "fenced"
             except ApiError as exc:
                 last = exc
                 self.metrics.bind_errors.labels(str(exc.status)).inc()
@@ -249,16 +274,22 @@ class Evictor:
         recorder: EventRecorder,
         scheduler_name: str,
         dry_run: bool = False,
+        fence: Fence | None = None,
     ) -> None:
         self.client = client
         self.cache = cache
         self.recorder = recorder
+        self.fence = fence or Fence(None)
         self.scheduler_name = scheduler_name
         self.dry_run = dry_run
         self._tasks: set[asyncio.Task[Any]] = set()
         self.evicted = 0
 
-    def submit(self, evictions: Iterable[tuple[TaskInfo, str]]) -> int:
+    def submit(self, evictions: Iterable[tuple[TaskInfo, str]], term: int | None = 0) -> int:
+        evictions = list(evictions)
+        if evictions and not self.dry_run and not self.fence.allows(term):
+            log.warning("evictions dropped: decided before the lease was lost", pods=len(evictions))
+            return 0
         started = 0
         for task, reason in evictions:
             if self.dry_run:
@@ -267,14 +298,17 @@ class Evictor:
             if self.cache.evicting.get(task.key) == task.uid:
                 continue
             self.cache.evicting[task.key] = task.uid
-            t = asyncio.ensure_future(self._evict(task, reason))
+            t = asyncio.ensure_future(self._evict(task, reason, term))
             self._tasks.add(t)
             t.add_done_callback(self._tasks.discard)
             started += 1
         return started
 
-    async def _evict(self, task: TaskInfo, reason: str) -> None:
+    async def _evict(self, task: TaskInfo, reason: str, term: int | None = 0) -> None:
         assert self.client is not None
+        if not self.fence.allows(term):
+            self.cache.evicting.pop(task.key, None)
+            return
         message = f"Pod is evicted, because of {reason}"
         self.recorder.record(pod_ref(task), "Warning", "Evict", message)
         path = resource_path("/api/v1", "pods", task.namespace, task.name)
@@ -313,10 +347,13 @@ class Evictor:
             opts: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
             if "/" not in task.uid:
                 opts["preconditions"] = {"uid": task.uid}
+            if not self.fence.allows(term):  # the GET and PATCH above may have spanned a pause
+                raise Fenced("DELETE", path)
             await self.client.request("DELETE", path, body=opts)
             self.evicted += 1
             if task.job:
-                self.recorder.record(podgroup_ref(task.job), "Normal", "Evict", reason)
+                pg_uid = self.cache.podgroup_object_uid.get(task.job, "")
+                self.recorder.record(podgroup_ref(task.job, pg_uid), "Normal", "Evict", reason)
         except ApiError as exc:
             self.cache.evicting.pop(task.key, None)
             if exc.status != 404:

@@ -67,8 +67,11 @@ class SchedulerCache:
         self.assumed: dict[str, Assumed] = {}
         self.evicting: dict[str, str] = {}  # pod key -> uid of the pod we asked to delete
         self.podgroup_rv: dict[str, str] = {}  # "ns/name" -> resourceVersion
+        # "ns/name" -> metadata.uid: events name it, as kubectl describe looks events up by uid
+        self.podgroup_object_uid: dict[str, str] = {}
         self.queue_status: dict[str, dict[str, Any]] = {}
         self.skipped: dict[str, str] = {}  # object -> reason, to log each bad version once
+        self.state.refused = self.skipped  # the session names a malformed PodGroup or Queue in conditions
         # called with the creation time of each new pod of ours waiting for a node ("Watched" latency)
         self.on_watched: Callable[[float], None] | None = None
         self.pods = _Handler(self.upsert_pod, self.delete_pod)
@@ -141,7 +144,7 @@ class SchedulerCache:
         try:
             if not self._selected(obj):
                 name = str((obj.get("metadata") or {}).get("name") or "")
-                if name in self.state.nodes or name in self.state.unready_nodes:
+                if name in self.state.nodes:
                     self.state.remove_node(name)
                 return
             self.state.apply_node(obj)
@@ -161,12 +164,16 @@ class SchedulerCache:
             self._bad("PodGroup", obj, exc)
             return
         self._good("PodGroup", obj)
-        self.podgroup_rv[job.uid] = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        md = obj.get("metadata") or {}
+        self.podgroup_rv[job.uid] = str(md.get("resourceVersion") or "")
+        self.podgroup_object_uid[job.uid] = str(md.get("uid") or "")
 
     def delete_podgroup(self, key: str, obj: dict[str, Any] | None) -> None:
         ns, name = _split(key)
+        self.skipped.pop(f"PodGroup {key}", None)
         self.state.remove_podgroup(ns, name)
         self.podgroup_rv.pop(key, None)
+        self.podgroup_object_uid.pop(key, None)
 
     def upsert_queue(self, obj: dict[str, Any]) -> None:
         try:
@@ -179,6 +186,7 @@ class SchedulerCache:
         self.queue_status[q.name] = dict(st) if isinstance(st, dict) else {}
 
     def delete_queue(self, key: str, obj: dict[str, Any] | None) -> None:
+        self.skipped.pop(f"Queue {key}", None)
         self.state.remove_queue(key)
         self.queue_status.pop(key, None)
 
@@ -260,6 +268,15 @@ class SchedulerCache:
             self.state.remove_pod(ns, name)
             return
         self.upsert_pod(obj)
+
+    def forget_assumed(self) -> int:
+        """Fencing: drop every bind we claimed but the API has not accepted; the pods are Pending
+        again until the watch says otherwise (a Binding on the wire may still land: the watch
+        then shows it bound). Returns how many were forgotten."""
+        unsent = [k for k, a in self.assumed.items() if not a.sent]
+        for key in unsent:
+            self.bind_failed(key)
+        return len(unsent)
 
     def in_flight(self) -> int:
         return sum(1 for a in self.assumed.values() if not a.sent)

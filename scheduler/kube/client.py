@@ -52,6 +52,17 @@ class ApiError(Exception):
         return self.status in RETRYABLE
 
 
+class Fenced(ApiError):
+    """A write refused before it was sent: this process does not hold the lease by its own clock."""
+
+    def __init__(self, method: str, path: str) -> None:
+        super().__init__(0, "Fenced", f"{method} {path}: not sent, the leader lease is not held")
+
+    @property
+    def retryable(self) -> bool:
+        return False
+
+
 class TokenBucket:
     """client-go's flowcontrol token bucket: `qps` tokens a second, at most `burst` saved up.
 
@@ -188,6 +199,9 @@ class KubeClient:
         self.options = options
         self.bucket = TokenBucket(options.qps, options.burst)
         self.requests = 0  # every request sent, for logs and tests
+        # asked before every write is sent (after any wait for a token; not reads, not the lease
+        # itself) with the fence term the write belongs to, if any: False refuses it (fencing)
+        self.write_guard: Callable[[int | None], bool] | None = None
 
     @classmethod
     async def create(cls, options: ClientOptions) -> KubeClient:
@@ -211,8 +225,13 @@ class KubeClient:
         body: Any,
         content_type: str | None,
         timeout: Any,
+        fenced: bool = False,
+        term: int | None = None,
     ) -> aiohttp.ClientResponse:
         await self.bucket.acquire()
+        # checked after the token wait: a write queued behind the bucket across a pause must not go
+        if fenced and method != "GET" and self.write_guard is not None and not self.write_guard(term):
+            raise Fenced(method, path)
         self.requests += 1
         headers = {"Accept": "application/json"}
         if content_type:
@@ -240,10 +259,17 @@ class KubeClient:
         body: Any = None,
         content_type: str | None = None,
         timeout: float | None = None,
+        fenced: bool = True,
+        term: int | None = None,
     ) -> Any:
-        """One call; the decoded JSON answer, or ApiError carrying the server's Status."""
+        """One call; the decoded JSON answer, or ApiError carrying the server's Status.
+
+        A write (any method but GET) with `fenced` goes only while `write_guard` allows it (for
+        the fence `term` it was decided in, if given); the lease's own requests pass
+        `fenced=False`, or a leader could never renew.
+        """
         resp = await self._send(
-            method, path, query, body, content_type, timeout or self.options.request_timeout
+            method, path, query, body, content_type, timeout or self.options.request_timeout, fenced, term
         )
         try:
             data = await resp.read()
@@ -289,13 +315,15 @@ class KubeClient:
         finally:
             resp.release()
 
-    async def bind(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+    async def bind(self, namespace: str, name: str, body: dict[str, Any], term: int | None = None) -> None:
         """POST pods/{name}/binding. The API answers a Status, not a Binding: the answer is ignored.
 
         A plain request rather than the generated `create_namespaced_pod_binding`, whose model
         validation and serialisation cost more CPU than the request itself at 1,000 binds a second.
         """
-        await self.request("POST", resource_path("/api/v1", "pods", namespace, name, "binding"), body=body)
+        await self.request(
+            "POST", resource_path("/api/v1", "pods", namespace, name, "binding"), body=body, term=term
+        )
 
 
 def resource_path(prefix: str, plural: str, namespace: str = "", name: str = "", sub: str = "") -> str:

@@ -83,6 +83,14 @@ class LeaderElector:
     def is_leader(self) -> bool:
         return self.leading.is_set()
 
+    @property
+    def renew_deadline(self) -> float:
+        return self.config.renew_deadline
+
+    def now(self) -> float:
+        """The monotonic clock the lease is judged by (the fence reads the same one)."""
+        return self._clock()
+
     def _record(self, lease: dict[str, Any]) -> dict[str, Any]:
         spec = lease.get("spec") or {}
         return {
@@ -116,7 +124,7 @@ class LeaderElector:
             }
             try:
                 created = await self.client.request(
-                    "POST", self._collection, body=body, timeout=self.config.renew_deadline
+                    "POST", self._collection, body=body, timeout=self.config.renew_deadline, fenced=False
                 )
             except ApiError as cexc:
                 if cexc.status == 409:  # another replica created it first
@@ -141,7 +149,7 @@ class LeaderElector:
         body = {**lease, "spec": spec}
         try:
             updated = await self.client.request(
-                "PUT", self._path, body=body, timeout=self.config.renew_deadline
+                "PUT", self._path, body=body, timeout=self.config.renew_deadline, fenced=False
             )
         except ApiError as exc:
             if exc.status == 409:  # someone else updated it since our GET
@@ -158,13 +166,19 @@ class LeaderElector:
         self._resource_version = str((lease.get("metadata") or {}).get("resourceVersion") or "")
 
     async def _attempt(self) -> bool:
+        """One acquire-or-renew; on success `last_renew` is when it was *sent*: the other replicas
+        saw the record change no earlier, so our tenure never outlasts what they grant."""
+        sent = self._clock()
         try:
-            return await self.try_acquire_or_renew()
+            ok = await self.try_acquire_or_renew()
         except (ApiError, TimeoutError) as exc:
             log.warning(
                 "lease update failed", lease=f"{self.config.namespace}/{self.config.name}", error=str(exc)
             )
             return False
+        if ok:
+            self.last_renew = sent
+        return ok
 
     async def run(self) -> None:
         """Campaign, lead, and on loss campaign again — until cancelled."""
@@ -176,7 +190,6 @@ class LeaderElector:
         last_holder = None
         while True:
             if await self._attempt():
-                self.last_renew = self._clock()
                 self.leading.set()
                 log.info(
                     "became leader",
@@ -195,7 +208,6 @@ class LeaderElector:
         while True:
             await asyncio.sleep(self.config.retry_period)
             if await self._attempt():
-                self.last_renew = self._clock()
                 continue
             if (
                 self.holder and self.holder != self.identity
@@ -220,7 +232,9 @@ class LeaderElector:
                 return
             now = micro_time()
             spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=now, acquireTime=now)
-            await self.client.request("PUT", self._path, body={**lease, "spec": spec}, timeout=2.0)
+            await self.client.request(
+                "PUT", self._path, body={**lease, "spec": spec}, timeout=2.0, fenced=False
+            )
             log.info("released the lease", lease=f"{self.config.namespace}/{self.config.name}")
         except (ApiError, TimeoutError) as exc:
             log.warning("could not release the lease", error=str(exc))

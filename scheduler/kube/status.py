@@ -28,13 +28,27 @@ from typing import Any
 import structlog
 
 from scheduler.kube.cache import SchedulerCache
-from scheduler.kube.client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, ApiError, KubeClient, resource_path
+from scheduler.kube.client import (
+    MERGE_PATCH,
+    STRATEGIC_MERGE_PATCH,
+    ApiError,
+    Fenced,
+    KubeClient,
+    resource_path,
+)
 from scheduler.model.objects import PodGroupPhase, PodGroupStatus, TaskInfo
 from scheduler.model.resources import format_quantity
 
 log = structlog.get_logger("vc-scheduler.status")
 
 PG_PREFIX = "/apis/scheduling.volcano.sh/v1beta1"
+
+
+def _worth_a_warning(exc: ApiError) -> bool:
+    # an object deleted meanwhile needs no status; a fenced write was announced when the fence closed
+    return exc.status != 404 and not isinstance(exc, Fenced)
+
+
 EVENT_WINDOW_S = 600.0
 EVENT_FLUSH_S = 30.0
 
@@ -84,7 +98,8 @@ class ShardedWorkQueue:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.warning("write failed", queue=self.name, object=key, error=str(exc))
+                if not isinstance(exc, Fenced):  # the fence said why once, when it closed
+                    log.warning("write failed", queue=self.name, object=key, error=str(exc))
             finally:
                 q.task_done()
 
@@ -395,7 +410,7 @@ class StatusWriter:
                 )
             except ApiError as exc:
                 self._pg_written.pop(uid, None)
-                if exc.status != 404:  # a PodGroup deleted meanwhile needs no status
+                if _worth_a_warning(exc):
                     log.warning("PodGroup status write failed", podgroup=uid, error=str(exc))
                 return
             self.podgroup_writes += 1
@@ -457,7 +472,7 @@ class StatusWriter:
                 )
             except ApiError as exc:
                 self._pod_written.pop(key, None)
-                if exc.status != 404:
+                if _worth_a_warning(exc):
                     log.warning("pod condition write failed", pod=key, error=str(exc))
                 return
             self.pod_writes += 1
@@ -537,7 +552,7 @@ class StatusWriter:
                 self._queue_retry = True  # count again next session even if nothing else changed
                 if self._queue_written.get(q) == decision:
                     del self._queue_written[q]
-                if exc.status != 404:
+                if _worth_a_warning(exc):
                     log.warning("queue status write failed", queue=q, error=str(exc))
 
         self.queue.submit(f"queue/{q}", write)

@@ -20,22 +20,15 @@ from scheduler.model.convert import (
     GROUP_NAME_ANNOTATION,
     QUEUE_NAME_ANNOTATION,
     ConvertError,
-    node_is_ready,
     node_to_info,
     pod_to_task,
     podgroup_to_job,
     priority_class_to_info,
     queue_to_info,
 )
-from scheduler.model.objects import (
-    ON_NODE_STATUSES,
-    JobInfo,
-    NodeInfo,
-    PriorityClassInfo,
-    QueueInfo,
-    TaskInfo,
-    TaskStatus,
-)
+from scheduler.model.job import JobInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import ON_NODE_STATUSES, PriorityClassInfo, QueueInfo, TaskInfo, TaskStatus
 from scheduler.model.snapshot import Snapshot
 
 
@@ -53,15 +46,19 @@ class ClusterOptions:
 class ClusterState:
     def __init__(self, options: ClusterOptions | None = None) -> None:
         self.options = options or ClusterOptions()
-        self.nodes: dict[str, NodeInfo] = {}  # Ready nodes, with their tasks
-        self.unready_nodes: set[str] = set()
+        self.nodes: dict[str, NodeInfo] = {}  # every node, with its tasks
         self.tasks: dict[str, TaskInfo] = {}  # every pod we know, by uid
         self.pod_keys: dict[str, str] = {}  # "ns/name" -> uid
         self.jobs: dict[str, JobInfo] = {}  # real PodGroups and implicit one-pod gangs
         self.implicit_jobs: set[str] = set()
-        # tasks whose node is not (yet, or no longer) Ready / whose PodGroup has not arrived
+        # tasks whose node has not arrived (or is gone) / whose PodGroup has not arrived
         self._off_node: dict[str, dict[str, TaskInfo]] = {}
         self._orphans: dict[str, dict[str, TaskInfo]] = {}
+        # "Kind ns/name" -> why it was refused as malformed (kept by whoever feeds the state)
+        self.refused: dict[str, str] = {}
+        # PodGroups whose owners are all Pods (bare pods' groups, as Volcano's controller makes
+        # them): with no pod left they are orphans, which no pod will ever join again
+        self.pod_owned_groups: set[str] = set()
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, PriorityClassInfo] = {}
         self.configmaps: dict[str, dict[str, str]] = {}
@@ -180,36 +177,33 @@ class ClusterState:
 
     # ------------------------------------------------------------------ nodes --
     def apply_node(self, node: dict[str, Any]) -> NodeInfo:
+        # Every node enters, whatever its conditions say: as in Volcano, a node that must not take
+        # pods is told by the node controller's not-ready/unreachable taints and spec.unschedulable,
+        # which the predicates check.
         info = node_to_info(node)
         self.generation += 1
         old = self.nodes.pop(info.name, None)
-        waiting = self._off_node.pop(info.name, {})
-        if node_is_ready(node):
-            if old is not None:
-                info.with_tasks_of(old)
-            for t in waiting.values():
-                info.add_task(t)
-            self.nodes[info.name] = info
-            self.unready_nodes.discard(info.name)
-        else:
-            keep = dict(waiting)
-            if old is not None:
-                keep.update(old.tasks)
-            if keep:
-                self._off_node[info.name] = keep
-            self.unready_nodes.add(info.name)
+        if old is not None:
+            info.with_tasks_of(old)
+        for t in self._off_node.pop(info.name, {}).values():
+            info.add_task(t)
+        self.nodes[info.name] = info
         return info
 
     def remove_node(self, name: str) -> None:
         old = self.nodes.pop(name, None)
         if old is not None and old.tasks:
             self._off_node.setdefault(name, {}).update(old.tasks)
-        self.unready_nodes.discard(name)
         self.generation += 1
 
     # ------------------------------------------------------------------ groups --
     def apply_podgroup(self, pg: dict[str, Any]) -> JobInfo:
         job = podgroup_to_job(pg, self.options.default_queue)
+        owners = (pg.get("metadata") or {}).get("ownerReferences") or []
+        if owners and all(isinstance(o, dict) and o.get("kind") == "Pod" for o in owners):
+            self.pod_owned_groups.add(job.uid)
+        else:
+            self.pod_owned_groups.discard(job.uid)
         old = self.jobs.get(job.uid)
         if old is not None and job.uid not in self.implicit_jobs:
             job = old.with_spec_of(job)
@@ -226,6 +220,7 @@ class ClusterState:
 
     def remove_podgroup(self, namespace: str, name: str) -> None:
         uid = f"{namespace}/{name}"
+        self.pod_owned_groups.discard(uid)
         job = self.jobs.pop(uid, None)
         if job is not None and job.tasks:
             self._orphans.setdefault(uid, {}).update(job.tasks)
@@ -292,13 +287,30 @@ class ClusterState:
     def snapshot(self) -> Snapshot:
         """Copy-on-write views of nodes and jobs that one session may change freely."""
         dirty, self._dirty_jobs = self._dirty_jobs, set()
+        orphans = {uid for uid in self.pod_owned_groups if uid in self.jobs and not self.jobs[uid].tasks}
         return Snapshot(
             nodes={name: n.session_view() for name, n in self.nodes.items()},
-            jobs={uid: j.session_view() for uid, j in self.jobs.items()},
+            # an orphan PodGroup is no job: it reserves no queue resources and is not enqueued
+            jobs={uid: j.session_view() for uid, j in self.jobs.items() if uid not in orphans},
+            orphan_groups=sorted(orphans),
             queues=dict(self.queues),
             priority_classes=dict(self.priority_classes),
             configmaps=self.configmaps,
             namespaces=self.namespaces,
             has_required_anti_affinity=bool(self.anti_affinity_pods),
             dirty_jobs=dirty,
+            unattached=[
+                (t, self._missing_group(uid))
+                for uid, tasks in self._orphans.items()
+                for t in tasks.values()
+                if not t.node_name and t.status == TaskStatus.PENDING
+            ],
+            refused=self.refused,
         )
+
+    def _missing_group(self, uid: str) -> str:
+        ns, _, name = uid.partition("/")
+        why = self.refused.get(f"PodGroup {ns}/{name}")
+        if why:
+            return f"PodGroup {uid} is malformed and was skipped: {why}"
+        return f"PodGroup {uid} does not exist"

@@ -11,11 +11,11 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from scheduler.model.job import JobInfo
+from scheduler.model.node import NodeInfo
 from scheduler.model.objects import (
     Condition,
     Container,
-    JobInfo,
-    NodeInfo,
     PodGroupStatus,
     PodInfo,
     PriorityClassInfo,
@@ -30,6 +30,9 @@ QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 TASK_SPEC_KEY = "volcano.sh/task-spec"
 TASK_INDEX_KEY = "volcano.sh/task-index"
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
+# Volcano reads volcano.sh/preemptable with Go's strconv.ParseBool; a value it cannot parse ("yes",
+# "no", " true") means not preemptable, the safe side for a pod its owner meant to protect.
+GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 
 
 class ConvertError(ValueError):
@@ -104,7 +107,7 @@ def _resources(raw: dict[str, Any], where: str, field: str) -> Resource:
         r = Resource.from_list(raw)
     except QuantityError as exc:
         raise ConvertError(f"{where}: {field}.{exc}") from None
-    for name, v in r.items():
+    for name, v in (*r.items(), ("pods", r.pods)):
         if v < 0:
             raise ConvertError(f"{where}: {field}.{name}: must be greater than or equal to 0")
     for name in [n for n in r.scalars if ignored_device_resource(n)]:
@@ -359,7 +362,7 @@ def pod_to_task(
         except ValueError:
             index = None
     pre_raw = annotations.get(PREEMPTABLE_KEY, labels.get(PREEMPTABLE_KEY))
-    preemptable = True if pre_raw is None else pre_raw.strip().lower() not in ("false", "0")
+    preemptable = True if pre_raw is None else pre_raw in GO_TRUE
     return TaskInfo(
         info,
         job,
@@ -372,13 +375,6 @@ def pod_to_task(
         index=index,
         scheduling_gated=bool(info.scheduling_gates),
     )
-
-
-def node_is_ready(node: dict[str, Any]) -> bool:
-    for c in (node.get("status") or {}).get("conditions") or []:
-        if isinstance(c, dict) and c.get("type") == "Ready":
-            return c.get("status") == "True"
-    return False
 
 
 def node_to_info(node: dict[str, Any]) -> NodeInfo:

@@ -1,4 +1,4 @@
-"""NodeInfo: a Ready node with Volcano's idle/used/releasing/pipelined accounting (spec 2.3).
+"""NodeInfo: a node with Volcano's idle/used/releasing/pipelined accounting (spec 2.3).
 
 The cluster keeps one live NodeInfo per node, updated as pods come and go. A session gets a
 copy-on-write view: it shares the task map and the resource totals until the session places or

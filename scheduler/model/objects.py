@@ -303,10 +303,6 @@ class PriorityClassInfo:
     preemption_policy: str = "PreemptLowerPriority"
 
 
-# Re-exported so that callers keep importing every record from one place.
-from scheduler.model.job import JobInfo  # noqa: E402
-from scheduler.model.node import NodeInfo  # noqa: E402
-
 __all__ = [
     "ALLOCATED_STATUSES",
     "COMPLETED_STATUSES",
@@ -315,8 +311,6 @@ __all__ = [
     "SCHEDULED_STATUSES",
     "Condition",
     "Container",
-    "JobInfo",
-    "NodeInfo",
     "PodGroupPhase",
     "PodGroupStatus",
     "PodInfo",

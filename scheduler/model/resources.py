@@ -50,9 +50,9 @@ def parse_quantity(value: object) -> Decimal:
     if isinstance(value, bool):
         raise QuantityError(f"quantity must be a string or number, got {value!r}")
     if isinstance(value, int):
-        return Decimal(value)
+        return _in_range(Decimal(value), value)
     if isinstance(value, float):
-        return Decimal(repr(value))
+        return _in_range(Decimal(repr(value)), value)
     if not isinstance(value, str):
         raise QuantityError(f"quantity must be a string or number, got {type(value).__name__}")
     text = value.strip()
@@ -65,10 +65,26 @@ def parse_quantity(value: object) -> Decimal:
         raise QuantityError(f"invalid quantity {value!r}") from exc
     suffix = match.group("suffix") or ""
     if suffix in _BINARY:
-        return number * _BINARY[suffix]
-    if suffix in _DECIMAL:
-        return number * _DECIMAL[suffix]
-    return number * (Decimal(10) ** int(suffix[1:]))
+        q = number * _BINARY[suffix]
+    elif suffix in _DECIMAL:
+        q = number * _DECIMAL[suffix]
+    elif abs(int(suffix[1:])) > QUANTITY_MAX_EXPONENT:  # 1e999999999 would take Decimal minutes
+        raise QuantityError(f"quantity {value!r} is out of range")
+    else:
+        q = number * (Decimal(10) ** int(suffix[1:]))
+    return _in_range(q, value)
+
+
+# Kubernetes counts with quantities as int64 (Value, MilliValue): a larger one is no real capacity
+# or request, and must not reach 64-bit code as one.
+QUANTITY_MAX = Decimal(2**63 - 1)
+QUANTITY_MAX_EXPONENT = 30
+
+
+def _in_range(q: Decimal, value: object) -> Decimal:
+    if not q.is_finite() or abs(q) > QUANTITY_MAX:
+        raise QuantityError(f"quantity {value!r} is out of range (at most {QUANTITY_MAX:.4g})")
+    return q
 
 
 def quantity_in_unit(name: str, value: object) -> float:

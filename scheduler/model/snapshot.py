@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scheduler.model.objects import JobInfo, NodeInfo, PriorityClassInfo, QueueInfo
+from scheduler.model.job import JobInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import PriorityClassInfo, QueueInfo, TaskInfo
 
 
 @dataclass(slots=True)
@@ -21,3 +23,10 @@ class Snapshot:
     has_required_anti_affinity: bool = True
     # jobs that changed in the cluster since the previous snapshot; None = treat every job as changed
     dirty_jobs: set[str] | None = None
+    # pending pods of ours in no job (their PodGroup is missing or was refused as malformed),
+    # with why: the session gives each a condition instead of leaving it pending in silence
+    unattached: list[tuple[TaskInfo, str]] = field(default_factory=list)
+    # "Kind ns/name" -> why the object was refused (malformed), for the messages above
+    refused: dict[str, str] = field(default_factory=dict)
+    # PodGroups left out because their pods (and owner pods) are gone
+    orphan_groups: list[str] = field(default_factory=list)

@@ -19,7 +19,8 @@ from __future__ import annotations
 from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
-from scheduler.model.objects import NodeInfo, TaskInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import TaskInfo
 from scheduler.model.resources import CPU, EPSILON, MEMORY
 
 WEIGHT = "binpack.weight"

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import PERMIT, Event, EventHandler, Session
-from scheduler.model.objects import JobInfo, TaskInfo
+from scheduler.model.job import JobInfo
+from scheduler.model.objects import TaskInfo
 from scheduler.model.resources import EPSILON, Resource
 
 SHARE_DELTA = 1e-6

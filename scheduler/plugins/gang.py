@@ -9,7 +9,8 @@ from __future__ import annotations
 from scheduler.framework.messages import job_fit_error
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import PERMIT, REJECT, Session, ValidateResult
-from scheduler.model.objects import ALLOCATED_STATUSES, Condition, JobInfo, TaskInfo, TaskStatus
+from scheduler.model.job import JobInfo
+from scheduler.model.objects import ALLOCATED_STATUSES, Condition, TaskInfo, TaskStatus
 
 NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
 NOT_ENOUGH_TASKS = "NotEnoughTasks"

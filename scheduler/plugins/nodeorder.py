@@ -23,7 +23,8 @@ from __future__ import annotations
 from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import BatchScoreSplit, Session
-from scheduler.model.objects import NodeInfo, TaskInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import TaskInfo
 from scheduler.plugins.k8s.interpod import (
     normalize_min_max,
     pod_terms,

@@ -6,7 +6,8 @@ from scheduler.framework.arguments import ArgumentError, Arguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import PERMIT, REJECT, Session
 from scheduler.framework.shortfall import explain_sum
-from scheduler.model.objects import JobInfo, PodGroupPhase
+from scheduler.model.job import JobInfo
+from scheduler.model.objects import PodGroupPhase
 from scheduler.model.resources import Resource
 
 FACTOR_KEY = "overcommit-factor"

@@ -43,7 +43,8 @@ from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
 from scheduler.framework.status import Unfit
-from scheduler.model.objects import NodeInfo, PodInfo, TaskInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import PodInfo, TaskInfo
 from scheduler.plugins.k8s.interpod import InterPodState, pod_terms
 from scheduler.plugins.k8s.nodeaffinity import RequiredNodeAffinity, required_node_affinity
 from scheduler.plugins.k8s.podindex import SessionPods, session_pods

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import PERMIT, Session
-from scheduler.model.objects import JobInfo, TaskInfo
+from scheduler.model.job import JobInfo
+from scheduler.model.objects import TaskInfo
 
 
 class PriorityPlugin(Plugin):

@@ -12,13 +12,8 @@ from dataclasses import dataclass, field
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import PERMIT, REJECT, EventHandler, Session
 from scheduler.framework.shortfall import explain_sum
-from scheduler.model.objects import (
-    ALLOCATED_STATUSES,
-    JobInfo,
-    PodGroupPhase,
-    QueueInfo,
-    TaskInfo,
-)
+from scheduler.model.job import JobInfo
+from scheduler.model.objects import ALLOCATED_STATUSES, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 from scheduler.model.resources import Infinity, Resource
 
 
@@ -81,6 +76,30 @@ def _elastic(job: JobInfo) -> Resource:
     return r
 
 
+def _without_gated(job: JobInfo, r: Resource) -> Resource:
+    """`r` less the requests of the job's scheduling-gated pods, never below zero (Volcano's
+    DeductSchGatedResources): a gated pod must not hold queue room that other jobs could use."""
+    gated = [t for t in job.task_status_index.get(TaskStatus.PENDING, {}).values() if t.scheduling_gated]
+    if not gated:
+        return r
+    g = Resource()
+    for t in gated:
+        g.add(t.resreq)
+    out = r.clone()
+    out.milli_cpu = max(out.milli_cpu - g.milli_cpu, 0.0)
+    out.memory = max(out.memory - g.memory, 0.0)
+    for k, v in r.scalars.items():
+        if k in g.scalars:
+            out.scalars[k] = max(v - g.scalars[k], 0.0)
+    return out
+
+
+def _reservation(job: JobInfo, min_resources: Resource) -> Resource:
+    """What an admitted job still holds back in its queue: minResources less what its tasks already
+    hold (Volcano >= 1.13), so a job whose pods are placed but not yet running is not counted twice."""
+    return _without_gated(job, min_resources.clone().sub(job.allocated).clip_at_zero())
+
+
 def water_fill(attrs: dict[str, QueueAttr], total: Resource) -> None:
     remaining = total.clone()
     met: set[str] = set()
@@ -139,15 +158,11 @@ class ProportionPlugin(Plugin):
             if p.milli_cpu or p.memory or p.pods or p.scalars:
                 a.request.add(p)
             phase = job.pod_group_status.phase
-            if phase == PodGroupPhase.INQUEUE and job.min_resources is not None:
-                a.inqueue.add(job.min_resources)
-            if (
-                phase == PodGroupPhase.RUNNING
-                and job.min_resources is not None
-                and job.ready_task_num() >= job.min_available
+            if job.min_resources is not None and (
+                phase == PodGroupPhase.INQUEUE
+                or (phase == PodGroupPhase.RUNNING and job.ready_task_num() >= job.min_available)
             ):
-                rest = job.min_resources.clone().sub(job.allocated).clip_at_zero()
-                a.inqueue.add(rest)
+                a.inqueue.add(_reservation(job, job.min_resources))
             if job.min_available < len(job.tasks):
                 a.elastic.add(_elastic(job))
         water_fill(attrs, total)
@@ -230,7 +245,7 @@ class ProportionPlugin(Plugin):
         def job_enqueued(job: JobInfo) -> None:
             a = attrs.get(job.queue)
             if a is not None and job.min_resources is not None:
-                a.inqueue.add(job.min_resources)
+                a.inqueue.add(_without_gated(job, job.min_resources))
 
         def update(task: TaskInfo, sign: int) -> None:
             job = ssn.jobs.get(task.job)

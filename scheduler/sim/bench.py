@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
-import platform
 import random
 import resource
 import statistics
@@ -20,10 +18,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.conf import SchedulerConfiguration, default_configuration, load_file
+from scheduler.conf import SchedulerConfiguration
 from scheduler.framework.cycle import run_session
 from scheduler.framework.session import SessionOptions
 from scheduler.model.cluster import ClusterState
+from scheduler.registry import default_configuration, load_file
+from scheduler.sim.report import load_average, load_sentence, replace_section
 
 
 def gen_nodes(state: ClusterState, n: int, cpu: int = 32, mem_gi: int = 128) -> None:
@@ -302,6 +302,7 @@ def _run_idle(
 
 
 # The issue's goals (pods/s decided at 5,000 nodes; an idle period at 5,000 nodes / 150,000 pods)
+SECTION = "## Decision core (`vc-scheduler bench`)"
 GOAL_PODS_PER_S = 5000.0
 GOAL_IDLE_MS = 50.0
 # kube-scheduler's CI threshold for scheduling throughput at 5,000 nodes, for scale
@@ -335,22 +336,24 @@ def goals(backlog: dict[str, Any] | None, idle: dict[str, Any] | None) -> list[t
 
 
 def render_markdown(
-    cmd: str, backlog: dict[str, Any] | None, idle: dict[str, Any] | None, conf_name: str, conf_line: str = ""
+    cmd: str,
+    backlog: dict[str, Any] | None,
+    idle: dict[str, Any] | None,
+    conf_name: str,
+    conf_line: str = "",
+    load_before: str = "unknown",
 ) -> str:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     lines = [
-        "## Decision core (`vc-scheduler bench`)",
+        SECTION,
         "",
         f"Command: `{cmd}`  ",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-        f"1-minute load average at the end {load:.2f}  ",
+        f"{load_sentence(load_before, load_average())}  ",
         f"Configuration: {conf_name} ({conf_line})",
         "",
         "Both measurements go through the real path: Kubernetes objects -> cluster state -> snapshot -> "
         "session (open, actions, close). pods/s counts the sessions' time only; the wall figure adds "
         "the snapshots. After generating each cluster the garbage collector is set as the daemon "
-        "sets it after its initial sync (collect, freeze, young threshold 20,000). Figures taken on "
-        "a shared machine are provisional.",
+        "sets it after its initial sync (collect, freeze, young threshold 20,000).",
         "",
     ]
     if backlog:
@@ -401,10 +404,11 @@ def render_markdown(
 
 
 def main(argv: Sequence[str]) -> int:
-    if "--devices" in argv:  # the device hot-path micro-benchmark lives with the deviceshare plugin
-        from scheduler.plugins.deviceshare.bench import main as devices_main
+    if "--devices" in argv:  # the device hot-path micro-benchmark
+        from scheduler.sim.devicebench import main as devices_main
 
         return devices_main([a for a in argv if a != "--devices"])
+    load_before = load_average()
     p = argparse.ArgumentParser(prog="vc-scheduler bench", description="Benchmark the decision core.")
     p.add_argument(
         "--devices",
@@ -457,26 +461,9 @@ def main(argv: Sequence[str]) -> int:
     if args.output:
         cmd = "vc-scheduler bench " + " ".join(argv)
         conf_name = args.conf or "Volcano's default"
-        _write_section(args.output, render_markdown(cmd, backlog, idle, conf_name, conf_summary(conf)))
+        replace_section(
+            args.output,
+            SECTION,
+            render_markdown(cmd, backlog, idle, conf_name, conf_summary(conf), load_before),
+        )
     return 0
-
-
-def _write_section(path: str, section: str) -> None:
-    """Replace the decision-core section of docs/performance.md, keeping the other sections."""
-    marker = "## Decision core (`vc-scheduler bench`)"
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        text = "# Performance\n\nAll figures measured on the project's 2-core machines; medians unless stated.\n\n"
-    if marker in text:
-        start = text.index(marker)
-        rest = text[start + len(marker) :]
-        nxt = rest.find("\n## ")
-        end = start + len(marker) + nxt + 1 if nxt >= 0 else len(text)
-        following = text[end:]
-        text = text[:start] + (section.rstrip("\n") + "\n\n" if following else section) + following
-    else:
-        text = text.rstrip() + "\n\n" + section
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)

@@ -174,7 +174,20 @@ class PodGroupController:
         pg: dict[str, Any] = {
             "apiVersion": "scheduling.volcano.sh/v1beta1",
             "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": ns},
+            # owned by the pod, as Volcano's controller does: the garbage collector removes it with the pod
+            "metadata": {
+                "name": name,
+                "namespace": ns,
+                "ownerReferences": [
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "name": md["name"],
+                        "uid": md.get("uid", ""),
+                        "controller": True,
+                    }
+                ],
+            },
             "spec": {
                 "minMember": 1,
                 "queue": queue,

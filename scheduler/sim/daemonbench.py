@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scheduler.sim.report import load_average, load_sentence, replace_section
+
 SECTION = "## Daemon end to end (`python -m scheduler.sim.daemonbench`)"
 RUN_NS = "running"
 PENDING_NS = "pending"
@@ -497,13 +499,6 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------ report --
-def _load() -> str:
-    try:
-        return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "load unknown"
-
-
 def render(result: dict[str, Any], command: str, load_before: str) -> str:
     r = result
     goal_bind = "reached" if r["restart_to_first_bind_seconds"] <= 30 else "not reached"
@@ -516,8 +511,7 @@ def render(result: dict[str, Any], command: str, load_before: str) -> str:
         "The real daemon process against the sandbox API server (both children of the benchmark, so",
         "each has its own CPU): Ready nodes, pods already bound and Running in Running PodGroups, and",
         f"pending pods in gang PodGroups of {r['gang']} (1 CPU, 2 GiB each), plus one pod that fits nowhere",
-        "so that a session keeps running after the backlog (the idle session). Taken on "
-        f"{when}, {load_before} before the run.",
+        f"so that a session keeps running after the backlog (the idle session). Taken on {when}.",
         "",
         "```sh",
         command,
@@ -562,23 +556,10 @@ def render(result: dict[str, Any], command: str, load_before: str) -> str:
         "session is a session on the full cluster that places nothing (the misfit pod keeps sessions",
         "running); its open-session part includes the snapshot of the cache and the plugins' work.",
         "Volcano took 8 min 17 s from restart to first bind at this scale (volcano-sh/volcano#5819).",
-        "These figures were taken on a shared 2-core machine with other work running; they are",
-        "provisional until re-run on a quiet one.",
+        load_sentence(load_before, load_average()),
         "",
     ]
     return "\n".join(lines)
-
-
-def write_section(path: Path, text: str) -> None:
-    """Replace only this benchmark's section, from its heading to the next `## ` heading."""
-    doc = path.read_text() if path.exists() else "# Performance\n"
-    start = doc.find(SECTION)
-    if start < 0:
-        doc = doc.rstrip("\n") + "\n\n" + text
-    else:
-        nxt = doc.find("\n## ", start + len(SECTION))
-        doc = doc[:start] + text + (doc[nxt + 1 :] if nxt >= 0 else "")
-    path.write_text(doc)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -619,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.serve:
         run_loop(serve(args))
         return 0
-    load_before = _load()
+    load_before = load_average()
     try:
         result = run_loop(drive(args))
     except RuntimeError as exc:
@@ -634,7 +615,7 @@ def main(argv: list[str] | None = None) -> int:
         command = "python -m scheduler.sim.daemonbench " + " ".join(
             a for a in (argv if argv is not None else sys.argv[1:]) if a != "--json"
         )
-        write_section(Path(args.output), render(result, command, load_before))
+        replace_section(args.output, SECTION, render(result, command, load_before))
     return 0
 
 

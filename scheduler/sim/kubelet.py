@@ -7,6 +7,11 @@ after a short delay, or Failed with the reason the real kubelet gives (`OutOfcpu
 `NodeAffinity`, `UnexpectedAdmissionError`); a pod asking for a run time
 (annotation `sandbox.vc-scheduler.io/run-seconds`) turns Succeeded after it; a deleted pod finishes
 its graceful termination and is removed.
+
+A node annotated `sandbox.vc-scheduler.io/kubelet: stopped` has a stopped kubelet: pods bound there
+wait, and the node lifecycle controller (`nodelifecycle`) marks the node unreachable. When the
+annotation goes, the kubelet posts Ready again and starts the pods that waited. A node the sandbox
+is given without a Ready condition gets one from its kubelet, as a registering kubelet posts it.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from scheduler.model.convert import ConvertError, node_is_ready, pod_to_task
+from scheduler.model.convert import ConvertError, pod_to_task
 from scheduler.model.resources import QuantityError, Resource
 from scheduler.sim.deviceplugins import check_pod
+from scheduler.sim.nodelifecycle import STATUS_UNKNOWN_REASON, kubelet_stopped, ready_condition, with_ready
 from scheduler.sim.restclient import NODES, PODS, ApiError, RestClient
 
 log = logging.getLogger(__name__)
@@ -46,6 +52,8 @@ class SimulatedKubelets:
         self.admitted: dict[str, dict[str, Resource]] = {}
         self._handled: set[str] = set()  # pod uids whose admission is decided
         self._terminating: set[str] = set()
+        # node -> pod uid -> pod bound there while its kubelet is stopped
+        self._waiting: dict[str, dict[str, dict[str, Any]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.started = 0
         self.failed = 0
@@ -63,8 +71,17 @@ class SimulatedKubelets:
             name = (node.get("metadata") or {}).get("name")
             if kind == "DELETED":
                 self.nodes.pop(name, None)
-            else:
-                self.nodes[name] = node
+                continue
+            self.nodes[name] = node
+            if kubelet_stopped(node):
+                continue
+            cond = ready_condition(node)
+            if cond is None or (
+                cond.get("status") == "Unknown" and cond.get("reason") == STATUS_UNKNOWN_REASON
+            ):
+                self._spawn(self._post_ready(node))
+            for pod in self._waiting.pop(name, {}).values():
+                self._on_pod("MODIFIED", pod)
 
     async def _watch_pods(self) -> None:
         async for kind, pod in self.client.watch(PODS):
@@ -83,6 +100,9 @@ class SimulatedKubelets:
         uid = md.get("uid", "")
         spec = pod.get("spec") or {}
         phase = (pod.get("status") or {}).get("phase")
+        node_name = spec.get("nodeName")
+        if node_name in self._waiting:
+            self._waiting[node_name].pop(uid, None)
         if kind == "DELETED":
             self._release(pod)
             self._handled.discard(uid)
@@ -96,7 +116,11 @@ class SimulatedKubelets:
         if phase in ("Succeeded", "Failed"):
             self._release(pod)
             return
-        if not spec.get("nodeName") or uid in self._handled:
+        if not node_name or uid in self._handled:
+            return
+        node = self.nodes.get(node_name)
+        if node is not None and kubelet_stopped(node) and phase != "Running":
+            self._waiting.setdefault(node_name, {})[uid] = pod
             return
         if phase == "Running":
             # already running (e.g. the sandbox restarted): count it, do not start it again
@@ -119,8 +143,8 @@ class SimulatedKubelets:
     def _admission_error(self, pod: dict[str, Any]) -> tuple[str, str] | None:
         node_name = pod["spec"]["nodeName"]
         node = self.nodes.get(node_name)
-        if node is None or not node_is_ready(node):
-            return "NodeLost", f"node {node_name} does not exist or is not ready"
+        if node is None:
+            return "NodeLost", f"node {node_name} does not exist"
         labels = (node.get("metadata") or {}).get("labels") or {}
         for k, v in ((pod.get("spec") or {}).get("nodeSelector") or {}).items():
             if labels.get(k) != v:
@@ -227,6 +251,16 @@ class SimulatedKubelets:
                     }
                 },
             )
+
+    async def _post_ready(self, node: dict[str, Any]) -> None:
+        conditions = with_ready(node, "True", "KubeletReady", "kubelet is posting ready status")
+        try:
+            await self.client.patch(
+                NODES, node["metadata"]["name"], {"status": {"conditions": conditions}}, sub="status"
+            )
+        except ApiError as exc:
+            if exc.status != 404:
+                log.warning("kubelet: cannot post the status of node %s: %s", node["metadata"]["name"], exc)
 
     async def _patch_status(self, ns: str, name: str, patch: dict[str, Any]) -> bool:
         try:

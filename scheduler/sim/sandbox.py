@@ -29,6 +29,7 @@ from scheduler.sim.controllers import JobController, PodGroupController, ensure_
 from scheduler.sim.kubelet import SimulatedKubelets
 from scheduler.sim.manifests import ManifestError, Skipped, load_files
 from scheduler.sim.nodegen import NodeSpecError, device_configmap, make_nodes, parse_node_spec
+from scheduler.sim.nodelifecycle import NodeLifecycleController
 from scheduler.sim.restclient import NAMESPACES, ApiError, RestClient, resource_for
 
 log = logging.getLogger("sandbox")
@@ -312,7 +313,12 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
         for s in skipped:
             print(f"skipped {s.where}: {s.reason}", file=sys.stderr)
         kubelets = SimulatedKubelets(client, start_delay=args.pod_start_delay)
-        for comp in (kubelets.run(), JobController(client).run(), PodGroupController(client).run()):
+        for comp in (
+            kubelets.run(),
+            NodeLifecycleController(client).run(),
+            JobController(client).run(),
+            PodGroupController(client).run(),
+        ):
             components.append(asyncio.ensure_future(comp))
         await jobs_expanded(server.store)
         web_url = ""

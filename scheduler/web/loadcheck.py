@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from scheduler.conf import default_configuration
 from scheduler.framework.cycle import run_session_keep
 from scheduler.framework.session import SessionOptions
 from scheduler.model.cluster import ClusterState
+from scheduler.registry import default_configuration
 from scheduler.sim.bench import _pod, gen_nodes, gen_queues, gen_running
 from scheduler.web.explain import explain
 from scheduler.web.routes import WebView

@@ -29,6 +29,8 @@ class FakeClient:
         body: Any = None,
         content_type: str | None = None,
         timeout: float | None = None,
+        fenced: bool = True,
+        term: int | None = None,
     ) -> Any:
         self.calls.append((method, path, body))
         await asyncio.sleep(0)
@@ -37,7 +39,7 @@ class FakeClient:
                 return fn(body, query)
         return {}
 
-    async def bind(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+    async def bind(self, namespace: str, name: str, body: dict[str, Any], term: int | None = None) -> None:
         self.binds.append(body)
         await asyncio.sleep(0)
         answer = self.bind_answers.pop(0) if self.bind_answers else None

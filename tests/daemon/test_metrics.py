@@ -206,7 +206,7 @@ def test_job_share_from_drf_labelled_by_namespace_and_name_and_removed_with_the_
 
 
 def _vgpu_ledger(node_name: str) -> Any:
-    from scheduler.model.objects import NodeInfo
+    from scheduler.model.node import NodeInfo
     from scheduler.plugins.deviceshare import annotations as ann
     from scheduler.plugins.deviceshare.config import DEFAULT_CONFIG
     from scheduler.plugins.deviceshare.vgpu import VgpuLedger
@@ -232,7 +232,7 @@ def _vgpu_ledger(node_name: str) -> Any:
 
 
 def _share_ledger(node_name: str) -> Any:
-    from scheduler.model.objects import NodeInfo
+    from scheduler.model.node import NodeInfo
     from scheduler.plugins.deviceshare import annotations as ann
     from scheduler.plugins.deviceshare.gpushare import GpuShareLedger
 

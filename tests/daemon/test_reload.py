@@ -129,3 +129,31 @@ def test_the_key_follows_the_mounted_file_name(tmp_path: Path) -> None:
     r, _, _ = make(str(tmp_path / "my.conf"))
     assert r.key == "my.conf"
     assert r.on_configmap(cm(SPREAD, key="my.conf")) is True
+
+
+async def test_a_large_configuration_is_parsed_off_the_event_loop() -> None:
+    import asyncio
+    import time
+
+    from scheduler.reload import LARGE_CONFIG, ConfigReloader
+
+    # thousands of tiers: valid, and slow enough to parse that a blocked loop would show
+    tiers = "".join("- plugins:\n  - name: priority\n  - name: gang\n" for _ in range(2000))
+    text = 'actions: "enqueue, allocate"\ntiers:\n' + tiers
+    assert len(text) > LARGE_CONFIG
+    r = ConfigReloader()
+    cm = {"metadata": {"name": "volcano-scheduler-configmap"}, "data": {"volcano-scheduler.conf": text}}
+    gaps: list[float] = []
+    t0 = time.perf_counter()
+    assert r.on_configmap(cm) is False  # not in force yet: being parsed in a thread
+    assert time.perf_counter() - t0 < 0.2
+    assert r.parsing is not None
+    last = time.perf_counter()
+    while not r.parsing.done():
+        await asyncio.sleep(0.01)
+        now = time.perf_counter()
+        gaps.append(now - last)
+        last = now
+    await asyncio.sleep(0)
+    assert r.current_source.startswith("configmap") and len(r.current.tiers) == 2000
+    assert len(gaps) > 3 and max(gaps) < 0.5  # the loop kept running all along

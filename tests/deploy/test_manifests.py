@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from scheduler.__version__ import __version__
-from scheduler.conf import parse
+from scheduler.registry import parse
 from tests.deploy.conftest import CHART, CRD_DIR, DEPLOY, KUSTOMIZE_DIR, REPO, documents, run
 
 pytestmark = pytest.mark.kubectl

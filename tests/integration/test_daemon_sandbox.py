@@ -9,6 +9,7 @@ from typing import Any
 
 import aiohttp
 
+from tests import k8stools
 from tests.integration.conftest import FAST_LEASE, Cluster, wait_for
 
 BINPACK = """actions: "enqueue, allocate, backfill"
@@ -240,3 +241,52 @@ async def test_healthz_also_served_on_the_volcano_healthz_address(cluster: Clust
     )
     assert len(d.ports) == 2
     assert (await get(f"http://127.0.0.1:{d.ports[1]}/healthz"))[0] == 200
+
+
+async def test_podgroup_events_name_the_podgroup_so_kubectl_describe_lists_them(cluster: Cluster) -> None:
+    # a gang asking more than the cluster has: enqueue refuses it with a PodGroup event
+    cluster.create(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "too-big", "namespace": "default"},
+            "spec": {"minMember": 1, "queue": "default", "minResources": {"cpu": "64"}},
+        }
+    )
+    cluster.pod("too-big-0", "too-big", cpu="64")
+    await cluster.start_daemon("--leader-elect=false")
+    pg = cluster.store.get("podgroups", "default", "too-big")
+
+    def pg_events() -> list[dict[str, Any]]:
+        return [
+            e
+            for e in cluster.store.list("events", "default")
+            if e["involvedObject"].get("kind") == "PodGroup" and e["involvedObject"]["name"] == "too-big"
+        ]
+
+    await wait_for(pg_events, 10, "a PodGroup event")
+    ref = pg_events()[0]["involvedObject"]
+    assert ref == {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "namespace": "default",
+        "name": "too-big",
+        "uid": pg["metadata"]["uid"],
+    }
+    tools = k8stools.ensure_binaries()
+    if tools is None:  # the API answer kubectl describe relies on, without kubectl
+        return
+    proc = await asyncio.create_subprocess_exec(
+        str(tools["kubectl"]),
+        "--kubeconfig",
+        cluster.kubeconfig,
+        "describe",
+        "podgroup",
+        "too-big",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    text = out.decode()
+    assert proc.returncode == 0, err.decode()
+    assert "Events:  <none>" not in text and "Unschedulable" in text, text

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.plugins.deviceshare.bench import run_device_bench
+from scheduler.sim.devicebench import run_device_bench
 
 
 def test_bench_reports_rates_and_places_pods_on_a_small_cluster() -> None:

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.conf import ConfigError, default_configuration, parse
+from scheduler.conf import ConfigError
+from scheduler.registry import default_configuration, parse
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,10 +60,61 @@ def test_an_unknown_plugin_is_refused_with_the_closest_name() -> None:
 
 def test_a_volcano_plugin_we_do_not_implement_loads_with_a_warning() -> None:
     conf = parse(
-        'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: tdm\n  - name: numaaware\n'
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: tdm\n  - name: numa-aware\n'
     )
-    assert any("'tdm'" in w for w in conf.warnings)
-    assert any("'numaaware'" in w for w in conf.warnings)
+    assert any("'tdm'" in w and "skipped" in w for w in conf.warnings)
+    assert any("'numa-aware'" in w for w in conf.warnings)
+
+
+# Every name Volcano's plugin factory registers (pkg/scheduler/plugins/factory.go).
+VOLCANO_REGISTERED_PLUGINS = [
+    "drf",
+    "gang",
+    "deviceshare",
+    "predicates",
+    "priority",
+    "nodeorder",
+    "conformance",
+    "binpack",
+    "resource-strategy-fit",
+    "tdm",
+    "overcommit",
+    "sla",
+    "task-topology",
+    "numa-aware",
+    "cdp",
+    "rescheduling",
+    "usage",
+    "pdb",
+    "nodegroup",
+    "network-topology-aware",
+    "proportion",
+    "capacity",
+    "extender",
+    "resourcequota",
+]
+
+
+def test_a_volcano_action_we_do_not_implement_loads_with_a_warning_and_is_skipped() -> None:
+    conf = parse(
+        'actions: "enqueue, allocate, gangpreempt, shuffle"\ntiers: []\n'
+        "configurations:\n- name: gangpreempt\n  arguments: {}\n"
+    )
+    assert conf.actions == ["enqueue", "allocate"]
+    assert any("'gangpreempt'" in w and "skipped" in w for w in conf.warnings)
+    assert any("'shuffle'" in w for w in conf.warnings)
+
+
+def test_every_plugin_volcano_registers_loads() -> None:
+    # a configuration Volcano accepts is never refused: unimplemented ones are skipped with a warning
+    text = 'actions: "allocate"\ntiers:\n- plugins:\n' + "".join(
+        f"  - name: {name}\n" for name in VOLCANO_REGISTERED_PLUGINS
+    )
+    conf = parse(text)
+    assert conf.plugin_names() == VOLCANO_REGISTERED_PLUGINS
+    skipped = {p.name for t in conf.tiers for p in t.plugins if not p.implemented}
+    for name in skipped:
+        assert any(f"{name!r}" in w and "does not implement" in w for w in conf.warnings)
 
 
 def test_a_wrong_type_names_the_field_and_the_value() -> None:
@@ -92,3 +144,16 @@ def test_every_shipped_configuration_is_valid() -> None:
     assert len(files) >= 4
     for f in files:
         parse(f.read_text(), str(f))
+
+
+def test_preempt_arguments_of_the_wrong_type_are_refused_naming_the_action() -> None:
+    conf = parse(
+        'actions: "preempt"\ntiers: []\nconfigurations:\n- name: preempt\n'
+        "  arguments: {enableTopologyAwarePreemption: true, minCandidateNodesPercentage: 20}\n"
+    )
+    assert conf.action_arguments("preempt").get_bool("enableTopologyAwarePreemption", False)
+    with pytest.raises(ConfigError, match=r"action 'preempt' argument 'minCandidateNodesAbsolute'"):
+        parse(
+            'actions: "preempt"\ntiers: []\nconfigurations:\n- name: preempt\n'
+            "  arguments: {minCandidateNodesAbsolute: many}\n"
+        )

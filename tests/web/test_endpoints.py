@@ -10,8 +10,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from scheduler.conf import load_file
 from scheduler.flags import parse_args
+from scheduler.registry import load_file
 from scheduler.sim.manifests import load_files
 from scheduler.sim.sandbox import web_flags
 from scheduler.sim.simulate import simulate

@@ -12,6 +12,7 @@ scheduler and its simulated counterpart cannot drift apart.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -208,13 +209,22 @@ class RegisteredCard:
     mode: str = MODE_HAMI_CORE
 
 
-def _lenient_int(text: str) -> int:
-    # Go's strconv failure leaves 0 in the real scheduler; a negative number is no better
-    try:
-        v = int(text.strip())
-    except ValueError:
-        return 0
-    return v if v > 0 else 0
+# HAMi's DeviceInfo holds count and devmem as Go int32: larger numbers are not a registration the
+# device plugin can have written, and they must never reach the compiled fit's int64 arrays.
+REGISTER_INT_MAX = 2**31 - 1
+_DECIMAL = re.compile(r"[0-9]{1,10}")
+_PRINTABLE = re.compile(r"[\x20-\x7e]*")
+# an empty card id is what Volcano accepts (the card then never passes a UUID filter)
+_UUID = re.compile(r"[\x21-\x7e]*")
+
+
+def _register_int(field: str, text: str, uuid: str) -> int:
+    t = text.strip()
+    if not _DECIMAL.fullmatch(t) or int(t) > REGISTER_INT_MAX:
+        raise ValueError(
+            f"card {uuid[:40]!r}: {field} {t[:24]!r} is not a whole number 0..{REGISTER_INT_MAX}"
+        )
+    return int(t)
 
 
 def encode_vgpu_register(cards: list[RegisteredCard]) -> str:
@@ -230,16 +240,31 @@ def decode_vgpu_register(value: str | None) -> tuple[list[RegisteredCard] | None
     if ":" not in value:
         return None, f"garbled vGPU registration {value[:60]!r}: no ':'-terminated entry"
     cards: list[RegisteredCard] = []
+    seen: set[str] = set()
     for item in value.split(":"):
         if "," not in item:
             continue
         f = item.split(",")
         if len(f) < 6:
             return None, f"garbled vGPU registration entry {item[:60]!r}: {len(f)} fields, need 6"
+        uuid = f[0].strip()
+        if not _UUID.fullmatch(uuid):
+            return None, f"vGPU registration: card id {uuid[:40]!r} is not printable ASCII"
+        if uuid and uuid in seen:
+            return None, f"vGPU registration lists card {uuid[:40]!r} twice"
+        seen.add(uuid)
+        if not _PRINTABLE.fullmatch(f[3]) or not _PRINTABLE.fullmatch(f[5]):
+            return (
+                None,
+                f"vGPU registration: card {uuid[:40]!r} has a type or mode that is not printable ASCII",
+            )
+        try:
+            count = _register_int("count", f[1], uuid)
+            devmem = _register_int("devmem", f[2], uuid)
+        except ValueError as exc:
+            return None, f"vGPU registration: {exc}"
         health = f[4].strip().lower() in ("true", "1", "t")
-        cards.append(
-            RegisteredCard(f[0].strip(), _lenient_int(f[1]), _lenient_int(f[2]), f[3], health, f[5].strip())
-        )
+        cards.append(RegisteredCard(uuid, count, devmem, f[3], health, f[5].strip()))
     if not cards:
         return None, "vGPU registration lists no card"
     return cards, ""
@@ -278,8 +303,8 @@ def decode_pod_devices(value: str | None) -> list[list[DeviceEntry]]:
                 mem, cores = int(f[2]), int(f[3])
             except ValueError:
                 continue
-            if mem < 0 or cores < 0:
-                continue
+            if not (0 <= mem <= REGISTER_INT_MAX and 0 <= cores <= REGISTER_INT_MAX):
+                continue  # no card has that much: garbage, never charged to a 64-bit ledger
             entries.append(DeviceEntry(f[0], mem, cores, f[1]))
         out.append(entries)
     return out

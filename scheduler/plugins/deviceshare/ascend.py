@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.model.objects import NodeInfo
+from scheduler.model.node import NodeInfo
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare.config import POLICY_BINPACK, POLICY_SPREAD, DeviceConfig, VnpuChip
 from scheduler.plugins.deviceshare.requests import AscendContainerRequest, AscendRequest, trim_to_template

@@ -60,6 +60,7 @@ class DeviceShareArgs:
     cm_namespace: str = "kube-system"
     # spec 6.7: label sets whose pods never share a GPU with each other (vGPU only)
     exclusive_rules: tuple[Rule, ...] = ()
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def policy(self) -> int:
@@ -73,6 +74,7 @@ class DeviceShareArgs:
     @classmethod
     def parse(cls, arguments: Arguments) -> DeviceShareArgs:
         sharing = arguments.get_bool(GPU_SHARING, False) or arguments.get_bool(LEGACY_GPU_SHARING, False)
+        rules, rule_warnings = parse_rules(arguments.raw(GPU_EXCLUSIVE_RULES))
         a = cls(
             gpu_sharing=sharing,
             gpu_number=arguments.get_bool(GPU_NUMBER, False),
@@ -84,7 +86,8 @@ class DeviceShareArgs:
             weight=arguments.get_int(SCHEDULE_WEIGHT, 0),
             cm_name=arguments.get_str(CM_NAME, "volcano-vgpu-device-config"),
             cm_namespace=arguments.get_str(CM_NAMESPACE, "kube-system"),
-            exclusive_rules=_exclusive_rules(arguments),
+            exclusive_rules=rules,
+            warnings=rule_warnings,
         )
         a.check_exclusive()
         return a
@@ -98,35 +101,32 @@ class DeviceShareArgs:
             raise ArgumentError(f"{GPU_NUMBER} and {VGPU} cannot both be true")
 
 
-def parse_rules(raw: Any) -> tuple[Rule, ...]:
-    """The rules argument: a list of label maps (string keys and values, at least one label each).
+def parse_rules(raw: Any) -> tuple[tuple[Rule, ...], tuple[str, ...]]:
+    """The rules argument (a list of label maps) and warnings about what was dropped.
 
-    Upstream silently drops what it cannot read; a configuration we would misread is refused
-    instead, naming the bad entry, so a typo cannot switch exclusivity off unnoticed.
+    Volcano keeps only string labels and drops a rule left with none, or the whole argument when
+    it is not a list; we read it the same way, so a configuration Volcano accepts loads here, but
+    each dropped piece is a warning naming it, so a typo does not switch exclusivity off unseen.
     """
     if raw is None:
-        return ()
+        return (), ()
     if not isinstance(raw, list):
-        raise ArgumentError(f"{GPU_EXCLUSIVE_RULES}: expected a list of label maps, got {raw!r}")
+        return (), (f"{GPU_EXCLUSIVE_RULES}: expected a list of label maps, got {raw!r}; no rules apply",)
     rules: list[Rule] = []
+    warnings: list[str] = []
     for i, item in enumerate(raw):
-        if not isinstance(item, Mapping) or not item:
-            raise ArgumentError(
-                f"{GPU_EXCLUSIVE_RULES}[{i}]: expected a non-empty map of labels, got {item!r}"
-            )
+        entry = f"{GPU_EXCLUSIVE_RULES}[{i}]"
         labels = []
-        for k, v in item.items():
-            if not isinstance(k, str) or not isinstance(v, str):
-                raise ArgumentError(
-                    f"{GPU_EXCLUSIVE_RULES}[{i}]: label {k!r}: {v!r} must be a string to a string"
-                )
-            labels.append((k, v))
-        rules.append(tuple(sorted(labels)))
-    return tuple(rules)
-
-
-def _exclusive_rules(arguments: Arguments) -> tuple[Rule, ...]:
-    return parse_rules(arguments.raw(GPU_EXCLUSIVE_RULES))
+        for k, v in item.items() if isinstance(item, Mapping) else ():
+            if isinstance(k, str) and isinstance(v, str):
+                labels.append((k, v))
+            else:
+                warnings.append(f"{entry}: label {k!r}: {v!r} is not a string to a string; ignored")
+        if labels:
+            rules.append(tuple(sorted(labels)))
+        else:
+            warnings.append(f"{entry}: {item!r} has no labels; the rule is ignored")
+    return tuple(rules), tuple(warnings)
 
 
 # --- device-config.yaml -----------------------------------------------------------------------
@@ -268,8 +268,6 @@ def _mig(raw: Any) -> tuple[MigGeometry, ...]:
                 if mem == 0 or count == 0:
                     raise _Bad(f"geometry {p['name']!r} needs memory and count > 0")
                 profiles.append(MigProfile(p["name"], mem, count))
-            if not profiles:
-                raise _Bad(f"MIG group {g['group']!r} has no geometries")
             groups.append(MigGroup(g["group"], tuple(profiles)))
         out.append(MigGeometry(tuple(models), tuple(groups)))
     return tuple(out)

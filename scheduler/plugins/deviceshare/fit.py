@@ -18,6 +18,7 @@ both give identical answers on random inputs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 FIT = 0
@@ -31,6 +32,16 @@ POLICY_SPREAD = 2
 PCT_UNSET = 101
 
 IMPLEMENTATION = "python"
+
+
+# One card chosen for one container; here rather than in vgpu.py because both the hami-core/MPS
+# ledger (vgpu.py) and the MIG slice picker (mig.py) produce it.
+@dataclass(frozen=True, slots=True)
+class Pick:
+    card: int  # local card index on the node
+    device_id: str  # card UUID, or the MIG slice id
+    mem: int  # memory demand written to the annotation (the request, not the slice size)
+    cores: int
 
 
 def card_refuses(

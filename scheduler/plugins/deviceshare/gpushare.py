@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scheduler.model.objects import NodeInfo
+from scheduler.model.node import NodeInfo
 from scheduler.model.resources import QuantityError, parse_quantity
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare.config import POLICY_BINPACK, POLICY_SPREAD

@@ -19,6 +19,7 @@ from scheduler.plugins.deviceshare.fit import (
     FIT,
     NOT_FITTED,
     TOO_MANY_CARDS,
+    Pick,
     card_order,
     card_refuses,
     card_score,
@@ -26,7 +27,7 @@ from scheduler.plugins.deviceshare.fit import (
 
 if TYPE_CHECKING:
     from scheduler.plugins.deviceshare.requests import VgpuRequest
-    from scheduler.plugins.deviceshare.vgpu import Pick, VgpuLedger
+    from scheduler.plugins.deviceshare.vgpu import VgpuLedger
 
 
 @dataclass(slots=True)
@@ -103,8 +104,6 @@ def fit_mig_node(
     ledger: VgpuLedger, req: VgpuRequest, policy: int, usable: list[bool], factor: int
 ) -> tuple[int, float, list[list[Pick]]]:
     """Spec 3.4 with rule 9 (a slice must fit) on a working copy; (code, score, picks)."""
-    from scheduler.plugins.deviceshare.vgpu import Pick
-
     n = ledger.n
     t = ledger.table
     base = ledger.base

@@ -19,7 +19,8 @@ from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Event, EventHandler, Session
 from scheduler.framework.status import AllocateError, Unfit
-from scheduler.model.objects import ALLOCATED_STATUSES, NodeInfo, PodInfo, TaskInfo, TaskStatus
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import ALLOCATED_STATUSES, PodInfo, TaskInfo, TaskStatus
 from scheduler.model.resources import QuantityError, parse_quantity
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare import gpushare, vgpu
@@ -130,8 +131,8 @@ class DeviceSharePlugin(Plugin):
         self._unusable: dict[str, dict[str, str]] = {}
 
     @classmethod
-    def validate(cls, arguments: Arguments) -> None:
-        DeviceShareArgs.parse(arguments)
+    def validate(cls, arguments: Arguments) -> list[str]:
+        return list(DeviceShareArgs.parse(arguments).warnings)
 
     # -- session -------------------------------------------------------------------------------
     def on_session_open(self, ssn: Session) -> None:
@@ -150,13 +151,19 @@ class DeviceSharePlugin(Plugin):
         share = a.gpu_sharing or a.gpu_number
         chips = self.config.vnpus if a.ascend_hami else ()
         for node in ssn.node_list:
-            if share and ann.GPU_NUMBER in node.raw_capacity:
-                self._build_share(node)
-            if a.vgpu and ann.VGPU_REGISTER in node.annotations:
-                self._build_vgpu(node)
-            for chip in chips:
-                if chip.resource_name in node.allocatable.scalars:
-                    self._build_ascend(node, chip)
+            try:
+                if share and ann.GPU_NUMBER in node.raw_capacity:
+                    self._build_share(node)
+                if a.vgpu and ann.VGPU_REGISTER in node.annotations:
+                    self._build_vgpu(node)
+                for chip in chips:
+                    if chip.resource_name in node.allocatable.scalars:
+                        self._build_ascend(node, chip)
+            except Exception as exc:  # a node the decoders let through by mistake: that node only
+                for kind in (gpushare.KIND, vgpu.KIND, *(c.common_word for c in chips)):
+                    node.devices.pop(kind, None)
+                    self._unusable.setdefault(node.name, {})[kind] = "internal error reading its devices"
+                ssn.contain(self.name, f"node {node.name}", exc)
         self.exclusive = (
             ExclusiveRules.build(a.exclusive_rules, ssn) if a.vgpu and a.exclusive_rules else None
         )
@@ -216,7 +223,7 @@ class DeviceSharePlugin(Plugin):
         fails them at container start)."""
         self._unusable.setdefault(node.name, {})[kind] = why
         if self.ssn is not None:
-            self.ssn.warn(f"deviceshare: node {node.name}: {why}")
+            self.ssn.warn_node(node.name, f"deviceshare: node {node.name}: {why}")
 
     @staticmethod
     def _replay_ascend(led: AscendLedger, task: TaskInfo) -> None:

@@ -17,24 +17,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from scheduler.model.objects import NodeInfo
+from scheduler.model.node import NodeInfo
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare.config import DeviceConfig
-from scheduler.plugins.deviceshare.fit import FIT, NEEDS_PYTHON, NOT_FITTED, TOO_MANY_CARDS
+from scheduler.plugins.deviceshare.fit import FIT, NEEDS_PYTHON, NOT_FITTED, TOO_MANY_CARDS, Pick
 from scheduler.plugins.deviceshare.hotpath import fit_impl
 from scheduler.plugins.deviceshare.mig import MigCard, fit_mig_node
 from scheduler.plugins.deviceshare.requests import VgpuRequest
 
 KIND = "hamivgpu"
 _NODE_RESOURCES = (ann.VGPU_NUMBER, ann.VGPU_CORES, ann.VGPU_MEMORY)
-
-
-@dataclass(frozen=True, slots=True)
-class Pick:
-    card: int  # local card index on the node
-    device_id: str  # card UUID, or the MIG slice id
-    mem: int  # memory demand written to the annotation (the request, not the slice size)
-    cores: int
 
 
 @dataclass(slots=True)
@@ -83,6 +75,9 @@ class VgpuTable:
         return len(self.count)
 
     def add_node(self, ledger: VgpuLedger, cards: list[ann.RegisteredCard], ok: list[bool], mig: bool) -> int:
+        for c in cards:  # checked before any append: a half-added node would misalign every array
+            if not (0 <= c.count <= ann.REGISTER_INT_MAX and 0 <= c.devmem <= ann.REGISTER_INT_MAX):
+                raise ValueError(f"card {c.uuid!r}: count {c.count} or devmem {c.devmem} out of range")
         idx = len(self.ledgers)
         self.ledgers.append(ledger)
         for c, good in zip(cards, ok, strict=True):
@@ -182,8 +177,9 @@ class ScanCache:
         if led.mig is not None:  # MIG nodes were fitted in Python by the scan: ask again for the reason
             f = led.fit(req, policy)
             return f.ok, f.reason, f.score
-        if req.use_uuids and not any(u in led.uuid_index for u in req.use_uuids):
-            return False, f"no card on the node matches {ann.VGPU_USE_UUID}", 0.0
+        miss = led.uuid_filter_miss(req)
+        if miss:
+            return False, miss, 0.0
         if code == TOO_MANY_CARDS:
             return False, "no enough gpu cards on node", 0.0
         return False, "not enough gpu fitted on this node", 0.0
@@ -242,10 +238,11 @@ class VgpuLedger:
         self.mig: list[MigCard | None] | None = None
         if self.mode == ann.MODE_MIG:
             geoms = [cfg.geometry_for(c.type) for c in cards]
-            if all(geoms):
-                self.mig = [MigCard(g) if g else None for g in geoms]
+            if all(g is not None for g in geoms):
+                # a listed model stays in MIG mode even when its groups offer no slice (upstream)
+                self.mig = [MigCard(g) for g in geoms if g is not None]
             else:
-                self.mode = ann.MODE_HAMI_CORE  # a card without known geometry: upstream falls back
+                self.mode = ann.MODE_HAMI_CORE  # a card of an unlisted model: upstream falls back
         bad_idx, bad_uuid = unhealthy
         # Upstream still schedules unhealthy cards (kubelet then rejects the pod); we never do (spec 8).
         ok = [
@@ -278,8 +275,22 @@ class VgpuLedger:
         return cls(node.name, cards, cfg, table, unhealthy), ""
 
     # -- card filters (spec 3.4 rules 1, 3, 8) ----------------------------------------------------
+    def uuid_filter_miss(self, req: VgpuRequest) -> str:
+        """Why no card of the node passes the pod's UUID filters (Volcano's wording), or ""."""
+        if not (req.use_uuids or req.nouse_uuids):
+            return ""
+        for uuid in self.uuids:
+            if uuid and (not req.use_uuids or uuid in req.use_uuids) and uuid not in req.nouse_uuids:
+                return ""
+        return (
+            f'no GPU matches UUID constraints {ann.VGPU_USE_UUID}="{",".join(req.use_uuids)}", '
+            f'{ann.VGPU_NOUSE_UUID}="{",".join(req.nouse_uuids)}" on node {self.node_name}'
+        )
+
     def card_allows(self, c: int, req: VgpuRequest, group_conflict: bool) -> bool:
         uuid = self.uuids[c]
+        if not uuid and (req.use_uuids or req.nouse_uuids):
+            return False  # a card without UUID cannot be told apart: no UUID filter admits it
         if req.use_uuids and uuid not in req.use_uuids:
             return False
         if uuid in req.nouse_uuids:
@@ -397,8 +408,9 @@ class VgpuLedger:
             return FitResult(
                 False, f"pod required sharing mode {req.mode} is not the same as the node mode {self.mode}"
             )
-        if req.use_uuids and not any(u in self.uuid_index for u in req.use_uuids):
-            return FitResult(False, f"no card on the node matches {ann.VGPU_USE_UUID}")
+        miss = self.uuid_filter_miss(req)
+        if miss:
+            return FitResult(False, miss)
         t, i = self.table, self.idx
         mask = t.mask_for(req, i, i + 1)
         if self.mig is not None:

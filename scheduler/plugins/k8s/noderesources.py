@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from scheduler.model.objects import NodeInfo
+from scheduler.model.node import NodeInfo
 from scheduler.model.resources import CPU, MEMORY, Resource
 
 LEAST_ALLOCATED_RESOURCES = ((CPU, 50), (MEMORY, 50))

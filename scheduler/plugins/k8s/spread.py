@@ -28,7 +28,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler.framework.status import Unfit
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import PodInfo
 from scheduler.plugins.k8s.labels import Selector, compile_selector
 from scheduler.plugins.k8s.nodeaffinity import RequiredNodeAffinity, required_node_affinity
 from scheduler.plugins.k8s.podindex import SessionPods

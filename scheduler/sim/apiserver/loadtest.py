@@ -25,13 +25,13 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from scheduler.sim.apiserver import codec
 from scheduler.sim.apiserver.server import rss_mb, settle_heap
+from scheduler.sim.report import load_average, load_sentence, replace_section
 
 POD_NS = "load"
 SECTION = "## Sandbox API server (`python -m scheduler.sim.apiserver.loadtest`)"
@@ -484,13 +484,6 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
             proc.kill()
 
 
-def _load() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "unknown"
-
-
 def render(result: dict[str, Any], command: str, load_before: str, load_after: str) -> str:
     """The Markdown section: the command, the figures, and the goals of issue #4 checked."""
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -562,23 +555,11 @@ def render(result: dict[str, Any], command: str, load_before: str, load_after: s
         f"({rss:,.0f} MiB at {result['nodes']:,} nodes and {result['pods']:,} pods).",
         f"- Goal ≥ 2,000 writes/s with 100 concurrent watches on 2 cores: {'reached' if goal_writes else 'not reached'} "
         f"(slowest verb {slowest:,}/s with {result['watchers']} watches).",
-        "- Taken on a shared 2-core machine with other work running: provisional until re-run on a quiet one.",
+        f"- {load_sentence(load_before, load_after)}",
         "",
         "",
     ]
     return "\n".join(lines)
-
-
-def write_section(path: Path, text: str) -> None:
-    """Replace only this section, from its heading to the next `## ` heading."""
-    doc = path.read_text() if path.exists() else "# Performance\n"
-    start = doc.find(SECTION)
-    if start < 0:
-        doc = doc.rstrip("\n") + "\n\n" + text
-    else:
-        nxt = doc.find("\n## ", start + len(SECTION))
-        doc = doc[:start] + text + (doc[nxt + 1 :] if nxt >= 0 else "")
-    path.write_text(doc)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -623,7 +604,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.serve:
         run_loop(serve(args))
         return 0
-    load_before = _load()
+    load_before = load_average()
     result = run_loop(drive(args))
     if args.json:
         print(json.dumps(result))
@@ -641,7 +622,7 @@ def main(argv: list[str] | None = None) -> int:
         command = "python -m scheduler.sim.apiserver.loadtest " + " ".join(
             a for a in (argv if argv is not None else sys.argv[1:]) if a != "--json"
         )
-        write_section(Path(args.output), render(result, command.strip(), load_before, _load()))
+        replace_section(args.output, SECTION, render(result, command.strip(), load_before, load_average()))
     return 0
 
 

@@ -102,6 +102,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     ),
     _r("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False, ("q", "queue-v1beta1"), ("status",)),
     _r("batch.volcano.sh", "v1alpha1", "jobs", "Job", True, ("vcjob", "vj"), ("status",)),
+    _r("topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode", False, ("hn",), ("status",)),
     _r(
         "apiextensions.k8s.io",
         "v1",
@@ -131,6 +132,7 @@ GROUP_ORDER = (
     "apiextensions.k8s.io",
     "batch.volcano.sh",
     "scheduling.volcano.sh",
+    "topology.volcano.sh",
 )
 
 

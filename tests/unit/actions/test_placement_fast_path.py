@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from scheduler.conf import default_configuration, parse
 from scheduler.framework.cycle import run_session
 from scheduler.framework.placement import PlacementCache, prioritize
 from scheduler.framework.session import SessionOptions
 from scheduler.model.cluster import ClusterState
+from scheduler.registry import default_configuration, parse
 from scheduler.sim.bench import _pod, gen_nodes, gen_pending_jobs, gen_queues
 
 BINPACK = parse(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.model.objects import Container, NodeInfo, PodInfo, TaskInfo, TaskStatus
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import Container, PodInfo, TaskInfo, TaskStatus
 from scheduler.model.resources import Resource
 from scheduler.plugins.deviceshare import annotations as ann
 
@@ -26,6 +27,19 @@ nvidia:
       geometries: [{name: 3g.40gb, memory: 40192, count: 2}]
     - group: group4
       geometries: [{name: 7g.80gb, memory: 80896, count: 1}]
+"""
+
+# the Ascend910A chip of Volcano's device-config tests, as one entry of the legacy `vnpus:` list
+ASCEND910A_VNPU = """
+- chipName: 910A
+  commonWord: Ascend910A
+  resourceName: huawei.com/Ascend910A
+  resourceMemoryName: huawei.com/Ascend910A-memory
+  memoryAllocatable: 32768
+  memoryCapacity: 32768
+  aiCore: 30
+  templates:
+  - {name: vir02, memory: 2184, aiCore: 2}
 """
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from dshelpers import pod
 
-from scheduler.model.objects import NodeInfo
+from scheduler.model.node import NodeInfo
 from scheduler.model.resources import Resource
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare.ascend import AscendLedger, NpuChip, ascend_card_metrics

@@ -96,7 +96,7 @@ def test_unusable_device_config_falls_back_to_defaults_with_a_warning(text) -> N
     assert c.warnings and "built-in defaults used" in c.warnings[0]
 
 
-def test_register_roundtrip_and_lenient_fields() -> None:
+def test_register_roundtrip_and_bad_fields_refused() -> None:
     cards = [
         ann.RegisteredCard("GPU-a", 10, 32768, "NVIDIA-Tesla V100-PCIE-32GB", True, "hami-core"),
         ann.RegisteredCard("GPU-b", 4, 81920, "NVIDIA-A100-SXM4-80GB", False, "mig"),
@@ -107,8 +107,25 @@ def test_register_roundtrip_and_lenient_fields() -> None:
         "GPU-b,4,81920,NVIDIA-A100-SXM4-80GB,false,mig:"
     )
     assert ann.decode_vgpu_register(text) == (cards, "")
-    got, _ = ann.decode_vgpu_register("GPU-a,x,-3,NVIDIA-T4,yes,hami-core,extra:")
-    assert got == [ann.RegisteredCard("GPU-a", 0, 0, "NVIDIA-T4", False, "hami-core")]
+    # extra fields are ignored, health other than true/1/t is unhealthy
+    got, _ = ann.decode_vgpu_register("GPU-a,3,100,NVIDIA-T4,yes,hami-core,extra:")
+    assert got == [ann.RegisteredCard("GPU-a", 3, 100, "NVIDIA-T4", False, "hami-core")]
+    for bad, says in (
+        ("GPU-a,x,100,NVIDIA-T4,true,hami-core:", "count 'x'"),
+        ("GPU-a,10,-3,NVIDIA-T4,true,hami-core:", "devmem '-3'"),
+        ("GPU-a,10,99999999999999999999999,NVIDIA-T4,true,hami-core:", "devmem"),
+        ("GPU-a,10,2147483648,NVIDIA-T4,true,hami-core:", "0..2147483647"),
+        (
+            "GPU-a,\u0661\u0660,100,NVIDIA-T4,true,hami-core:",
+            "count",
+        ),  # Arabic-Indic digits: int() would take them
+        ("GPU-a,1_0,100,NVIDIA-T4,true,hami-core:", "count"),
+        ("GPU-é,10,100,NVIDIA-T4,true,hami-core:", "not printable ASCII"),
+        ("GPU-a,10,100,NVIDIA-T4™,true,hami-core:", "not printable ASCII"),
+        ("GPU-dup,10,100,NVIDIA-T4,true,hami-core:GPU-dup,10,100,NVIDIA-T4,true,hami-core:", "twice"),
+    ):
+        cards_, why = ann.decode_vgpu_register(bad)
+        assert cards_ is None and says in why, (bad, why)
 
 
 def test_pod_devices_roundtrip_and_spec_examples() -> None:

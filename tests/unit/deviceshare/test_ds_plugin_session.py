@@ -12,15 +12,15 @@ import pytest
 import yaml
 from dshelpers import share_node, vgpu_node
 
-from scheduler.conf import parse
-from scheduler.framework import registry
+from scheduler import registry
 from scheduler.framework.session import Session, SessionOptions
-from scheduler.model.objects import NodeInfo
+from scheduler.model.node import NodeInfo
 from scheduler.model.resources import Resource
 from scheduler.model.snapshot import Snapshot
 from scheduler.plugins.deviceshare import DeviceSharePlugin
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare.vgpu import VgpuLedger
+from scheduler.registry import parse
 from scheduler.sim.simulate import SimulationResult, simulate
 from tests import builders as b
 

@@ -5,15 +5,17 @@ slices, Ascend chips — and the preemptor is pipelined onto exactly the freed d
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 
-from scheduler.conf import parse
-from scheduler.framework import registry
+from scheduler import registry
 from scheduler.framework.session import SessionOptions
 from scheduler.plugins.deviceshare import DeviceSharePlugin
 from scheduler.plugins.deviceshare import annotations as ann
+from scheduler.plugins.deviceshare.config import DeviceShareArgs
+from scheduler.registry import parse
 from scheduler.sim.simulate import SimulationResult, simulate
 from tests import builders as b
 
@@ -348,13 +350,26 @@ def test_exclusivity_rule_leaves_a_pod_pending_when_every_gpu_is_taken_by_its_ru
 
 
 @pytest.mark.parametrize("bad", ["train", [{"app": 1}], [{}], [["app", "train"]]])
-def test_bad_exclusivity_rules_are_refused_with_the_argument_named(bad: Any) -> None:
-    from scheduler.framework.arguments import ArgumentError, Arguments
+def test_unreadable_exclusivity_rules_load_with_a_warning_and_no_rule(bad: Any) -> None:
+    # Volcano accepts these and drops what it cannot read (TestParseExclusiveRulesHandlesEdgeCases)
+    text = (
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: deviceshare\n    arguments:\n'
+        "      deviceshare.VGPUEnable: true\n"
+        f"      deviceshare.GPUExclusiveRules: {json.dumps(bad)}\n"
+    )
+    conf = parse(text)
+    assert any("deviceshare.GPUExclusiveRules" in w for w in conf.warnings), conf.warnings
+    assert DeviceShareArgs.parse(conf.tiers[0].plugins[0].arguments).exclusive_rules == ()
 
-    with pytest.raises(ArgumentError, match=r"deviceshare\.GPUExclusiveRules"):
-        DeviceSharePlugin.validate(
-            Arguments({"deviceshare.VGPUEnable": True, "deviceshare.GPUExclusiveRules": bad})
-        )
+
+def test_an_exclusivity_rule_keeps_its_string_labels_and_drops_the_others() -> None:
+    from scheduler.framework.arguments import Arguments
+
+    args = DeviceShareArgs.parse(
+        Arguments({"deviceshare.GPUExclusiveRules": [{}, {"app": "train", "replicas": 2}]})
+    )
+    assert args.exclusive_rules == ((("app", "train"),),)
+    assert len(args.warnings) == 2
 
 
 def test_pod_using_vgpu_and_ascend_rolls_back_both_when_the_ascend_lock_is_held() -> None:

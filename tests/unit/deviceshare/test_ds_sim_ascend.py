@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from scheduler.conf import parse
-from scheduler.framework import registry
+from scheduler import registry
 from scheduler.framework.session import SessionOptions
 from scheduler.plugins.deviceshare import DeviceSharePlugin
 from scheduler.plugins.deviceshare import annotations as ann
+from scheduler.registry import parse
 from scheduler.sim.deviceplugins import check_pod
 from scheduler.sim.nodegen import NodeSpecError, device_configmap, make_nodes, parse_node_spec
 from scheduler.sim.simulate import simulate

@@ -251,8 +251,15 @@ def test_garbled_registration_leaves_the_node_without_a_ledger(register, why) ->
     assert led is None and why in reason
 
 
-def test_garbage_numbers_in_the_registration_make_that_card_unusable() -> None:
-    led = ledger("GPU-0,ten,16384,NVIDIA-T4,true,hami-core:GPU-1,10,16384,NVIDIA-T4,maybe,hami-core:")
+def test_garbage_numbers_in_the_registration_make_the_node_unusable_with_the_reason() -> None:
+    # a registration the device plugin cannot have written is not trusted card by card
+    led, why = VgpuLedger.from_node(
+        vgpu_node("n1", "GPU-0,ten,16384,NVIDIA-T4,true,hami-core:GPU-1,10,16384,NVIDIA-T4,maybe,hami-core:"),
+        DEFAULT_CONFIG,
+    )
+    assert led is None and "count 'ten'" in why
+    # an unhealthy card ("maybe" is not true) in a readable registration is only that card
+    led = ledger("GPU-0,10,16384,NVIDIA-T4,maybe,hami-core:")
     assert not led.fit(request(pod("p", vgpu_limits(1, 10))), POLICY_NONE).ok
 
 
@@ -303,7 +310,8 @@ def test_exclusivity_rules_match_all_labels_and_leave_mig_cards_alone() -> None:
     from scheduler.plugins.deviceshare.exclusive import ExclusiveRules, matching_rules, parse_rules
     from scheduler.plugins.deviceshare.vgpu import VgpuLedger
 
-    rules = parse_rules([{"app": "train", "team": "ml"}, {"workload": "infer"}])
+    rules, warnings = parse_rules([{"app": "train", "team": "ml"}, {"workload": "infer"}])
+    assert warnings == ()
     assert matching_rules({"app": "train", "team": "ml", "x": "1"}, rules) == {0}
     assert matching_rules({"app": "train"}, rules) == set()
     assert matching_rules({"workload": "infer", "app": "train", "team": "ml"}, rules) == {0, 1}
@@ -330,10 +338,10 @@ def test_garbled_vgpu_registration_keeps_pods_off_the_node_with_the_reason(
     # upstream: no ledger, the deviceshare predicate passes, the pod is bound and the plugin fails it
     import copy
 
-    from scheduler.conf import parse
-    from scheduler.framework import registry
+    from scheduler import registry
     from scheduler.framework.session import SessionOptions
     from scheduler.plugins.deviceshare import DeviceSharePlugin
+    from scheduler.registry import parse
     from scheduler.sim.simulate import simulate
     from tests import builders as b
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.conf import parse
 from scheduler.framework.cycle import open_session
 from scheduler.framework.session import Session
-from scheduler.model.objects import JobInfo, NodeInfo, PodInfo, QueueInfo, TaskInfo, TaskStatus
+from scheduler.model.job import JobInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import PodInfo, QueueInfo, TaskInfo, TaskStatus
 from scheduler.model.resources import Resource
 from scheduler.model.snapshot import Snapshot
+from scheduler.registry import parse
 
 GI = 2**30
 

@@ -194,12 +194,12 @@ def test_a_non_integer_weight_is_rejected() -> None:
 
 
 def _cached_vs_fresh(w: World, fits: list | None = None) -> list[tuple[dict[str, float], dict[str, float]]]:
-    from scheduler.conf import parse
     from scheduler.framework.cycle import open_session
     from scheduler.framework.fiterrors import FitErrors
     from scheduler.framework.placement import PlacementCache, allocate_predicate, score_nodes
     from scheduler.model.objects import QueueInfo, TaskStatus
     from scheduler.model.snapshot import Snapshot
+    from scheduler.registry import parse
 
     conf = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n  - name: nodeorder\n  - name: binpack\n'
     snap = Snapshot(
@@ -278,7 +278,7 @@ def test_cached_idle_fit_follows_placements() -> None:
 def test_resource_scores_fast_path_equals_the_three_scorers() -> None:
     import random
 
-    from scheduler.model.objects import NodeInfo
+    from scheduler.model.node import NodeInfo
     from scheduler.model.resources import Resource
     from scheduler.plugins.k8s.noderesources import (
         balanced_allocation,

@@ -58,8 +58,9 @@ def _simulate(argv: Sequence[str]) -> int:
     elif args.output == "html":
         from scheduler.web.explain import explain
         from scheduler.web.page import render
+        from scheduler.web.summary import summary_of
 
-        sys.stdout.write(render(result.summary, explain))
+        sys.stdout.write(render(summary_of(result.cycles, result.session), explain))
     else:
         print(format_table(result))
     return 0
@@ -67,8 +68,8 @@ def _simulate(argv: Sequence[str]) -> int:
 
 def _configuration(path: str | None, objects: list[dict[str, Any]], say_default: bool = False) -> Any:
     """--conf, else the scheduler ConfigMap among the objects (a snapshot has it), else the default."""
+    from scheduler.kube.dump import scheduler_conf_text
     from scheduler.registry import default_configuration, load_file, parse
-    from scheduler.sim.clusterdump import scheduler_conf_text
 
     if path:
         return load_file(path)
@@ -89,7 +90,7 @@ def _read_cluster(kubeconfig: str) -> list[dict[str, Any]] | None:
     import asyncio
     import os
 
-    from scheduler.sim.clusterdump import dump
+    from scheduler.kube.dump import dump
 
     if kubeconfig and not os.path.isfile(kubeconfig):
         print(f"error: kubeconfig {kubeconfig} does not exist", file=sys.stderr)
@@ -106,6 +107,7 @@ def _explain(argv: Sequence[str]) -> int:
     from scheduler.sim.manifests import ManifestError, Skipped, load_files
     from scheduler.sim.simulate import simulate
     from scheduler.web.explain import explain, format_text
+    from scheduler.web.summary import summary_of
 
     p = argparse.ArgumentParser(
         prog="vc-scheduler explain",
@@ -134,7 +136,7 @@ def _explain(argv: Sequence[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     result = simulate(objects, conf, skipped=skipped)
-    view = result.summary.view
+    view = summary_of(result.cycles, result.session).view
     found = explain(view, ns, name) if view is not None else None
     if found is None:
         print(f"error: pod {ns}/{name} is not scheduled by this scheduler or does not exist", file=sys.stderr)

@@ -13,14 +13,13 @@ from typing import Any
 
 from scheduler.conf import SchedulerConfiguration
 from scheduler.framework.cycle import SessionResult, run_session_keep
-from scheduler.framework.session import SessionOptions
+from scheduler.framework.session import Session, SessionOptions
 from scheduler.model.cluster import ClusterOptions, ClusterState
 from scheduler.model.convert import ConvertError, object_name
 from scheduler.model.resources import QuantityError
 from scheduler.model.vcjob import expand_job
 from scheduler.plugins.deviceshare.annotations import GPU_INDEX, VGPU_IDS_NEW, decode_pod_devices
 from scheduler.sim.manifests import Skipped
-from scheduler.web.summary import SessionView, Summary
 
 KIND_ORDER = {
     "Namespace": 0,
@@ -45,8 +44,8 @@ class SimulationResult:
     skipped: list[Skipped] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     cycles: list[SessionResult] = field(default_factory=list)
-    # the sessions as the web view sees them (for `-o html` and `explain`)
-    summary: Summary = field(default_factory=Summary)
+    # the last session itself (for the web view's `-o html` and `explain`)
+    session: Session | None = None
     queues: dict[str, str] = field(default_factory=dict)  # pod -> queue
     nodes: int = 0
 
@@ -196,9 +195,7 @@ def simulate(
     last: SessionResult | None = None
     for _ in range(max(cycles, 1)):
         snap = cluster.state.snapshot()
-        last, ssn = run_session_keep(snap, conf, options or SessionOptions(), rng=rng)
-        attrs = getattr(ssn.plugins.get("proportion"), "attrs", None)
-        out.summary.publish(SessionView(len(out.cycles) + 1, last, ssn.node_list, ssn.queues, attrs))
+        last, out.session = run_session_keep(snap, conf, options or SessionOptions(), rng=rng)
         out.cycles.append(last)
         out.warnings.extend(last.warnings)
         cluster.advance(last, out)

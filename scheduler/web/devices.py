@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.model.objects import NodeInfo
+from scheduler.model.node import NodeInfo
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare.gpushare import KIND as GPUSHARE_KIND
 from scheduler.plugins.deviceshare.vgpu import KIND as VGPU_KIND

@@ -12,7 +12,9 @@ from typing import Any
 
 from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.shortfall import NEVER, WAIT, human
-from scheduler.model.objects import JobInfo, NodeInfo, TaskInfo, TaskStatus
+from scheduler.model.job import JobInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import TaskInfo, TaskStatus
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare.vgpu import KIND as VGPU_KIND
 from scheduler.web.summary import SessionView, resource_json

@@ -16,7 +16,9 @@ from datetime import datetime
 from typing import Any
 
 from scheduler.framework.cycle import SessionResult
-from scheduler.model.objects import JobInfo, NodeInfo, QueueInfo, TaskStatus
+from scheduler.model.job import JobInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import QueueInfo, TaskStatus
 from scheduler.model.resources import Resource
 from scheduler.web.devices import node_cards
 
@@ -338,3 +340,14 @@ class Summary:
             "pending": self.pending(big),
             "sessions": self.sessions(),
         }
+
+
+def summary_of(cycles: list[SessionResult], session: Any) -> Summary:
+    """The web view of a run of sessions (`simulate`): each one's figures, the last one's state."""
+    s = Summary()
+    if session is None:
+        return s
+    attrs = getattr(session.plugins.get("proportion"), "attrs", None)
+    for i, res in enumerate(cycles):
+        s.publish(SessionView(i + 1, res, session.node_list, session.queues, attrs))
+    return s

@@ -17,14 +17,15 @@ from scheduler.sim.sandbox import web_flags
 from scheduler.sim.simulate import simulate
 from scheduler.web.explain import explain
 from scheduler.web.routes import WebView
-from scheduler.web.summary import Summary
+from scheduler.web.summary import Summary, summary_of
 
 EX = Path(__file__).resolve().parents[2] / "config" / "examples"
 
 
 def demo_summary(cycles: int = 1) -> Summary:
     objects = load_files([str(EX / "demo-nodes.yaml"), str(EX / "sandbox-demo.yaml")], [])
-    return simulate(objects, load_file(str(EX / "sandbox-demo.conf")), cycles=cycles).summary
+    result = simulate(objects, load_file(str(EX / "sandbox-demo.conf")), cycles=cycles)
+    return summary_of(result.cycles, result.session)
 
 
 @pytest.fixture

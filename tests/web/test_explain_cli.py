@@ -83,3 +83,20 @@ def test_simulate_html_is_one_self_contained_page(tmp_path: Path) -> None:
 def test_simulate_json_ends_with_a_newline(flag: str) -> None:
     p = run("simulate", *DEMO, flag, "json")
     assert p.stdout.endswith("}\n")
+
+
+def test_multi_team_gpu_queues_cap_a_team_by_card_memory() -> None:
+    p = run(
+        "simulate", "-f", str(EX / "demo-nodes.yaml"), "-f", str(EX / "multi-team-gpu-queues.yaml"),
+        "--conf", str(EX / "multi-team-gpu.conf"), "-o", "json",
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert sorted(out["bindings"]) == [
+        "inference/serve-replica-0", "inference/serve-replica-1",
+        "research/train-worker-0", "research/train-worker-1",
+    ]  # fmt: skip
+    assert out["pending"]["research/train-worker-2"] == (
+        "queue research resource quota insufficient: volcano.sh/vgpu-memory: "
+        "request 8000 + allocated 16000 > deserved 20000; must wait"
+    )

@@ -68,8 +68,8 @@ def _simulate(argv: Sequence[str]) -> int:
 
 def _configuration(path: str | None, objects: list[dict[str, Any]], say_default: bool = False) -> Any:
     """--conf, else the scheduler ConfigMap among the objects (a snapshot has it), else the default."""
-    from scheduler.kube.dump import scheduler_conf_text
     from scheduler.registry import default_configuration, load_file, parse
+    from scheduler.snapshot import scheduler_conf_text
 
     if path:
         return load_file(path)
@@ -90,7 +90,7 @@ def _read_cluster(kubeconfig: str) -> list[dict[str, Any]] | None:
     import asyncio
     import os
 
-    from scheduler.kube.dump import dump
+    from scheduler.snapshot import dump
 
     if kubeconfig and not os.path.isfile(kubeconfig):
         print(f"error: kubeconfig {kubeconfig} does not exist", file=sys.stderr)

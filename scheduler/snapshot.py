@@ -1,4 +1,4 @@
-"""Read a live cluster's scheduling objects, read-only: `snapshot` writes them, `explain` uses them.
+"""Read a live cluster's scheduling objects, read-only, for the `snapshot` and `explain` commands.
 
 Every kind is listed separately, in pages, from all namespaces, and each item gets its `kind`
 and `apiVersion` back (a List's items carry neither), so one multi-document file holds all of

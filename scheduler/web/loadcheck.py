@@ -85,8 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m scheduler.web.loadcheck", description=__doc__)
     p.add_argument("--nodes", type=int, default=5000)
     p.add_argument("--running", type=int, default=150000)
-    p.add_argument("--pending", type=int, default=10000)
+    p.add_argument("--pending", type=int, default=1000)
     p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--sessions", type=int, default=2, help="sessions timed with and without publishing")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     state = build(args.nodes, args.running, args.pending)
@@ -96,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     plain, published = [], []
     summary = Summary()
     view = None
-    for i in range(3):
+    for i in range(args.sessions):
         res, ssn = run_session_keep(state.snapshot(), conf, SessionOptions(), random.Random(i))
         plain.append(res.total_ms)
         t1 = time.perf_counter()
@@ -107,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         published.append((time.perf_counter() - t1) * 1000)
     assert view is not None
     print(f"session: {statistics.median(plain):,.0f} ms without the web view, "
-          f"{statistics.median(published):,.0f} ms with publishing (medians of 3)")  # fmt: skip
+          f"{statistics.median(published):,.0f} ms with publishing (medians of {args.sessions})")  # fmt: skip
     print(f"{'endpoint':<40} {'first ms':>9} {'later ms':>9}")
     for path, (first, later) in asyncio.run(measure(summary, view, args.rounds)).items():
         print(f"{path:<40} {first:>9.1f} {later:>9.1f}")

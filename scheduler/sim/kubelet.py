@@ -4,9 +4,15 @@ One component watches all pods (as every kubelet together would) and plays the k
 a pod bound to a node is admitted (the node exists, its selector matches, it fits what is already
 running there, the device plugins accept the scheduler's annotations) and turns Running and Ready
 after a short delay, or Failed with the reason the real kubelet gives (`OutOfcpu`,
-`NodeAffinity`, `UnexpectedAdmissionError`); a pod asking for a run time
-(annotation `sandbox.vc-scheduler.io/run-seconds`) turns Succeeded after it; a deleted pod finishes
-its graceful termination and is removed.
+`NodeAffinity`, `UnexpectedAdmissionError`); a deleted pod finishes its graceful termination and
+is removed. A running pod gets an IP from its node's `spec.podCIDR` and the node's InternalIP.
+
+How long a pod runs: the annotation `sandbox.vc-scheduler.io/run-seconds` (then it Succeeds), or
+its containers' `command`/`args`: `sleep N` (also inside `sh -c "..."`, with s/m/h suffixes) ends
+after N seconds, with the code of an `exit K` in the same command (else 0). The pod ends when its
+last container does: Succeeded, or Failed with a non-zero code; under restartPolicy Always (and
+OnFailure after a failure) the container restarts instead and its restartCount grows. A container
+without a finite `sleep` runs until the pod is deleted.
 
 A node annotated `sandbox.vc-scheduler.io/kubelet: stopped` has a stopped kubelet: pods bound there
 wait, and the node lifecycle controller (`nodelifecycle`) marks the node unreachable. When the
@@ -18,7 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,6 +39,25 @@ from scheduler.sim.restclient import NODES, PODS, ApiError, RestClient
 log = logging.getLogger(__name__)
 
 RUN_SECONDS = "sandbox.vc-scheduler.io/run-seconds"
+_SLEEP = re.compile(r"\bsleep\s+(\d+(?:\.\d+)?)([smh]?)\b")
+_EXIT = re.compile(r"\bexit\s+(\d+)\b")
+_UNIT = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def run_plan(pod: dict[str, Any]) -> tuple[float, int] | None:
+    """(seconds until the pod's containers end, exit code), or None when one runs forever."""
+    ends: list[tuple[float, int]] = []
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        words = [str(w) for w in (c.get("command") or []) + (c.get("args") or [])]
+        text = " ".join(words)
+        m = _SLEEP.search(text)
+        if m is None:
+            return None
+        code = _EXIT.search(text[m.end() :])
+        ends.append((float(m.group(1)) * _UNIT[m.group(2)], int(code.group(1)) if code else 0))
+    if not ends:
+        return None
+    return max(e[0] for e in ends), max(e[1] for e in ends)
 
 
 def _now() -> str:
@@ -55,6 +82,7 @@ class SimulatedKubelets:
         # node -> pod uid -> pod bound there while its kubelet is stopped
         self._waiting: dict[str, dict[str, dict[str, Any]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self.ips: dict[str, dict[str, str]] = {}  # node -> pod key -> pod IP
         self.started = 0
         self.failed = 0
 
@@ -94,6 +122,36 @@ class SimulatedKubelets:
         node = (pod.get("spec") or {}).get("nodeName")
         if node and node in self.admitted:
             self.admitted[node].pop(_key(pod), None)
+        if node and node in self.ips:
+            self.ips[node].pop(_key(pod), None)
+
+    def _addresses(self, pod: dict[str, Any]) -> tuple[str, str]:
+        """(hostIP, podIP): the node's InternalIP and the lowest free host of its podCIDR."""
+        node_name = pod["spec"]["nodeName"]
+        node = self.nodes.get(node_name) or {}
+        host = next(
+            (
+                a.get("address")
+                for a in (node.get("status") or {}).get("addresses") or []
+                if a.get("type") == "InternalIP"
+            ),
+            "10.0.0.1",
+        )
+        used = self.ips.setdefault(node_name, {})
+        if _key(pod) in used:
+            return str(host), used[_key(pod)]
+        try:
+            cidr = ipaddress.ip_network(str((node.get("spec") or {}).get("podCIDR") or ""), strict=False)
+        except ValueError:
+            # no or a malformed podCIDR: a /24 of 10.96.0.0/12 picked from the node's name
+            index = int.from_bytes(node_name.encode()[-4:].rjust(4, b"\0"), "big") % 4096
+            cidr = ipaddress.ip_network((int(ipaddress.IPv4Address("10.96.0.0")) + (index << 8), 24))
+        taken = set(used.values())
+        # the first address is the node's bridge, as with the usual CNI plugins
+        ip = next((str(h) for i, h in enumerate(cidr.hosts()) if i > 0 and str(h) not in taken), "")
+        if ip:
+            used[_key(pod)] = ip
+        return str(host), ip
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
         md = pod.get("metadata") or {}
@@ -207,6 +265,7 @@ class SimulatedKubelets:
             }
             for c in (pod.get("spec") or {}).get("containers") or []
         ]
+        host_ip, pod_ip = self._addresses(pod)
         ok = await self._patch_status(
             ns,
             name,
@@ -216,41 +275,82 @@ class SimulatedKubelets:
                     "startTime": now,
                     "conditions": conds,
                     "containerStatuses": statuses,
-                    "hostIP": "10.0.0.1",
+                    "hostIP": host_ip,
+                    "hostIPs": [{"ip": host_ip}],
+                    "podIP": pod_ip or None,
+                    "podIPs": [{"ip": pod_ip}] if pod_ip else None,
                 }
             },
         )
         if not ok:
             return
         self.started += 1
+        await self._run(pod, statuses)
+
+    async def _run(self, pod: dict[str, Any], statuses: list[dict[str, Any]]) -> None:
+        ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         run = ((pod.get("metadata") or {}).get("annotations") or {}).get(RUN_SECONDS)
+        plan: tuple[float, int] | None = None
         if run:
             try:
-                seconds = float(run)
+                plan = (max(float(run), 0.0), 0)
             except ValueError:
                 log.warning(
                     "pod %s/%s: %s=%r is not a number; it runs until deleted", ns, name, RUN_SECONDS, run
                 )
                 return
-            await asyncio.sleep(max(seconds, 0.0))
-            self._release(pod)
-            await self._patch_status(
-                ns,
-                name,
+        else:
+            plan = run_plan(pod)
+        if plan is None:
+            return
+        seconds, code = plan
+        policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+        restarts = 0
+        while True:
+            await asyncio.sleep(seconds)
+            restart = not run and (policy == "Always" or (policy == "OnFailure" and code != 0))
+            if not restart:
+                break
+            # the container exited and the kubelet started it again
+            restarts += 1
+            now = _now()
+            for st in statuses:
+                st["restartCount"] = restarts
+                st["lastState"] = {
+                    "terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error"}
+                }
+                st["state"] = {"running": {"startedAt": now}}
+            if not await self._patch_status(ns, name, {"status": {"containerStatuses": statuses}}):
+                return
+        self._release(pod)
+        now = _now()
+        reason = "Completed" if code == 0 else "Error"
+        for st in statuses:
+            st.update(
                 {
-                    "status": {
-                        "phase": "Succeeded",
-                        "conditions": [
-                            {
-                                "type": "Ready",
-                                "status": "False",
-                                "reason": "PodCompleted",
-                                "lastTransitionTime": _now(),
-                            }
-                        ],
-                    }
-                },
+                    "ready": False,
+                    "started": False,
+                    "state": {"terminated": {"exitCode": code, "reason": reason, "finishedAt": now}},
+                }
             )
+        await self._patch_status(
+            ns,
+            name,
+            {
+                "status": {
+                    "phase": "Succeeded" if code == 0 else "Failed",
+                    "containerStatuses": statuses,
+                    "conditions": [
+                        {"type": t, "status": "True", "lastTransitionTime": now}
+                        for t in ("PodScheduled", "Initialized")
+                    ]
+                    + [
+                        {"type": t, "status": "False", "reason": "PodCompleted", "lastTransitionTime": now}
+                        for t in ("Ready", "ContainersReady")
+                    ],
+                }
+            },
+        )
 
     async def _post_ready(self, node: dict[str, Any]) -> None:
         conditions = with_ready(node, "True", "KubeletReady", "kubelet is posting ready status")

@@ -2,8 +2,10 @@
 
 `--nodes SPEC` where SPEC is `N` or `N:key=value,...` with keys `cpu`, `memory`, `pods`,
 `prefix`, `gpu` (`<count>x<model>`, e.g. `8xA100-80GB`) and `mode` (`gpushare` for Volcano's
-gpu-memory/gpu-number plugin; `hami-core`, `mig` or `mps` for HAMi's vGPU plugin; default
-`hami-core`), `npu` (`<count>x<commonWord>`, e.g. `8xAscend310P`, registered as HAMi's Ascend
+gpu-memory/gpu-number plugin; `hami-core`, `mig` or `mps` for HAMi's vGPU plugin; `nvidia` for
+the standard NVIDIA device plugin: whole `nvidia.com/gpu` and GPU feature discovery's
+`nvidia.com/gpu.*` labels; default `hami-core`; AMD models register whole `amd.com/gpu` as AMD's
+device plugin and node labeller do), `npu` (`<count>x<commonWord>`, e.g. `8xAscend310P`, registered as HAMi's Ascend
 device plugin does) and `vnpu-core` (`true`: the node supports `huawei.com/vnpu-mode: hami-core`).
 GPU and NPU nodes carry exactly the capacity and annotations those plugins write.
 """
@@ -11,6 +13,7 @@ GPU and NPU nodes carry exactly the capacity and annotations those plugins write
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -27,8 +30,31 @@ GPU_MODELS: dict[str, tuple[int, str]] = {
     "A30": (24576, "NVIDIA-A30"),
     "V100-32GB": (32768, "NVIDIA-Tesla V100-PCIE-32GB"),
     "T4": (15360, "NVIDIA-Tesla T4"),
+    "L4": (23034, "NVIDIA-L4"),
+    "L40S": (46068, "NVIDIA-L40S"),
+    "A10": (23028, "NVIDIA-A10"),
+    "H200": (143771, "NVIDIA-H200"),
+    "B200": (183359, "NVIDIA-B200"),
+    "MI300X": (196592, "AMD-Instinct-MI300X"),
 }
-MODES = ("gpushare", "hami-core", "mig", "mps")
+# GPU feature discovery's nvidia.com/gpu.family per model (the CUDA architecture)
+GPU_FAMILIES = {
+    "A100-80GB": "ampere",
+    "A100-40GB": "ampere",
+    "A30": "ampere",
+    "A10": "ampere",
+    "H100-80GB": "hopper",
+    "H200": "hopper",
+    "B200": "blackwell",
+    "V100-32GB": "volta",
+    "T4": "turing",
+    "L4": "ada-lovelace",
+    "L40S": "ada-lovelace",
+}
+AMD_MODELS = frozenset({"MI300X"})
+MODES = ("gpushare", "hami-core", "mig", "mps", "nvidia")
+WHOLE_GPU = "nvidia.com/gpu"
+AMD_GPU = "amd.com/gpu"
 SPLIT_COUNT = 10
 
 # The MIG geometries HAMi's volcano-vgpu-device-plugin ships in its device-config ConfigMap.
@@ -145,7 +171,7 @@ class NodeSpec:
     prefix: str = ""
     gpus: int = 0
     model: str = ""
-    mode: str = "hami-core"
+    mode: str = ""  # "" = the model's default: hami-core for NVIDIA, whole amd.com/gpu for AMD
     npus: int = 0
     npu_chip: str = ""
     vnpu_core: bool = False
@@ -167,9 +193,11 @@ def parse_node_spec(text: str) -> NodeSpec:
             raise NodeSpecError(f"--nodes {text!r}: {item!r} is not key=value")
         if key == "gpu":
             n, x, model = value.partition("x")
-            if not x or not n.isdigit() or model not in GPU_MODELS:
+            if not x or not n.isdigit():
+                raise NodeSpecError(f"--nodes {text!r}: gpu must be <count>x<model>, e.g. 8xA100-80GB")
+            if model not in GPU_MODELS:
                 raise NodeSpecError(
-                    f"--nodes {text!r}: gpu must be <count>x<model> with model one of {', '.join(GPU_MODELS)}"
+                    f"--nodes {text!r}: unknown GPU model {model!r}; known models: {', '.join(GPU_MODELS)}"
                 )
             spec.gpus, spec.model = int(n), model
         elif key == "npu":
@@ -195,6 +223,12 @@ def parse_node_spec(text: str) -> NodeSpec:
             )
     if spec.gpus and spec.npus:
         raise NodeSpecError(f"--nodes {text!r}: a generated node has either gpu or npu devices, not both")
+    if spec.model in AMD_MODELS and spec.mode:
+        raise NodeSpecError(
+            f"--nodes {text!r}: {spec.model} is an AMD GPU, registered whole as {AMD_GPU}; it takes no mode"
+        )
+    if not spec.mode and spec.model not in AMD_MODELS:
+        spec.mode = "hami-core"
     return spec
 
 
@@ -240,6 +274,60 @@ def register_npus(name: str, spec: NodeSpec, alloc: dict[str, str], annotations:
     alloc[chip["resourceName"]] = str(count * spec.npus)
 
 
+def register_gpus(
+    name: str, spec: NodeSpec, alloc: dict[str, str], annotations: dict[str, str], labels: dict[str, str]
+) -> None:
+    """Capacity, annotations and labels of the device plugin the spec's mode stands for."""
+    mem, gtype = GPU_MODELS[spec.model]
+    if spec.model in AMD_MODELS:
+        # AMD's device plugin: whole GPUs; its node labeller: the product and VRAM
+        alloc[AMD_GPU] = str(spec.gpus)
+        labels.update(
+            {
+                "amd.com/gpu.product-name": gtype.replace("-", "_"),
+                "amd.com/gpu.vram": f"{mem // 1024}G",
+                "amd.com/gpu.count": str(spec.gpus),
+            }
+        )
+        return
+    if spec.mode == "nvidia":
+        # NVIDIA's device plugin: whole GPUs; GPU feature discovery: the NVML product name,
+        # memory in MiB, count and architecture family
+        alloc[WHOLE_GPU] = str(spec.gpus)
+        labels.update(
+            {
+                # NVML calls the Tesla cards "Tesla <model>" and the others "NVIDIA <model>"
+                ann.GPU_PRODUCT_LABEL: (
+                    gtype.removeprefix("NVIDIA-") if gtype.startswith("NVIDIA-Tesla ") else gtype
+                ).replace(" ", "-"),
+                "nvidia.com/gpu.memory": str(mem),
+                "nvidia.com/gpu.count": str(spec.gpus),
+                "nvidia.com/gpu.family": GPU_FAMILIES.get(spec.model, ""),
+                "nvidia.com/gpu.present": "true",
+            }
+        )
+        return
+    labels[ann.GPU_PRODUCT_LABEL] = gtype.removeprefix("NVIDIA-").replace(" ", "-")
+    if spec.mode == "gpushare":
+        alloc[ann.GPU_MEMORY] = str(mem * spec.gpus)
+        alloc[ann.GPU_NUMBER] = str(spec.gpus)
+        return
+    cards = [
+        ann.RegisteredCard(_uuid(name, i), SPLIT_COUNT, mem, gtype, True, spec.mode) for i in range(spec.gpus)
+    ]
+    annotations[ann.VGPU_REGISTER] = ann.encode_vgpu_register(cards)
+    alloc[ann.VGPU_NUMBER] = str(SPLIT_COUNT * spec.gpus)
+    alloc[ann.VGPU_MEMORY] = str(mem * spec.gpus)
+    alloc[ann.VGPU_CORES] = str(100 * spec.gpus)
+
+
+def node_addresses(seq: int) -> tuple[str, str]:
+    """(InternalIP, podCIDR) of the seq-th generated node: 10.0.0.0/16 hosts, 10.128.0.0/9 /24s."""
+    ip = ipaddress.IPv4Address("10.0.0.1") + seq
+    cidr = ipaddress.IPv4Network((int(ipaddress.IPv4Address("10.128.0.0")) + (seq << 8), 24))
+    return str(ip), str(cidr)
+
+
 def make_nodes(specs: list[NodeSpec]) -> list[dict[str, Any]]:
     nodes: list[dict[str, Any]] = []
     seq = 0
@@ -247,6 +335,7 @@ def make_nodes(specs: list[NodeSpec]) -> list[dict[str, Any]]:
         for _ in range(spec.count):
             prefix = spec.prefix or ("gpu-node" if spec.gpus else "npu-node" if spec.npus else "node")
             name = f"{prefix}-{seq}"
+            ip, cidr = node_addresses(seq)
             seq += 1
             alloc: dict[str, str] = {"cpu": spec.cpu, "memory": spec.memory, "pods": spec.pods}
             annotations: dict[str, str] = {}
@@ -256,20 +345,7 @@ def make_nodes(specs: list[NodeSpec]) -> list[dict[str, Any]]:
                 "sandbox.vc-scheduler.io/generated": "true",
             }
             if spec.gpus:
-                mem, gtype = GPU_MODELS[spec.model]
-                labels["nvidia.com/gpu.product"] = gtype.removeprefix("NVIDIA-").replace(" ", "-")
-                if spec.mode == "gpushare":
-                    alloc[ann.GPU_MEMORY] = str(mem * spec.gpus)
-                    alloc[ann.GPU_NUMBER] = str(spec.gpus)
-                else:
-                    cards = [
-                        ann.RegisteredCard(_uuid(name, i), SPLIT_COUNT, mem, gtype, True, spec.mode)
-                        for i in range(spec.gpus)
-                    ]
-                    annotations[ann.VGPU_REGISTER] = ann.encode_vgpu_register(cards)
-                    alloc[ann.VGPU_NUMBER] = str(SPLIT_COUNT * spec.gpus)
-                    alloc[ann.VGPU_MEMORY] = str(mem * spec.gpus)
-                    alloc[ann.VGPU_CORES] = str(100 * spec.gpus)
+                register_gpus(name, spec, alloc, annotations, labels)
             if spec.npus:
                 labels["accelerator"] = f"huawei-{spec.npu_chip}"
                 register_npus(name, spec, alloc, annotations)
@@ -278,8 +354,12 @@ def make_nodes(specs: list[NodeSpec]) -> list[dict[str, Any]]:
                     "apiVersion": "v1",
                     "kind": "Node",
                     "metadata": {"name": name, "labels": labels, "annotations": annotations},
-                    "spec": {},
+                    "spec": {"podCIDR": cidr, "podCIDRs": [cidr]},
                     "status": {
+                        "addresses": [
+                            {"type": "InternalIP", "address": ip},
+                            {"type": "Hostname", "address": name},
+                        ],
                         "capacity": dict(alloc),
                         "allocatable": dict(alloc),
                         "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],

@@ -60,6 +60,10 @@ PRIORITY_CLASSES = Resource("/apis/scheduling.k8s.io/v1", "priorityclasses", Fal
 PODGROUPS = Resource("/apis/scheduling.volcano.sh/v1beta1", "podgroups", True)
 QUEUES = Resource("/apis/scheduling.volcano.sh/v1beta1", "queues", False)
 VCJOBS = Resource("/apis/batch.volcano.sh/v1alpha1", "jobs", True)
+DEPLOYMENTS = Resource("/apis/apps/v1", "deployments", True)
+REPLICASETS = Resource("/apis/apps/v1", "replicasets", True)
+STATEFULSETS = Resource("/apis/apps/v1", "statefulsets", True)
+BATCH_JOBS = Resource("/apis/batch/v1", "jobs", True)
 
 
 class RestClient:
@@ -209,7 +213,10 @@ BY_KIND: dict[tuple[str, str], Resource] = {
     ("scheduling.volcano.sh", "PodGroup"): PODGROUPS,
     ("scheduling.volcano.sh", "Queue"): QUEUES,
     ("batch.volcano.sh", "Job"): VCJOBS,
-    ("apps", "Deployment"): Resource("/apis/apps/v1", "deployments", True),
+    ("apps", "Deployment"): DEPLOYMENTS,
+    ("apps", "ReplicaSet"): REPLICASETS,
+    ("apps", "StatefulSet"): STATEFULSETS,
+    ("batch", "Job"): BATCH_JOBS,
     ("policy", "PodDisruptionBudget"): Resource("/apis/policy/v1", "poddisruptionbudgets", True),
     ("rbac.authorization.k8s.io", "ClusterRole"): Resource(
         "/apis/rbac.authorization.k8s.io/v1", "clusterroles", False

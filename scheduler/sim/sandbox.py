@@ -26,11 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.sim.controllers import JobController, PodGroupController, ensure_default_queues
+from scheduler.sim.gc import GarbageCollector
 from scheduler.sim.kubelet import SimulatedKubelets
 from scheduler.sim.manifests import ManifestError, Skipped, load_files
 from scheduler.sim.nodegen import NodeSpecError, device_configmap, make_nodes, parse_node_spec
 from scheduler.sim.nodelifecycle import NodeLifecycleController
 from scheduler.sim.restclient import NAMESPACES, ApiError, RestClient, resource_for
+from scheduler.sim.workloads import WorkloadControllers
 
 log = logging.getLogger("sandbox")
 
@@ -137,7 +139,9 @@ def web_flags(daemon_args: list[str], host: str, no_web: bool) -> tuple[list[str
 
 
 # what "settled" watches: the objects a user looks at, not Leases or Events the daemon keeps writing
-SETTLE_KEYS = frozenset({"pods", "podgroups.scheduling.volcano.sh", "jobs.batch.volcano.sh"})
+SETTLE_KEYS = frozenset(
+    {"pods", "podgroups.scheduling.volcano.sh", "jobs.batch.volcano.sh", "jobs.batch", "deployments.apps"}
+)
 DEVICE_ANNOTATIONS = (
     "volcano.sh/vgpu-ids-new",
     "volcano.sh/gpu-index",
@@ -304,7 +308,7 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
                 )
         await ensure_default_queues(client)
         nodes = make_nodes(specs)
-        if any((s.gpus and s.mode != "gpushare") or s.npus for s in specs):
+        if any((s.gpus and s.mode not in ("gpushare", "nvidia", "")) or s.npus for s in specs):
             objects.insert(0, device_configmap())
         await create_objects(client, nodes + objects, skipped)
         # the initial cluster lives as long as the sandbox: keep it out of full collections, whose
@@ -318,6 +322,8 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
             NodeLifecycleController(client).run(),
             JobController(client).run(),
             PodGroupController(client).run(),
+            WorkloadControllers(client).run(),
+            GarbageCollector(server.store).run(),
         ):
             components.append(asyncio.ensure_future(comp))
         await jobs_expanded(server.store)

@@ -323,8 +323,29 @@ async def test_imperative_create_commands_send_protobuf_and_work(kubectl: Kubect
     assert (
         "generateName" not in s.get("configmaps", "team-a", "cfg")["metadata"]
     )  # Go's empty strings dropped
-    rc, _, err = await kubectl.run("create", "deployment", "web", "--image=nginx", check=False)
+    # Deployments and Jobs come as protobuf too: what is stored is what the client built
+    for args in (
+        ("deployment", "web", "--image=nginx", "--replicas=2", "--port=80"),
+        ("job", "once", "--image=busybox", "--", "sleep", "5"),
+    ):
+        _, dry, _ = await kubectl.run("create", "--dry-run=client", "-o", "json", *args)
+        await kubectl.run("create", *args)
+        stored = s.get("deployments" if args[0] == "deployment" else "jobs.batch", "default", args[1])
+        sent = json.loads(dry)["spec"]
+        # what the client sent, plus the server's defaults (strategy, backoffLimit, ...)
+        assert _within(sent, stored["spec"]), (args, stored["spec"])
+        assert stored["spec"]["strategy" if args[0] == "deployment" else "backoffLimit"]
+    rc, _, err = await kubectl.run("create", "service", "clusterip", "web", "--tcp=80", check=False)
     assert rc != 0 and "send JSON" in err  # a kind the protobuf reader does not describe: a clear 415
+
+
+def _within(sent: Any, stored: Any) -> bool:
+    """Every field of `sent` is in `stored` with the same value (maps may have gained defaults)."""
+    if isinstance(sent, dict):
+        return isinstance(stored, dict) and all(
+            k in stored and _within(v, stored[k]) for k, v in sent.items()
+        )
+    return bool(sent == stored)
 
 
 async def test_cordon_and_drain_evict_through_protobuf(kubectl: Kubectl, server: ApiServer) -> None:

@@ -85,7 +85,7 @@ def test_creation_timestamp_is_rfc3339() -> None:
 
 def test_unknown_kinds_and_garbage_are_refused() -> None:
     with pytest.raises(ApiError) as exc:
-        decode(envelope("apps/v1", "Deployment", b""))
+        decode(envelope("apps/v1", "DaemonSet", b""))
     assert exc.value.code == 415
     with pytest.raises(ApiError) as exc:
         decode(b"not protobuf")
@@ -93,3 +93,43 @@ def test_unknown_kinds_and_garbage_are_refused() -> None:
     with pytest.raises(ApiError) as exc:
         decode(MAGIC + b"\x0a\xff")  # a length running past the end
     assert exc.value.code == 400
+
+
+def test_deployment_with_resources_strategy_and_scheduler_name() -> None:
+    """Quantities (a message in a map) and IntOrString become the JSON scalars kubectl would send."""
+    container = (
+        field(1, "app")
+        + field(2, "img:1")
+        + field(3, "sleep")
+        + field(3, "30")
+        + field(8, entry(1, "cpu", field(1, "500m")) + entry(2, "memory", field(1, "1Gi")))
+    )
+    pod_spec = field(2, container) + field(19, "volcano") + entry(7, "zone", "a")
+    template = field(1, entry(11, "app", "x") + field(7, 0)) + field(2, pod_spec)
+    rolling = field(1, field(1, 1) + field(3, "25%")) + field(2, field(1, 0) + field(2, 2))
+    spec = (
+        field(1, 3)
+        + field(3, template)
+        + field(4, field(1, "RollingUpdate") + field(2, rolling))
+        + field(7, 0)
+    )
+    obj = decode(envelope("apps/v1", "Deployment", field(1, field(1, "web")) + field(2, spec)))
+    assert obj["spec"] == {
+        "replicas": 3,
+        "template": {
+            "metadata": {"labels": {"app": "x"}},  # generation 0 dropped, as JSON omits it
+            "spec": {
+                "containers": [
+                    {
+                        "name": "app",
+                        "image": "img:1",
+                        "command": ["sleep", "30"],
+                        "resources": {"limits": {"cpu": "500m"}, "requests": {"memory": "1Gi"}},
+                    }
+                ],
+                "schedulerName": "volcano",
+                "nodeSelector": {"zone": "a"},
+            },
+        },
+        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": 2}},
+    }

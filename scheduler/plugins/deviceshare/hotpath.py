@@ -1,6 +1,7 @@
 """Pick the vGPU fit implementation: the compiled module when built, else the Python twin.
 
-`VC_SCHEDULER_PURE=1` forces the Python twin (for debugging and for the equivalence tests).
+`VC_SCHEDULER_PURE=1` forces the Python twin (for debugging and for the equivalence tests);
+`VC_SCHEDULER_REQUIRE_NATIVE=1` makes a missing compiled module an import error (release checks).
 Both modules expose the same `fit_nodes` function and constants; see `fit.py`.
 """
 
@@ -17,7 +18,12 @@ def _select() -> ModuleType:
         return python_fit
     try:
         from scheduler._native import gpufit  # type: ignore[attr-defined]
-    except ImportError:
+    except ImportError as exc:
+        if os.environ.get("VC_SCHEDULER_REQUIRE_NATIVE", "") not in ("", "0"):
+            raise ImportError(
+                "VC_SCHEDULER_REQUIRE_NATIVE is set but the compiled module scheduler._native.gpufit "
+                f"is not installed ({exc}); build vc-scheduler with Cython and a C compiler"
+            ) from exc
         return python_fit
     return gpufit
 

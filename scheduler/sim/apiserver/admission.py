@@ -21,6 +21,7 @@ from decimal import Decimal
 from typing import Any
 
 from scheduler.model.resources import QuantityError, parse_quantity
+from scheduler.sim.apiserver.defaults import with_defaults
 from scheduler.sim.apiserver.errors import forbidden, invalid
 from scheduler.sim.apiserver.resources import ResourceInfo
 
@@ -73,6 +74,7 @@ def prepare_create(res: ResourceInfo, obj: Obj, get: Getter, list_all: Lister) -
         return normalize_secret(obj)
     if res.key == "customresourcedefinitions.apiextensions.k8s.io":
         return _crd_create(obj)
+    obj = with_defaults(res.key, obj)
     if res.has_status and not res.status_on_create:
         return {k: v for k, v in obj.items() if k != "status"}
     return obj

@@ -30,6 +30,7 @@ SUBRESOURCE_KINDS: dict[str, tuple[str | None, str | None, str | None, tuple[str
     "status": (None, None, None, ("get", "patch", "update")),
     "binding": ("Binding", "", "v1", ("create",)),
     "eviction": ("Eviction", "policy", "v1", ("create",)),
+    "scale": ("Scale", "autoscaling", "v1", ("get", "patch", "update")),
 }
 
 

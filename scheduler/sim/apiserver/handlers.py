@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from scheduler.sim.apiserver import codec, protobuf, tables
+from scheduler.sim.apiserver import codec, protobuf, scale, tables
 from scheduler.sim.apiserver.appkeys import SERVER_KEY
 from scheduler.sim.apiserver.errors import (
     ApiError,
@@ -24,6 +24,7 @@ from scheduler.sim.apiserver.errors import (
     success,
     unsupported_media_type,
 )
+from scheduler.sim.apiserver.orphan import orphan_dependents
 from scheduler.sim.apiserver.resources import ResourceInfo
 from scheduler.sim.apiserver.selectors import Selector
 from scheduler.sim.apiserver.store import Store
@@ -223,6 +224,8 @@ async def handle_get(store: Store, request: web.Request, rr: ResourceRequest) ->
             )
         )
         return web.Response(body=body, status=200, headers={"Content-Type": JSON})
+    if rr.subresource == "scale":
+        return json_response(scale.to_scale(store.must_get(rr.res, rr.namespace, rr.name)))
     if rr.subresource not in (None, "status"):
         raise method_not_allowed()
     obj = store.must_get(rr.res, rr.namespace, rr.name)
@@ -299,6 +302,8 @@ async def handle_post(store: Store, request: web.Request, rr: ResourceRequest, b
 
 
 async def handle_put(store: Store, request: web.Request, rr: ResourceRequest, body: Any) -> web.Response:
+    if rr.subresource == "scale" and rr.name is not None:
+        return json_response(scale.write_scale(store, rr.res, rr.namespace, rr.name, body))
     if rr.name is None or rr.subresource not in (None, "status"):
         raise method_not_allowed()
     obj = store.update(
@@ -311,6 +316,7 @@ BUILT_IN_GROUPS = frozenset(
     {
         "",
         "apps",
+        "batch",
         "policy",
         "rbac.authorization.k8s.io",
         "scheduling.k8s.io",
@@ -321,7 +327,7 @@ BUILT_IN_GROUPS = frozenset(
 
 
 async def handle_patch(store: Store, request: web.Request, rr: ResourceRequest, raw: bytes) -> web.Response:
-    if rr.name is None or rr.subresource not in (None, "status"):
+    if rr.name is None or rr.subresource not in (None, "status", "scale"):
         raise method_not_allowed()
     ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
     if ctype == APPLY_PATCH:
@@ -337,6 +343,8 @@ async def handle_patch(store: Store, request: web.Request, rr: ResourceRequest, 
             "strategic merge patch is not supported for custom resources; use merge-patch+json or json-patch+json",
         )
     patch = decode_body(raw)
+    if rr.subresource == "scale":
+        return json_response(scale.patch_scale(store, rr.res, rr.namespace, rr.name, patch, ptype))
     obj = store.patch(
         rr.res, rr.namespace, rr.name, patch, ptype, rr.subresource, dry_run=_is_dry_run(request)
     )
@@ -409,6 +417,9 @@ async def handle_delete(store: Store, request: web.Request, rr: ResourceRequest,
         )
     if rr.subresource is not None:
         raise method_not_allowed()
+    policy = q.get("propagationPolicy") or opts.get("propagationPolicy")
+    if not dry and (policy == "Orphan" or opts.get("orphanDependents") is True):
+        orphan_dependents(store, store.must_get(rr.res, rr.namespace, rr.name))
     obj = store.delete(rr.res, rr.namespace, rr.name, grace, opts.get("preconditions"), dry)
     if store.get(rr.res, rr.namespace, rr.name) is not None:
         return json_response(obj, 202 if obj["metadata"].get("deletionTimestamp") else 200)

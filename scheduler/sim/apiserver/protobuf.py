@@ -2,8 +2,8 @@
 
 kubectl 1.35's typed clients send `application/vnd.kubernetes.protobuf` bodies for built-in kinds
 (`kubectl create namespace|configmap|secret|serviceaccount|priorityclass|role|clusterrole|
-rolebinding|clusterrolebinding`, the Eviction of `kubectl drain`, helm's release Secrets) and do not fall back to JSON. The
-encoding is the magic `k8s\\0` and a `runtime.Unknown` {typeMeta, raw} whose raw bytes are the
+rolebinding|clusterrolebinding|deployment|job`, `kubectl run`, the Eviction of `kubectl drain`,
+helm's release Secrets) and do not fall back to JSON. The encoding is the magic `k8s\\0` and a `runtime.Unknown` {typeMeta, raw} whose raw bytes are the
 object's message. Messages are described here by field number (from the upstream
 `generated.proto` files) and decoded into the same dicts a JSON body gives. Kinds not described
 here answer 415, which names the media types the sandbox reads.
@@ -21,7 +21,7 @@ MAGIC = b"k8s\x00"
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 
 # A schema maps field number -> (json name, type). Types: "string", "bytes", "bool", "int",
-# "time", "raw" (bytes kept as bytes), a nested schema (dict), ("repeated", type) or ("map", value type).
+# "int0"/"bool0" (an int or bool JSON omits when zero or false), "time", "raw" (bytes kept as bytes), a nested schema (dict), ("repeated", type) or ("map", value type).
 Schema = dict[int, tuple[str, Any]]
 
 TIME: Schema = {1: ("seconds", "int"), 2: ("nanos", "int")}
@@ -40,7 +40,7 @@ OBJECT_META: Schema = {
     4: ("selfLink", "string"),
     5: ("uid", "string"),
     6: ("resourceVersion", "string"),
-    7: ("generation", "int"),
+    7: ("generation", "int0"),
     8: ("creationTimestamp", "time"),
     9: ("deletionTimestamp", "time"),
     10: ("deletionGracePeriodSeconds", "int"),
@@ -95,6 +95,64 @@ BINDINGS: Schema = {
     3: ("roleRef", ROLE_REF),
 }
 
+# The pod template as `kubectl create deployment|job|statefulset` fills it, plus the fields a user
+# sets most (resources, env, ports, nodeSelector, tolerations, priority); others are dropped.
+QUANTITY: Schema = {1: ("string", "string")}
+KEY_VALUE: Schema = {1: ("name", "string"), 2: ("value", "string")}
+CONTAINER: Schema = {
+    1: ("name", "string"),
+    2: ("image", "string"),
+    3: ("command", ("repeated", "string")),
+    4: ("args", ("repeated", "string")),
+    5: ("workingDir", "string"),
+    6: (
+        "ports",
+        (
+            "repeated",
+            {
+                1: ("name", "string"),
+                2: ("hostPort", "int0"),
+                3: ("containerPort", "int"),
+                4: ("protocol", "string"),
+            },
+        ),
+    ),
+    7: ("env", ("repeated", KEY_VALUE)),
+    8: ("resources", {1: ("limits", ("map", QUANTITY)), 2: ("requests", ("map", QUANTITY))}),
+    13: ("terminationMessagePath", "string"),
+    14: ("imagePullPolicy", "string"),
+    20: ("terminationMessagePolicy", "string"),
+}
+TOLERATION: Schema = {
+    1: ("key", "string"),
+    2: ("operator", "string"),
+    3: ("value", "string"),
+    4: ("effect", "string"),
+    5: ("tolerationSeconds", "int"),
+}
+POD_SPEC: Schema = {
+    2: ("containers", ("repeated", CONTAINER)),
+    3: ("restartPolicy", "string"),
+    4: ("terminationGracePeriodSeconds", "int"),
+    5: ("activeDeadlineSeconds", "int"),
+    6: ("dnsPolicy", "string"),
+    7: ("nodeSelector", ("map", "string")),
+    8: ("serviceAccountName", "string"),
+    10: ("nodeName", "string"),
+    19: ("schedulerName", "string"),
+    20: ("initContainers", ("repeated", CONTAINER)),
+    22: ("tolerations", ("repeated", TOLERATION)),
+    24: ("priorityClassName", "string"),
+    25: ("priority", "int"),
+}
+POD_TEMPLATE: Schema = {1: ("metadata", OBJECT_META), 2: ("spec", POD_SPEC)}
+INT_OR_STRING: Schema = {1: ("type", "int"), 2: ("intVal", "int"), 3: ("strVal", "string")}
+
+
+def _workload(spec: Schema) -> Schema:
+    return {1: ("metadata", OBJECT_META), 2: ("spec", spec)}
+
+
 # (apiVersion, kind) -> schema of the object
 KINDS: dict[tuple[str, str], Schema] = {
     ("v1", "Namespace"): {
@@ -140,6 +198,51 @@ KINDS: dict[tuple[str, str], Schema] = {
         2: ("rules", ("repeated", POLICY_RULE)),
         3: ("aggregationRule", {1: ("clusterRoleSelectors", ("repeated", LABEL_SELECTOR))}),
     },
+    ("v1", "Pod"): {1: ("metadata", OBJECT_META), 2: ("spec", POD_SPEC)},
+    ("apps/v1", "Deployment"): _workload(
+        {
+            1: ("replicas", "int"),
+            2: ("selector", LABEL_SELECTOR),
+            3: ("template", POD_TEMPLATE),
+            4: (
+                "strategy",
+                {
+                    1: ("type", "string"),
+                    2: (
+                        "rollingUpdate",
+                        {1: ("maxUnavailable", INT_OR_STRING), 2: ("maxSurge", INT_OR_STRING)},
+                    ),
+                },
+            ),
+            5: ("minReadySeconds", "int0"),
+            6: ("revisionHistoryLimit", "int"),
+            7: ("paused", "bool0"),
+            9: ("progressDeadlineSeconds", "int"),
+        }
+    ),
+    ("apps/v1", "StatefulSet"): _workload(
+        {
+            1: ("replicas", "int"),
+            2: ("selector", LABEL_SELECTOR),
+            3: ("template", POD_TEMPLATE),
+            5: ("serviceName", "string"),
+            6: ("podManagementPolicy", "string"),
+        }
+    ),
+    ("batch/v1", "Job"): _workload(
+        {
+            1: ("parallelism", "int"),
+            2: ("completions", "int"),
+            3: ("activeDeadlineSeconds", "int"),
+            4: ("selector", LABEL_SELECTOR),
+            5: ("manualSelector", "bool"),
+            6: ("template", POD_TEMPLATE),
+            7: ("backoffLimit", "int"),
+            8: ("ttlSecondsAfterFinished", "int"),
+            9: ("completionMode", "string"),
+            10: ("suspend", "bool"),
+        }
+    ),
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): BINDINGS,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): BINDINGS,
 }
@@ -197,9 +300,9 @@ def _scalar(kind: str, value: Any) -> Any:
         return base64.b64encode(bytes(value)).decode()  # as JSON carries []byte
     if kind == "raw":
         return bytes(value)
-    if kind == "bool":
+    if kind in ("bool", "bool0"):
         return bool(value)
-    if kind == "int":
+    if kind in ("int", "int0"):
         return value - (1 << 64) if value >= 1 << 63 else value  # two's complement int64/int32
     raise ValueError(f"unknown scalar kind {kind}")
 
@@ -216,16 +319,29 @@ def decode_message(data: bytes, schema: Schema) -> dict[str, Any]:
         elif isinstance(kind, tuple) and kind[0] == "map":
             entry = {n: v for n, _, v in _fields(value)}
             key = bytes(entry.get(1, b"")).decode()
-            out.setdefault(name, {})[key] = _scalar(kind[1], entry.get(2, b""))
-        elif kind == "string" and not value:
-            # Go writes empty strings; their JSON (omitempty) would leave them out
+            out.setdefault(name, {})[key] = _map_value(kind[1], entry.get(2, b""))
+        elif (
+            (kind == "string" and not value)
+            or (kind in ("int0", "bool0") and not value)
+            or (kind == "time" and not decode_message(value, TIME))
+        ):
+            # Go writes empty strings, zero non-pointer ints and zero times; JSON (omitempty) leaves them out
             continue
         else:
             out[name] = _value(kind, value)
     return out
 
 
+def _map_value(kind: Any, value: Any) -> Any:
+    if kind is QUANTITY:  # a resource.Quantity is its string in JSON
+        return decode_message(value, QUANTITY).get("string", "0")
+    return _value(kind, value)
+
+
 def _value(kind: Any, value: Any) -> Any:
+    if kind is INT_OR_STRING:  # JSON carries the int or the string itself
+        v = decode_message(value, INT_OR_STRING)
+        return v.get("strVal", "") if v.get("type") == 1 else v.get("intVal", 0)
     if isinstance(kind, dict):
         return decode_message(value, kind)
     if kind == "time":

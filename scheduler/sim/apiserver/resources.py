@@ -76,6 +76,7 @@ def _r(
     )
 
 
+_SCALABLE = ("status", "scale")
 _NS_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 
 RESOURCES: tuple[ResourceInfo, ...] = (
@@ -112,7 +113,10 @@ RESOURCES: tuple[ResourceInfo, ...] = (
         ("crd", "crds"),
         ("status",),
     ),
-    _r("apps", "v1", "deployments", "Deployment", True, ("deploy",), ("status",), categories=("all",)),
+    _r("apps", "v1", "deployments", "Deployment", True, ("deploy",), _SCALABLE, categories=("all",)),
+    _r("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), _SCALABLE, categories=("all",)),
+    _r("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",), _SCALABLE, categories=("all",)),
+    _r("batch", "v1", "jobs", "Job", True, (), ("status",), categories=("all",)),
     _r("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
     _r("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
     _r("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
@@ -124,6 +128,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
 # group that has it, after the core group; CRD groups (Volcano's) come last, as on a cluster.
 GROUP_ORDER = (
     "apps",
+    "batch",
     "events.k8s.io",
     "policy",
     "rbac.authorization.k8s.io",

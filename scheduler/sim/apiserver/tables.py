@@ -10,7 +10,7 @@ or `None` is asked for.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scheduler.sim.apiserver import codec
@@ -126,6 +126,111 @@ def _field(*path: str) -> Callable[[Obj], Any]:
 NAME: Column = ("Name", "string", 0, _name)
 AGE: Column = ("Age", "string", 0, _age)
 
+
+def _count(o: Obj, key: str) -> int:
+    return int(_get(o, "status", key) or 0)
+
+
+def _replicas(o: Obj) -> int:
+    value = _get(o, "spec", "replicas")
+    return 1 if value is None else int(value)
+
+
+def _containers(o: Obj) -> list[Obj]:
+    return _get(o, "spec", "template", "spec", "containers") or []
+
+
+def _selector(o: Obj) -> str:
+    sel = _get(o, "spec", "selector") or {}
+    labels = ",".join(f"{k}={v}" for k, v in sorted((sel.get("matchLabels") or {}).items()))
+    return labels or "<none>"
+
+
+WORKLOAD_WIDE: list[Column] = [
+    ("Containers", "string", 1, lambda o: ",".join(str(c.get("name")) for c in _containers(o))),
+    ("Images", "string", 1, lambda o: ",".join(str(c.get("image")) for c in _containers(o))),
+    ("Selector", "string", 1, _selector),
+]
+
+
+def _job_condition(o: Obj) -> str | None:
+    for c in _get(o, "status", "conditions") or []:
+        if c.get("status") == "True" and c.get("type") in (
+            "Complete",
+            "Failed",
+            "Suspended",
+            "FailureTarget",
+        ):
+            return str(c["type"])
+    return None
+
+
+def _job_status(o: Obj) -> str:
+    cond = _job_condition(o)
+    if cond == "FailureTarget":
+        return "FailureTarget"
+    return cond or "Running"
+
+
+def _job_completions(o: Obj) -> str:
+    completions = _get(o, "spec", "completions")
+    succeeded = _count(o, "succeeded")
+    if completions is None and _get(o, "spec", "parallelism") is not None:
+        return f"{succeeded}/1 of {_get(o, 'spec', 'parallelism')}"
+    return f"{succeeded}/{1 if completions is None else completions}"
+
+
+def _seconds(a: str | None, b: str | None) -> int | None:
+    try:
+        start = datetime.strptime(str(a), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        end = datetime.strptime(str(b), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC) if b else datetime.now(UTC)
+    except ValueError:
+        return None
+    return int((end - start).total_seconds())
+
+
+def _job_duration(o: Obj) -> str:
+    secs = _seconds(_get(o, "status", "startTime"), _get(o, "status", "completionTime"))
+    if secs is None:
+        return ""
+    return human_age((datetime.now(UTC) - timedelta(seconds=secs)).strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+
+def _event_last_seen(o: Obj) -> str:
+    last = o.get("lastTimestamp") or o.get("eventTime") or o.get("firstTimestamp")
+    if isinstance(last, str) and "." in last:  # eventTime is a MicroTime
+        last = last.split(".")[0] + "Z"
+    text = human_age(last) if last else "<unknown>"
+    count = int(o.get("count") or 0)
+    first = o.get("firstTimestamp")
+    if count > 1 and first:
+        return f"{text} (x{count} over {human_age(first)})"
+    return text
+
+
+def _event_object(o: Obj) -> str:
+    ref = o.get("involvedObject") or {}
+    return f"{str(ref.get('kind') or '').lower()}/{ref.get('name') or ''}"
+
+
+EVENT_COLUMNS: list[Column] = [
+    ("Last Seen", "string", 0, _event_last_seen),
+    ("Type", "string", 0, _field("type")),
+    ("Reason", "string", 0, _field("reason")),
+    ("Object", "string", 0, _event_object),
+    ("Subobject", "string", 1, lambda o: _get(o, "involvedObject", "fieldPath") or ""),
+    ("Source", "string", 1, lambda o: _get(o, "source", "component") or o.get("reportingComponent") or ""),
+    ("Message", "string", 0, _field("message")),
+    (
+        "First Seen",
+        "string",
+        1,
+        lambda o: human_age(o.get("firstTimestamp")) if o.get("firstTimestamp") else "",
+    ),
+    ("Count", "string", 1, lambda o: str(o.get("count") or "")),
+    ("Name", "string", 1, _name),
+]
+
 COLUMNS: dict[str, list[Column]] = {
     "pods": [
         NAME,
@@ -161,20 +266,53 @@ COLUMNS: dict[str, list[Column]] = {
         AGE,
         ("QUEUE", "string", 1, _field("spec", "queue")),
     ],
-    "queues.scheduling.volcano.sh": [
-        NAME,
-        ("STATE", "string", 0, _field("status", "state")),
-        ("WEIGHT", "integer", 0, _field("spec", "weight")),
-        ("PARENT", "string", 0, _field("spec", "parent")),
-        AGE,
-    ],
+    "queues.scheduling.volcano.sh": [NAME, ("PARENT", "string", 0, _field("spec", "parent"))],
     "jobs.batch.volcano.sh": [
         NAME,
         ("STATUS", "string", 0, _field("status", "state", "phase")),
-        ("minAvailable", "integer", 0, _field("spec", "minAvailable")),
+        ("minAvailable", "integer", 0, _field("status", "minAvailable")),
         ("RUNNINGS", "integer", 0, _field("status", "running")),
         AGE,
         ("QUEUE", "string", 1, _field("spec", "queue")),
+    ],
+    "hypernodes.topology.volcano.sh": [
+        NAME,
+        ("Tier", "string", 0, _field("spec", "tier")),
+        ("TierName", "string", 0, _field("spec", "tierName")),
+        ("NodeCount", "integer", 0, _field("status", "nodeCount")),
+        AGE,
+    ],
+    "events": EVENT_COLUMNS,
+    "leases.coordination.k8s.io": [NAME, ("Holder", "string", 0, _field("spec", "holderIdentity")), AGE],
+    "deployments.apps": [
+        NAME,
+        ("Ready", "string", 0, lambda o: f"{_count(o, 'readyReplicas')}/{_replicas(o)}"),
+        ("Up-to-date", "string", 0, lambda o: _count(o, "updatedReplicas")),
+        ("Available", "string", 0, lambda o: _count(o, "availableReplicas")),
+        AGE,
+        *WORKLOAD_WIDE,
+    ],
+    "replicasets.apps": [
+        NAME,
+        ("Desired", "integer", 0, _replicas),
+        ("Current", "integer", 0, lambda o: _count(o, "replicas")),
+        ("Ready", "integer", 0, lambda o: _count(o, "readyReplicas")),
+        AGE,
+        *WORKLOAD_WIDE,
+    ],
+    "statefulsets.apps": [
+        NAME,
+        ("Ready", "string", 0, lambda o: f"{_count(o, 'readyReplicas')}/{_replicas(o)}"),
+        AGE,
+        *WORKLOAD_WIDE[:2],
+    ],
+    "jobs.batch": [
+        NAME,
+        ("Status", "string", 0, _job_status),
+        ("Completions", "string", 0, _job_completions),
+        ("Duration", "string", 0, _job_duration),
+        AGE,
+        *WORKLOAD_WIDE,
     ],
 }
 
@@ -200,8 +338,8 @@ def to_table(
 ) -> dict[str, Any]:
     cols = _columns(res)
     defs = [
-        {"name": n, "type": t, "format": "name" if i == 0 else "", "description": "", "priority": p}
-        for i, (n, t, p, _) in enumerate(cols)
+        {"name": n, "type": t, "format": "name" if n == "Name" else "", "description": "", "priority": p}
+        for n, t, p, _ in cols
     ]
     rows = [
         {"cells": [cell(o) for (_, _, _, cell) in cols], "object": _row_object(res, o, include)} for o in objs

@@ -8,9 +8,11 @@ nodes of identical cards, a third of them already partly used, pods asking one c
 
     vc-scheduler bench --devices [--nodes 1000 --gpus 8 --pods 3000] [--output docs/performance.md]
 
-Besides the whole-table scan, two companions are reported: the session path (the predicate hook
-asks node by node and the plugin answers from one cached whole-table scan, so this adds the
-Python loop over the nodes), and HAMi Ascend decisions, which are pure Python (no compiled twin).
+Besides the whole-table scan, three companions are reported: the per-node path (the predicate
+hook asks node by node and the plugin answers from one cached whole-table scan, so this adds the
+Python loop over the nodes), the same vGPU pods through one real scheduling session, and HAMi
+Ascend decisions on the compiled whole-fleet scan (`native/npufit.pyx`), its Python twin and the
+former per-node Python fit, back to back.
 """
 
 from __future__ import annotations
@@ -24,11 +26,13 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from scheduler.conf import DEFAULT_CONF
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare import fit as python_fit
-from scheduler.plugins.deviceshare.ascend import AscendLedger
+from scheduler.plugins.deviceshare import npufit as python_npufit
+from scheduler.plugins.deviceshare.ascend import AscendLedger, AscendTable
 from scheduler.plugins.deviceshare.config import DEFAULT_CONFIG, DEFAULT_VNPU, POLICY_BINPACK
-from scheduler.plugins.deviceshare.hotpath import native_module
+from scheduler.plugins.deviceshare.hotpath import native_module, native_npu_module
 from scheduler.plugins.deviceshare.requests import (
     AscendContainerRequest,
     AscendRequest,
@@ -148,12 +152,61 @@ def _decide_per_node(table: VgpuTable, pods: list[VgpuRequest]) -> tuple[int, fl
     return placed, time.perf_counter() - t0
 
 
-def _ascend_rate(nodes: int, chips: int, pods: int, seed: int) -> tuple[int, float]:
-    """HAMi Ascend 310P decisions/s: fit on every node, best score wins, charge it (pure Python)."""
+# Volcano's default tiers with HAMi vGPU sharing under binpack (deviceshare after drf, as in `make demo`).
+SESSION_CONF = (
+    DEFAULT_CONF.replace(
+        "  - name: drf\n",
+        "  - name: drf\n  - name: deviceshare\n    arguments:\n      deviceshare.VGPUEnable: true\n"
+        "      deviceshare.SchedulePolicy: binpack\n",
+    )
+    + "  - name: binpack\n"
+)
+
+
+def _session_rate(nodes: int, gpus: int, pods: int, seed: int) -> tuple[int, float]:
+    """vGPU pods decided by one real scheduling session (every plugin of SESSION_CONF, allocate's
+    sampling and caches): (pods bound, session seconds). Pods are one-pod jobs asking one card
+    with the micro-benchmark's sizes."""
+    from scheduler.framework.cycle import run_session
+    from scheduler.framework.session import SessionOptions
+    from scheduler.model.cluster import ClusterState
+    from scheduler.registry import parse
+    from scheduler.sim.nodegen import make_nodes, parse_node_spec
+
+    state = ClusterState()
+    for node in make_nodes([parse_node_spec(f"{nodes}:cpu=64,memory=256Gi,gpu={gpus}xA100-40GB")]):
+        state.apply_node(node)
+    state.apply_queue(
+        {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}}
+    )
+    rng = random.Random(seed + 3)
+    for j in range(pods):
+        name = f"vgpu-{j:06d}"
+        limits = {
+            ann.VGPU_NUMBER: "1",
+            ann.VGPU_MEMORY: str(rng.randrange(1, 9) * 1024),
+            ann.VGPU_CORES: str(rng.choice((0, 10, 25, 50))),
+        }
+        meta = {"name": name, "namespace": "ml", "creationTimestamp": float(j)}
+        state.apply_podgroup({"kind": "PodGroup", "metadata": meta, "spec": {"minMember": 1, "queue": "default"},
+                              "status": {"phase": "Inqueue"}})  # fmt: skip
+        state.apply_pod({
+            "kind": "Pod",
+            "metadata": {**meta, "uid": f"uid-{name}", "annotations": {"scheduling.k8s.io/group-name": name}},
+            "spec": {"schedulerName": "volcano", "containers": [
+                {"name": "main", "resources": {"requests": {"cpu": "100m"}, "limits": limits}}]},
+            "status": {"phase": "Pending"},
+        })  # fmt: skip
+    res = run_session(state.snapshot(), parse(SESSION_CONF), SessionOptions(), rng=random.Random(seed))
+    return len(res.binds), res.total_ms / 1000
+
+
+def _ascend_ledgers(nodes: int, chips: int, impl: ModuleType) -> list[AscendLedger]:
     from scheduler.model.node import NodeInfo
     from scheduler.model.resources import Resource
 
-    rng = random.Random(seed + 2)
+    table = AscendTable(DEFAULT_VNPU)
+    table.impl = impl
     leds = []
     for n in range(nodes):
         regs = [ann.AscendCard(f"npu-{n}-{c}", 7, 21527, 8, "Ascend310P", True, -1, c) for c in range(chips)]
@@ -162,9 +215,23 @@ def _ascend_rate(nodes: int, chips: int, pods: int, seed: int) -> tuple[int, flo
             Resource.from_list({"cpu": "64", DEFAULT_VNPU.resource_name: str(7 * chips)}),
             annotations={ann.ascend_register_key("Ascend310P"): ann.encode_ascend_register(regs)},
         )
-        led, _ = AscendLedger.from_node(node, DEFAULT_VNPU, DEFAULT_CONFIG)
+        led, _ = AscendLedger.from_node(node, DEFAULT_VNPU, DEFAULT_CONFIG, table)
         if led is not None:
             leds.append(led)
+    return leds
+
+
+def ascend_decisions(
+    nodes: int, chips: int, pods: int, seed: int, impl: ModuleType | None
+) -> tuple[int, float, list[AscendLedger]]:
+    """HAMi Ascend 310P decisions: the best-scoring node, its chips, charged; (pods placed,
+    seconds, the ledgers after them).
+
+    With `impl` (compiled or twin) one whole-fleet scan per pod (`AscendTable.best_node`) and the
+    fit of the chosen node; with None the former path: the Python fit of every node in turn.
+    """
+    rng = random.Random(seed + 2)
+    leds = _ascend_ledgers(nodes, chips, impl or python_npufit)
     reqs = [
         AscendRequest((AscendContainerRequest(0, 1, rng.choice((2000, 3072, 6000, 12000)), 0),), False)
         for _ in range(pods)
@@ -172,16 +239,28 @@ def _ascend_rate(nodes: int, chips: int, pods: int, seed: int) -> tuple[int, flo
     placed = 0
     t0 = time.perf_counter()
     for i, req in enumerate(reqs):
-        best, best_score, best_fit = None, -1.0, None
-        for led in leds:
-            f = led.fit(req, POLICY_BINPACK)
-            if f.ok and f.score > best_score:
-                best, best_score, best_fit = led, f.score, f
+        if impl is not None:
+            best = leds[0].table.best_node(req, POLICY_BINPACK) if leds else None
+            best_fit = best.fit(req, POLICY_BINPACK) if best is not None else None
+        else:
+            best, best_score, best_fit = None, -1.0, None
+            for led in leds:
+                f = led.fit_in_python(req, POLICY_BINPACK)
+                if f.ok and f.score > best_score:
+                    best, best_score, best_fit = led, f.score, f
         if best is None or best_fit is None:
             continue
         best.add_pod(f"pod-{i}", best.segments(best_fit.picks))
         placed += 1
-    return placed, time.perf_counter() - t0
+    return placed, time.perf_counter() - t0, leds
+
+
+def _ascend_rates(nodes: int, chips: int, pods: int, seed: int) -> dict[str, tuple[int, float]]:
+    """Ascend decisions per path, run back to back on the same pods: compiled, twin, per-node Python."""
+    native = native_npu_module()
+    paths: dict[str, ModuleType | None] = {"compiled": native} if native is not None else {}
+    paths.update({"twin": python_npufit, "per-node Python": None})
+    return {name: ascend_decisions(nodes, chips, pods, seed, impl)[:2] for name, impl in paths.items()}
 
 
 SECTION = "## Device hot path (`vc-scheduler bench --devices`)"
@@ -205,23 +284,28 @@ def _median_run(nodes: int, gpus: int, pods: int, seed: int, repeats: int) -> di
     return out
 
 
+def _rate(placed: int, secs: float) -> float:
+    return placed / secs if secs else 0.0
+
+
 def render_markdown(
     cmd: str,
     r: dict[str, Any],
-    per_node: tuple[int, float, int],
-    ascend: tuple[int, float, int, int],
+    paths: dict[str, tuple[int, float]],
+    ascend: dict[str, tuple[int, float]],
+    sizes: tuple[int, int, int],
     repeats: int,
 ) -> str:
-    placed, secs, n_pods = per_node
-    a_placed, a_secs, a_nodes, a_chips = ascend
-    load = load_average()
+    """The section: vGPU scan and decisions, the session figures, HAMi Ascend per path."""
+    n_per_node, n_session, n_ascend = sizes
     yes = {True: "reached", False: "NOT reached"}
     lines = [
         SECTION,
         "",
-        f"Command: `{cmd}` (median of {repeats} runs; "
+        f"Command: `{cmd}` (median of {repeats} runs for the table; "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, Python {platform.python_version()}, "
-        f"load average {load} (1 / 5 / 15 min) when it finished).",
+        f"load average {load_average()} (1 / 5 / 15 min) when it finished). Ratios compare paths "
+        "measured back to back in the same run.",
         "",
         f"Synthetic cluster: {r['nodes']:,} nodes x {r['gpus_per_node']} GPUs = {r['cards']:,} vGPU cards (hami-core, "
         "split 10, 32 GiB), a third of the nodes half used; pods ask one card with 1-8 GiB and 0-50 % cores, "
@@ -244,18 +328,40 @@ def render_markdown(
         lines.append(
             f"| one scan of all {r['cards']:,} cards | not built | {r['fallback_scan_ms']:.3f} ms | 1x |"
         )
+    per_node = _rate(*paths["per-node"])
+    session = _rate(*paths["session"])
     lines += [
         "",
         f"- Goal compiled >= 5x the fallback: {yes[r['goal_ratio_5x']]} ({r['ratio']:.0f}x).",
         f"- Goal >= 3,000 vGPU decisions/s at 1,000 nodes x 8 GPUs: {yes[r['goal_3000_pods_per_s']]} "
         f"({r['decisions_per_s']:,.0f}/s).",
-        f"- Session path (the predicate and node-order hooks ask node by node; the plugin answers from one "
-        f"whole-table scan per pod, `ScanCache`): {placed / secs if secs else 0:,.0f} decisions/s over "
-        f"{n_pods:,} pods on the same cluster ({placed:,} placed).",
-        f"- HAMi Ascend 310P (pure Python, no compiled twin): {a_placed / a_secs if a_secs else 0:,.0f} decisions/s at "
-        f"{a_nodes:,} nodes x {a_chips} chips ({a_placed:,} pods placed).",
+        f"- Per-node path (the predicate and node-order hooks ask every node in turn; the plugin answers "
+        f"from one whole-table scan per pod, `ScanCache`): {per_node:,.0f} decisions/s over {n_per_node:,} pods "
+        f"on the same cluster ({paths['per-node'][0]:,} placed).",
+        f"- Through a real session (`run_session` with Volcano's default tiers plus deviceshare under binpack, "
+        f"{n_session:,} one-pod vGPU jobs on {r['nodes']:,} fresh nodes x {r['gpus_per_node']} GPUs): "
+        f"{session:,.0f} decisions/s ({paths['session'][0]:,} bound), "
+        f"{per_node / session if session else 0:.1f}x slower than the per-node path: besides the device fit, the session "
+        "samples nodes and runs every plugin's predicates and scores for each pod.",
+        f"- Goal >= 10,000 vGPU decisions/s through the session: {yes[session >= 10_000]} ({session:,.0f}/s).",
         "",
+        f"HAMi Ascend 310P at {r['nodes']:,} nodes x {r['gpus_per_node']} chips, {n_ascend:,} pods asking one "
+        "chip with 2,000-12,000 MiB (template-rounded), binpack; the same pods on the same nodes for each path:",
+        "",
+        "| path | decisions/s | vs compiled |",
+        "|---|---:|---:|",
     ]
+    top = _rate(*ascend["compiled"]) if "compiled" in ascend else 0.0
+    labels = {
+        "compiled": "one compiled scan of every chip per pod (`native/npufit.pyx`)",
+        "twin": "the same scan in its Python twin (`npufit.py`, `VC_SCHEDULER_PURE=1`)",
+        "per-node Python": "the former path: the Python fit of every node in turn",
+    }
+    for name, (placed, secs) in ascend.items():
+        rate = _rate(placed, secs)
+        ratio = f"{top / rate:.1f}x slower" if top and name != "compiled" and rate else ""
+        lines.append(f"| {labels[name]} | {rate:,.0f} | {ratio} |")
+    lines += ["", f"- Goal >= 2,000 Ascend decisions/s compiled: {yes[top >= 2000]} ({top:,.0f}/s).", ""]
     return "\n".join(lines)
 
 
@@ -266,9 +372,8 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--nodes", type=int, default=1000)
     p.add_argument("--gpus", type=int, default=8, help="GPUs (and Ascend chips) per node")
     p.add_argument("--pods", type=int, default=3000)
-    p.add_argument(
-        "--per-node-pods", type=int, default=300, help="pods for the per-node (session path) figure"
-    )
+    p.add_argument("--per-node-pods", type=int, default=300, help="pods for the per-node path figure")
+    p.add_argument("--session-pods", type=int, default=1000, help="pods for the real-session figure")
     p.add_argument("--ascend-pods", type=int, default=300)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--seed", type=int, default=7)
@@ -277,28 +382,25 @@ def main(argv: Sequence[str]) -> int:
     r = _median_run(args.nodes, args.gpus, args.pods, args.seed, max(1, args.repeats))
     native = native_module()
     table = _cluster(args.nodes, args.gpus, native if native is not None else python_fit, args.seed)
-    placed, secs = _decide_per_node(table, _pods(args.per_node_pods, args.seed))
-    a_placed, a_secs = _ascend_rate(args.nodes, args.gpus, args.ascend_pods, args.seed)
+    paths = {
+        "per-node": _decide_per_node(table, _pods(args.per_node_pods, args.seed)),
+        "session": _session_rate(args.nodes, args.gpus, args.session_pods, args.seed),
+    }
+    ascend = _ascend_rates(args.nodes, args.gpus, args.ascend_pods, args.seed)
     print(
         f"scan of {r['cards']:,} cards: compiled {r.get('compiled_scan_ms', float('nan'))} ms, "
         f"fallback {r['fallback_scan_ms']} ms, ratio {r['ratio']}x"
     )
     print(
-        f"vGPU decisions/s: {r['decisions_per_s']:,.0f} (table scan), "
-        f"{placed / secs if secs else 0:,.0f} (per-node path); Ascend {a_placed / a_secs if a_secs else 0:,.0f}/s"
+        f"vGPU decisions/s: {r['decisions_per_s']:,.0f} (table scan), {_rate(*paths['per-node']):,.0f} (per-node "
+        f"path), {_rate(*paths['session']):,.0f} (session); Ascend "
+        + ", ".join(f"{name} {_rate(*v):,.0f}/s" for name, v in ascend.items())
     )
     if args.output:
         cmd = "vc-scheduler bench --devices " + " ".join(argv)
+        sizes = (args.per_node_pods, args.session_pods, args.ascend_pods)
         replace_section(
-            args.output,
-            SECTION,
-            render_markdown(
-                cmd.strip(),
-                r,
-                (placed, secs, args.per_node_pods),
-                (a_placed, a_secs, args.nodes, args.gpus),
-                max(1, args.repeats),
-            ),
+            args.output, SECTION, render_markdown(cmd.strip(), r, paths, ascend, sizes, max(1, args.repeats))
         )
     return 0
 

@@ -58,7 +58,14 @@ def test_sdist_has_the_sources_and_the_license_not_generated_code(dist: Path) ->
     (sdist,) = dist.glob("vc[-_]scheduler-*.tar.gz")  # the separator depends on the setuptools version
     with tarfile.open(sdist) as tf:
         names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
-    assert {"LICENSE", "native/gpufit.pyx", "setup.py", "pyproject.toml", "MANIFEST.in"} <= names
+    assert {
+        "LICENSE",
+        "native/gpufit.pyx",
+        "native/npufit.pyx",
+        "setup.py",
+        "pyproject.toml",
+        "MANIFEST.in",
+    } <= names
     assert not [n for n in names if n.endswith((".c", ".so"))], names
 
 
@@ -68,7 +75,10 @@ def test_wheel_installed_in_a_fresh_venv_runs_simulate_on_the_compiled_path(
     (wheel,) = dist.glob("vc_scheduler-*.whl")
     assert f"-{__version__}-" in wheel.name and not wheel.name.endswith("-none-any.whl"), wheel.name
     members = zipfile.ZipFile(wheel).namelist()
-    assert [m for m in members if m.startswith("scheduler/_native/gpufit") and m.endswith(".so")], members
+    for module in ("gpufit", "npufit"):  # vGPU and HAMi Ascend
+        assert [m for m in members if m.startswith(f"scheduler/_native/{module}") and m.endswith(".so")], (
+            members
+        )
     assert f"vc_scheduler-{__version__}.dist-info/LICENSE" in members or any(
         m.startswith(f"vc_scheduler-{__version__}.dist-info/licenses/LICENSE") for m in members
     )

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from scheduler.sim.devicebench import run_device_bench
+import pytest
+
+from scheduler.plugins.deviceshare import hotpath
+from scheduler.plugins.deviceshare import npufit as python_npufit
+from scheduler.sim.devicebench import ascend_decisions, run_device_bench
 
 
 def test_bench_reports_rates_and_places_pods_on_a_small_cluster() -> None:
@@ -31,6 +35,8 @@ def test_bench_command_rewrites_only_its_own_section(tmp_path) -> None:
         "20",
         "--per-node-pods",
         "5",
+        "--session-pods",
+        "5",
         "--ascend-pods",
         "5",
         "--repeats",
@@ -45,3 +51,16 @@ def test_bench_command_rewrites_only_its_own_section(tmp_path) -> None:
     assert "Command: `vc-scheduler bench --devices --nodes 10" in text
     assert text.index("## Device hot path") < text.index("## Sandbox API server")
     assert "vGPU decisions per second" in text and "HAMi Ascend 310P" in text
+    assert "Through a real session" in text and "(5 bound)" in text
+
+
+@pytest.mark.parametrize("impl", ["compiled", "twin"])
+def test_ascend_scan_decides_exactly_as_the_per_node_python_fit(impl: str) -> None:
+    """The whole-fleet scan places every pod on the node and chips the former path chose."""
+    module = hotpath.native_npu_module() if impl == "compiled" else python_npufit
+    if module is None:
+        pytest.skip("compiled module not built")
+    placed, _, scanned = ascend_decisions(12, 4, 60, 3, module)
+    ref_placed, _, reference = ascend_decisions(12, 4, 60, 3, None)
+    assert placed == ref_placed > 12  # enough pods that binpack must stack several per chip
+    assert [led.state() for led in scanned] == [led.state() for led in reference]

@@ -18,16 +18,29 @@ from pod annotations after a restart equals the live one.
 from __future__ import annotations
 
 import json
+from array import array
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from scheduler.model.node import NodeInfo
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare.config import POLICY_BINPACK, POLICY_SPREAD, DeviceConfig, VnpuChip
+from scheduler.plugins.deviceshare.hotpath import fit_impl, npu_fit_impl
+from scheduler.plugins.deviceshare.npufit import (
+    FIT,
+    HAMI_CORE,
+    NEEDS_PYTHON,
+    NO_HAMI_CORE,
+    NOT_FITTED,
+    TOO_MANY_CHIPS,
+    TOPOLOGY,
+)
 from scheduler.plugins.deviceshare.requests import AscendContainerRequest, AscendRequest, trim_to_template
 
 NETWORK_WEIGHT = 10.0  # upstream Ascend910NetworkWeight
 NO_DEVICE = "no enough ascend device available"
+_NO_HAMI_CORE = f"node does not support hami-core vNPU ({ann.HAMI_VNPU_CORE} is not true)"
 
 
 @dataclass(slots=True)
@@ -60,12 +73,137 @@ class AscendFit:
     picks: list[list[NpuPick]] = field(default_factory=list)
 
 
+class AscendTable:
+    """Flat per-chip state of all nodes of one HAMi Ascend chip kind (the layout `npufit` reads).
+
+    The ledgers' chips stay the readable state; every charge is written to both (`_charge`), so a
+    whole-fleet scan is one compiled call instead of a Python fit per node.
+    """
+
+    def __init__(self, chip: VnpuChip) -> None:
+        self.templates = array("q", [t.memory for t in chip.templates])
+        self.mem_allocatable = chip.memory_allocatable
+        self.mem_capacity = chip.memory_capacity
+        self.starts = array("q", [0])
+        self.node_flags = array("q")
+        self.count = array("q")
+        self.devmem = array("q")
+        self.devcore = array("q")
+        self.used = array("q")
+        self.used_mem = array("q")
+        self.used_cores = array("q")
+        self.healthy = array("q")
+        self._mask = array("q")
+        self.out_code = array("q")
+        self.out_score = array("d")
+        self.ledgers: list[AscendLedger] = []
+        # the fit implementation (compiled or Python twin); the bench swaps it to compare
+        self.impl = npu_fit_impl
+
+    def add_node(self, ledger: AscendLedger) -> int:
+        for c in ledger.chips:  # checked before any append: a half-added node would misalign every array
+            if not all(0 <= v <= ann.REGISTER_INT_MAX for v in (c.count, c.devmem, c.devcore)):
+                raise ValueError(
+                    f"chip {c.id[:40]!r}: count {c.count}, devmem {c.devmem} or devcore {c.devcore} "
+                    f"is not within 0..{ann.REGISTER_INT_MAX}"
+                )
+        idx = len(self.ledgers)
+        self.ledgers.append(ledger)
+        for c in ledger.chips:
+            self.count.append(c.count)
+            self.devmem.append(c.devmem)
+            self.devcore.append(c.devcore)
+            self.used.append(c.used)
+            self.used_mem.append(c.used_mem)
+            self.used_cores.append(c.used_cores)
+            self.healthy.append(1 if c.health else 0)
+        self.starts.append(len(self.count))
+        self.node_flags.append((TOPOLOGY if ledger.topology else 0) | (HAMI_CORE if ledger.hami_core else 0))
+        self.out_code.append(0)
+        self.out_score.append(0.0)
+        return idx
+
+    def mask_for(self, req: AscendRequest, lo: int, hi: int) -> array:
+        """Per-chip usability for `req` over nodes lo..hi-1 (other entries are stale)."""
+        if not (req.use_uuids or req.nouse_uuids):
+            return self.healthy
+        m = self._mask
+        if len(m) != len(self.count):
+            m = self._mask = array("q", bytes(8 * len(self.count)))
+        for node in range(lo, hi):
+            led = self.ledgers[node]
+            for c in led.chips:
+                m[led.base + c.index] = 1 if led._usable(c, req) else 0
+        return m
+
+    def run(self, req: AscendRequest, policy: int, lo: int, hi: int, chips: array) -> None:
+        """The compiled (or twin) fit of nodes lo..hi-1 into out_code, out_score and `chips`."""
+        self.impl.fit_nodes(
+            self.starts, self.node_flags, self.count, self.devmem, self.devcore, self.used, self.used_mem,
+            self.used_cores, self.mask_for(req, lo, hi), _flat(req), 1 if req.hami_core else 0, policy,
+            self.templates, self.mem_allocatable, self.mem_capacity, lo, hi, self.out_code, self.out_score, chips,
+        )  # fmt: skip
+
+    def fit_all(self, req: AscendRequest, policy: int) -> tuple[array, array]:
+        """(codes, scores) of every node for `req`: the batch form of `AscendLedger.fit`."""
+        n = len(self.ledgers)
+        if not _all_ask_chips(req):
+            for i, led in enumerate(self.ledgers):
+                f = led.fit(req, policy)
+                self.out_code[i], self.out_score[i] = (FIT if f.ok else NOT_FITTED), f.score
+            return self.out_code, self.out_score
+        self.run(req, policy, 0, n, array("q", bytes(8 * max(1, n * req.total_chips))))
+        for i in range(n):
+            if self.out_code[i] == NEEDS_PYTHON:
+                f = self.ledgers[i].fit(req, policy)
+                self.out_code[i], self.out_score[i] = (FIT if f.ok else NOT_FITTED), f.score
+        return self.out_code, self.out_score
+
+    def best_node(self, req: AscendRequest, policy: int) -> AscendLedger | None:
+        """The fitting node with the highest device score (ties: first), from one scan of all chips."""
+        codes, scores = self.fit_all(req, policy)
+        i = fit_impl.best_node(codes, scores, 0, len(self.ledgers))
+        return self.ledgers[i] if i >= 0 else None
+
+
+@lru_cache(maxsize=4096)
+def _flat(req: AscendRequest) -> array:
+    out = array("q")
+    for c in req.containers:
+        out.extend((c.nums, c.mem, c.cores))
+    return out
+
+
+def _all_ask_chips(req: AscendRequest) -> bool:
+    # the compiled scan stops a container once it holds `nums` chips; a container asking none is
+    # left to the Python fit, which keeps its historical answer (the parser never builds one)
+    return all(c.nums > 0 for c in req.containers)
+
+
 class AscendLedger:
     """One node's chips of one HAMi Ascend kind, and which pod holds what (by UID)."""
 
-    __slots__ = ("chip", "chips", "hami_core", "id_index", "node_name", "pods", "topology")
+    __slots__ = (
+        "base",
+        "chip",
+        "chips",
+        "hami_core",
+        "id_index",
+        "idx",
+        "node_name",
+        "pods",
+        "table",
+        "topology",
+    )
 
-    def __init__(self, node_name: str, chip: VnpuChip, cards: list[ann.AscendCard], hami_core: bool) -> None:
+    def __init__(
+        self,
+        node_name: str,
+        chip: VnpuChip,
+        cards: list[ann.AscendCard],
+        hami_core: bool,
+        table: AscendTable | None = None,
+    ) -> None:
         self.node_name = node_name
         self.chip = chip
         self.hami_core = hami_core
@@ -79,13 +217,18 @@ class AscendLedger:
             c.network_id >= 0 for c in cards
         )
         self.pods: dict[str, list[tuple[int, int, int]]] = {}
+        self.table = table if table is not None else AscendTable(chip)
+        self.idx = self.table.add_node(self)
+        self.base = self.table.starts[self.idx]
 
     @property
     def kind(self) -> str:
         return self.chip.common_word
 
     @classmethod
-    def from_node(cls, node: NodeInfo, chip: VnpuChip, cfg: DeviceConfig) -> tuple[AscendLedger | None, str]:
+    def from_node(
+        cls, node: NodeInfo, chip: VnpuChip, cfg: DeviceConfig, table: AscendTable | None = None
+    ) -> tuple[AscendLedger | None, str]:
         """The node's ledger of this chip kind, or (None, why); why is "" when the node simply has
         no such chip (no allocatable), so callers only report garbled registrations."""
         if node.allocatable.scalars.get(chip.resource_name, 0.0) <= 0:
@@ -103,7 +246,10 @@ class AscendLedger:
         flag = node.annotations.get(ann.HAMI_VNPU_CORE)
         if flag is not None:
             hami_core = flag == "true"  # the node's annotation overrides the configuration
-        return cls(node.name, chip, cards, hami_core), ""
+        try:
+            return cls(node.name, chip, cards, hami_core, table), ""
+        except ValueError as exc:  # numbers no device plugin writes (HAMi holds them as int32)
+            return None, f"Ascend registration: {exc}"
 
     # -- charging --------------------------------------------------------------------------------
     def add_pod(self, uid: str, segments: list[list[ann.DeviceEntry]]) -> bool:
@@ -118,10 +264,7 @@ class AscendLedger:
                 if i is None or i in seen:
                     continue
                 seen.add(i)
-                c = self.chips[i]
-                c.used += 1
-                c.used_mem += e.mem
-                c.used_cores += e.cores
+                self._charge(i, 1, e.mem, e.cores)
                 charges.append((i, e.mem, e.cores))
         self.pods[uid] = charges
         return True
@@ -131,11 +274,17 @@ class AscendLedger:
         if charges is None:
             return False
         for i, mem, cores in charges:
-            c = self.chips[i]
-            c.used -= 1
-            c.used_mem -= mem
-            c.used_cores -= cores
+            self._charge(i, -1, -mem, -cores)
         return True
+
+    def _charge(self, i: int, pods: int, mem: int, cores: int) -> None:
+        c, t, g = self.chips[i], self.table, self.base + i
+        c.used += pods
+        c.used_mem += mem
+        c.used_cores += cores
+        t.used[g] = c.used
+        t.used_mem[g] = c.used_mem
+        t.used_cores[g] = c.used_cores
 
     # -- fit ---------------------------------------------------------------------------------------
     def demand(self, cr: AscendContainerRequest, c: NpuChip, hami_core: bool) -> tuple[int, str] | None:
@@ -175,11 +324,42 @@ class AscendLedger:
         return c.id not in req.nouse_uuids
 
     def fit(self, req: AscendRequest, policy: int) -> AscendFit:
-        """Whether `req` fits, the node's device score and the chips per container (no side effects)."""
-        if req.hami_core and not self.hami_core:
+        """Whether `req` fits, the node's device score and the chips per container (no side effects).
+
+        Nodes without network topology take the compiled fit (`npufit`); the rest, and requests
+        with a container asking no chip, the Python one below (the reference the tests compare to).
+        """
+        if self.topology or not _all_ask_chips(req):
+            return self.fit_in_python(req, policy)
+        t, i = self.table, self.idx
+        chips = array("q", bytes(8 * max(1, req.total_chips)))
+        t.run(req, policy, i, i + 1, chips)
+        code = t.out_code[i]
+        if code == NO_HAMI_CORE:
+            return AscendFit(False, _NO_HAMI_CORE)
+        if code == TOO_MANY_CHIPS:
             return AscendFit(
-                False, f"node does not support hami-core vNPU ({ann.HAMI_VNPU_CORE} is not true)"
+                False, f"{NO_DEVICE}: {req.total_chips} chips asked, the node has {len(self.chips)}"
             )
+        if code != FIT:
+            return AscendFit(False, f"{NO_DEVICE} on node {self.node_name}")
+        picks: list[list[NpuPick]] = []
+        k = 0
+        for cr in req.containers:
+            seg = []
+            for _ in range(cr.nums):
+                c = self.chips[chips[k]]
+                k += 1
+                d = self.demand(cr, c, req.hami_core)
+                assert d is not None  # the compiled fit only chooses chips the request fits on
+                seg.append(NpuPick(c.index, d[0], cr.cores, d[1]))
+            picks.append(seg)
+        return AscendFit(True, "", t.out_score[i], picks)
+
+    def fit_in_python(self, req: AscendRequest, policy: int) -> AscendFit:
+        """The fit in Python: the only one for Ascend910 network placement."""
+        if req.hami_core and not self.hami_core:
+            return AscendFit(False, _NO_HAMI_CORE)
         if req.total_chips > len(self.chips):
             return AscendFit(
                 False, f"{NO_DEVICE}: {req.total_chips} chips asked, the node has {len(self.chips)}"

@@ -24,7 +24,7 @@ from scheduler.model.objects import ALLOCATED_STATUSES, PodInfo, TaskInfo, TaskS
 from scheduler.model.resources import QuantityError, parse_quantity
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare import gpushare, vgpu
-from scheduler.plugins.deviceshare.ascend import AscendLedger
+from scheduler.plugins.deviceshare.ascend import AscendLedger, AscendTable
 from scheduler.plugins.deviceshare.config import (
     ASCEND_MINDCLUSTER,
     DEFAULT_CONFIG,
@@ -127,6 +127,8 @@ class DeviceSharePlugin(Plugin):
         self.ssn: Session | None = None
         self.exclusive: ExclusiveRules | None = None
         self._scans = ScanCache()
+        # chip kind -> flat chip state of the session's nodes of that kind (the compiled fit reads it)
+        self._npu_tables: dict[str, AscendTable] = {}
         # node name -> device kind -> why its registration cannot be used
         self._unusable: dict[str, dict[str, str]] = {}
 
@@ -138,6 +140,7 @@ class DeviceSharePlugin(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         self._scans.clear()
+        self._npu_tables = {}
         a = self.args
         if a.vgpu or a.ascend_hami:
             self.config = device_config_from(ssn.configmaps, a)
@@ -208,7 +211,10 @@ class DeviceSharePlugin(Plugin):
         node.devices[vgpu.KIND] = led
 
     def _build_ascend(self, node: NodeInfo, chip: VnpuChip) -> None:
-        led, why = AscendLedger.from_node(node, chip, self.config)
+        table = self._npu_tables.get(chip.common_word)
+        if table is None:
+            table = self._npu_tables[chip.common_word] = AscendTable(chip)
+        led, why = AscendLedger.from_node(node, chip, self.config, table)
         if led is None:
             if why:
                 self._unusable_node(node, chip.common_word, f"{chip.common_word}: {why}")

@@ -152,28 +152,38 @@ class ScanCache:
     (fit, score, reason) are those of `VgpuLedger.fit` for requests without a required mode.
     """
 
-    __slots__ = ("_scans",)
+    __slots__ = ("_last", "_scans")
 
     def __init__(self) -> None:
         # id(request) -> (request, table generation, codes, scores) of its last scan
         self._scans: dict[int, tuple[VgpuRequest, int, array, array]] = {}
+        # the entry asked last: the hooks ask for one pod over every node in a row
+        self._last: tuple[VgpuRequest | None, int, array, array] = (None, -1, array("q"), array("d"))
 
     def clear(self) -> None:
         self._scans.clear()
+        self._last = (None, -1, array("q"), array("d"))
+
+    def answers(self, table: VgpuTable, req: VgpuRequest, policy: int) -> tuple[array, array]:
+        """(codes, scores) of every node of `table` for `req`, scanned once per table generation."""
+        hit = self._last
+        if hit[0] is not req or hit[1] != table.generation:
+            got = self._scans.get(id(req))
+            if got is None or got[0] is not req or got[1] != table.generation:
+                codes, scores = table.scan(req, policy)
+                got = (req, table.generation, codes, scores)
+                self._scans[id(req)] = got
+            hit = self._last = got
+        return hit[2], hit[3]
 
     def node_fit(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[bool, str, float]:
         if req.mode and req.mode != led.mode:
             f = led.fit(req, policy)
             return f.ok, f.reason, f.score
-        t = led.table
-        hit = self._scans.get(id(req))
-        if hit is None or hit[0] is not req or hit[1] != t.generation:
-            codes, scores = t.scan(req, policy)
-            hit = (req, t.generation, codes, scores)
-            self._scans[id(req)] = hit
-        code = hit[2][led.idx]
+        codes, scores = self.answers(led.table, req, policy)
+        code = codes[led.idx]
         if code == FIT:
-            return True, "", hit[3][led.idx]
+            return True, "", scores[led.idx]
         if led.mig is not None:  # MIG nodes were fitted in Python by the scan: ask again for the reason
             f = led.fit(req, policy)
             return f.ok, f.reason, f.score

@@ -1,0 +1,167 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled twin of scheduler/plugins/deviceshare/npufit.py: HAMi Ascend fit and score over flat chip arrays.
+
+Same function, same arguments, same answers (tests/native proves it on random inputs); see the
+Python module for the layout and the rules. Only the inner loops differ: the chip scores, the
+scan order and the taken chips live in C scratch buffers instead of Python lists and sets.
+"""
+
+from libc.stdlib cimport free, malloc
+
+FIT = 0
+TOO_MANY_CHIPS = 1
+NOT_FITTED = 2
+NEEDS_PYTHON = 3
+NO_HAMI_CORE = 4
+TOPOLOGY = 1
+HAMI_CORE = 2
+POLICY_NONE = 0
+POLICY_BINPACK = 1
+POLICY_SPREAD = 2
+NO_MEMORY = -1
+
+IMPLEMENTATION = "native"
+
+
+cdef inline double _chip_score(int policy, long long devmem, long long used, long long used_mem) noexcept nogil:
+    if devmem == 0:
+        return 0.0
+    if policy == 1:
+        return 100.0 * <double>used_mem / <double>devmem
+    if policy == 2:
+        return 100.0 if used == 0 else 0.0
+    return 0.0
+
+
+cdef inline bint _refuses(
+    long long count, long long devmem, long long devcore, long long used, long long used_mem,
+    long long used_cores, long long mem, long long cores, int hami_core,
+) noexcept nogil:
+    if count <= used or devmem - used_mem < mem:
+        return True
+    cdef long long total = 100 if hami_core else devcore
+    if total - used_cores < cores:
+        return True
+    if total == 100 and cores == 100 and used > 0:
+        return True
+    return total != 0 and used_cores == total and cores == 0
+
+
+def fit_nodes(
+    const long long[::1] starts,
+    const long long[::1] node_flags,
+    const long long[::1] count,
+    const long long[::1] devmem,
+    const long long[::1] devcore,
+    const long long[::1] used,
+    const long long[::1] used_mem,
+    const long long[::1] used_cores,
+    const long long[::1] usable,
+    const long long[::1] req,
+    int hami_core,
+    int policy,
+    const long long[::1] templates,
+    long long mem_allocatable,
+    long long mem_capacity,
+    Py_ssize_t lo,
+    Py_ssize_t hi,
+    long long[::1] out_code,
+    double[::1] out_score,
+    long long[::1] out_chips,
+):
+    cdef Py_ssize_t n_req = req.shape[0] // 3
+    cdef Py_ssize_t n_tmpl = templates.shape[0]
+    cdef Py_ssize_t i, k, c, j, t, n, base, g, slot, nord, maxn = 0
+    cdef long long total = 0, nums, mem, cores, m, d, got
+    cdef long long flags
+    cdef int code, fitting = 0
+    cdef double score, s
+    for k in range(n_req):
+        total += req[3 * k]
+    for i in range(lo, hi):
+        if starts[i + 1] - starts[i] > maxn:
+            maxn = starts[i + 1] - starts[i]
+    cdef double *sc = <double *> malloc(sizeof(double) * (maxn + 1))
+    cdef long long *buf = <long long *> malloc(sizeof(long long) * (2 * maxn + 1))
+    if sc == NULL or buf == NULL:
+        free(sc)
+        free(buf)
+        raise MemoryError()
+    cdef long long *order = buf
+    cdef long long *taken = buf + maxn
+    try:
+        with nogil:
+            for i in range(lo, hi):
+                out_score[i] = 0.0
+                flags = node_flags[i]
+                if flags & 1:
+                    out_code[i] = 3
+                    continue
+                if hami_core and not (flags & 2):
+                    out_code[i] = 4
+                    continue
+                base = starts[i]
+                n = starts[i + 1] - base
+                if total > n:
+                    out_code[i] = 1
+                    continue
+                # usable chips by descending score, ties by index (a stable insertion sort)
+                nord = 0
+                for c in range(n):
+                    g = base + c
+                    sc[c] = _chip_score(policy, devmem[g], used[g], used_mem[g])
+                    taken[c] = 0
+                    if not usable[g]:
+                        continue
+                    j = nord
+                    while j > 0 and sc[order[j - 1]] < sc[c]:
+                        order[j] = order[j - 1]
+                        j -= 1
+                    order[j] = c
+                    nord += 1
+                code = 0
+                score = 0.0
+                slot = (i - lo) * total
+                for k in range(n_req):
+                    nums = req[3 * k]
+                    mem = req[3 * k + 1]
+                    cores = req[3 * k + 2]
+                    got = 0
+                    for j in range(nord):
+                        if got == nums:
+                            break
+                        c = order[j]
+                        if taken[c]:
+                            continue
+                        g = base + c
+                        m = mem if mem != 0 else devmem[g]
+                        if hami_core:
+                            d = m
+                        else:
+                            d = -1
+                            for t in range(n_tmpl):
+                                if m <= templates[t]:
+                                    d = templates[t]
+                                    break
+                            if d == -1 and m <= mem_capacity:
+                                d = mem_allocatable
+                        if d == -1 or _refuses(count[g], devmem[g], devcore[g], used[g], used_mem[g],
+                                               used_cores[g], d, cores, hami_core):
+                            continue
+                        taken[c] = 1
+                        score += sc[c]
+                        out_chips[slot] = c
+                        slot += 1
+                        got += 1
+                    if got < nums:
+                        code = 2
+                        break
+                out_code[i] = code
+                if code == 0:
+                    out_score[i] = score
+                    fitting += 1
+    finally:
+        free(sc)
+        free(buf)
+    return fitting
+

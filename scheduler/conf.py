@@ -62,18 +62,14 @@ VOLCANO_ONLY_ACTIONS = ("shuffle", "gangpreempt", "gangreclaim")
 VOLCANO_ONLY_PLUGINS = (
     "tdm",
     "numa-aware",
-    "sla",
     "task-topology",
     "extender",
     "usage",
     "rescheduling",
     "cdp",
-    "pdb",
     "resource-strategy-fit",
     "network-topology-aware",
     "nodegroup",
-    "resourcequota",
-    "capacity",
     # names from other Volcano releases
     "dynamicresources",
     "hdrf",
@@ -254,6 +250,14 @@ def parse_with(catalogue: Catalogue, text: str, source: str = "<config>") -> Sch
                 errors.append(str(exc))
         tiers.append(Tier(options))
 
+    # capacity replaces proportion (Volcano's guide: they conflict). Volcano still loads both (its
+    # own preempt tests do), so this warns instead of refusing a configuration Volcano accepts.
+    all_names = [p.name for t in tiers for p in t.plugins]
+    if "capacity" in all_names and "proportion" in all_names:
+        warnings.append(
+            "plugins 'capacity' and 'proportion' are both enabled: they conflict (both order queues and "
+            "decide reclaim with different shares); capacity replaces proportion, remove one of them"
+        )
     # drf hierarchy and proportion in one tier conflict (Volcano rejects this too).
     for ti, tier in enumerate(tiers):
         names = {p.name for p in tier.plugins}

@@ -192,6 +192,9 @@ class Daemon:
             (Resource("PodGroup", f"{VOLCANO_API}/podgroups"), c.podgroups),
             (Resource("Queue", f"{VOLCANO_API}/queues"), c.queues),
             (Resource("Namespace", "/api/v1/namespaces"), c.namespaces),
+            # read by the resourcequota and pdb plugins
+            (Resource("ResourceQuota", "/api/v1/resourcequotas"), c.resource_quotas),
+            (Resource("PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets"), c.pdbs),
             (
                 Resource(
                     "ConfigMap",
@@ -401,7 +404,10 @@ class Daemon:
         self.last_failure = ""
         res.action_ms, res.open_ms = timings, open_ms
         res.total_ms = (time.perf_counter() - t0) * 1000
-        attrs = getattr(ssn.plugins.get("proportion"), "attrs", None)
+        # the queue-sharing plugin in use (proportion or capacity) knows each queue's allocation
+        attrs = getattr(ssn.plugins.get("proportion"), "attrs", None) or getattr(
+            ssn.plugins.get("capacity"), "attrs", None
+        )
         self.sessions += 1
         self.last_result = res
         if self.summary is not None and self.webview is not None:

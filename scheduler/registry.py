@@ -17,15 +17,19 @@ from scheduler.actions.preempt import PreemptOptions, preempt
 from scheduler.actions.reclaim import reclaim
 from scheduler.conf import DEFAULT_CONF, Catalogue, ConfigError, SchedulerConfiguration, parse_with
 from scheduler.plugins.binpack import BinpackPlugin
+from scheduler.plugins.capacity import CapacityPlugin
 from scheduler.plugins.conformance import ConformancePlugin
 from scheduler.plugins.deviceshare import DeviceSharePlugin
 from scheduler.plugins.drf import DrfPlugin
 from scheduler.plugins.gang import GangPlugin
 from scheduler.plugins.nodeorder import NodeOrderPlugin
 from scheduler.plugins.overcommit import OvercommitPlugin
+from scheduler.plugins.pdb import PdbPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
 from scheduler.plugins.priority import PriorityPlugin
 from scheduler.plugins.proportion import ProportionPlugin
+from scheduler.plugins.resourcequota import ResourceQuotaPlugin
+from scheduler.plugins.sla import SlaPlugin
 
 if TYPE_CHECKING:
     from scheduler.framework.plugin import Plugin
@@ -52,6 +56,10 @@ PLUGINS: dict[str, type[Plugin]] = {
         NodeOrderPlugin,
         BinpackPlugin,
         DeviceSharePlugin,
+        CapacityPlugin,
+        SlaPlugin,
+        ResourceQuotaPlugin,
+        PdbPlugin,
     )
 }
 

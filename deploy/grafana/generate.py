@@ -92,10 +92,12 @@ def dashboard() -> dict:
         panel("Queue CPU: allocated vs deserved", [
             q('max by (queue_name) (volcano_queue_allocated_milli_cpu{queue_name=~"$queue"}) / 1000', "{{queue_name}} allocated"),
             q('max by (queue_name) (volcano_queue_deserved_milli_cpu{queue_name=~"$queue"}) / 1000', "{{queue_name}} deserved"),
-        ], 0, 32, description="Cores. Deserved is proportion's water-filling share."),
+            q('max by (queue_name) (volcano_queue_real_capacity_milli_cpu{queue_name=~"$queue"} < 1e300) / 1000', "{{queue_name}} real capacity"),
+        ], 0, 32, description="Cores. Deserved is proportion's water-filling share, or capacity's spec.deserved (above it a queue is borrowing, and reclaim may take it back). Real capacity (capacity plugin) is the most a queue may borrow up to; unlimited ones are not drawn."),
         panel("Queue memory: allocated vs deserved", [
             q('max by (queue_name) (volcano_queue_allocated_memory_bytes{queue_name=~"$queue"})', "{{queue_name}} allocated"),
             q('max by (queue_name) (volcano_queue_deserved_memory_bytes{queue_name=~"$queue"})', "{{queue_name}} deserved"),
+            q('max by (queue_name) (volcano_queue_real_capacity_memory_bytes{queue_name=~"$queue"} < 1e300)', "{{queue_name}} real capacity"),
         ], 12, 32, unit="bytes"),
         panel("Pending demand per queue (CPU requested, not allocated)", [
             q('max by (queue_name) (volcano_queue_request_milli_cpu{queue_name=~"$queue"} - volcano_queue_allocated_milli_cpu{queue_name=~"$queue"}) / 1000', "{{queue_name}} pending"),

@@ -23,6 +23,7 @@ from scheduler.framework.status import AllocateError, Unfit, unresolvable
 from scheduler.model.job import JobInfo
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import PodGroupStatus, PriorityClassInfo, QueueInfo, TaskInfo, TaskStatus
+from scheduler.model.policy import PdbInfo, ResourceQuotaInfo
 from scheduler.model.resources import Resource
 from scheduler.model.snapshot import Snapshot
 
@@ -136,6 +137,8 @@ class Session:
         self.priority_classes: dict[str, PriorityClassInfo] = snapshot.priority_classes
         self.configmaps: dict[str, dict[str, str]] = snapshot.configmaps
         self.namespaces: dict[str, dict[str, str]] = snapshot.namespaces
+        self.resource_quotas: list[ResourceQuotaInfo] = snapshot.resource_quotas
+        self.pdbs: list[PdbInfo] = snapshot.pdbs
         self.total_resource = Resource()
         for n in self.node_list:
             self.total_resource.add(n.allocatable)
@@ -280,6 +283,14 @@ class Session:
                     fns.append((opt.name, fn))
                 tiers.append(fns)
             self._tiered[point] = tiers
+
+    def hierarchy_enabled(self, plugin: str) -> bool:
+        """Whether the configuration turns on `enableHierarchy` for that plugin."""
+        return any(
+            opt.name == plugin and "hierarchy" in opt.enabled_extra
+            for tier in self.conf.tiers
+            for opt in tier.plugins
+        )
 
     def has(self, point: str) -> bool:
         return any(self._tiered.get(point, []))

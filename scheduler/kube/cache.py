@@ -81,6 +81,8 @@ class SchedulerCache:
         self.priority_classes = _Handler(self.upsert_priority_class, self.delete_priority_class)
         self.namespaces = _Handler(self.upsert_namespace, self.delete_namespace)
         self.configmaps = _Handler(self.upsert_configmap, self.delete_configmap)
+        self.resource_quotas = _Handler(self.upsert_resource_quota, self.delete_resource_quota)
+        self.pdbs = _Handler(self.upsert_pdb, self.delete_pdb)
 
     # ---------------------------------------------------------------- bad input --
     def _bad(self, kind: str, obj: Any, exc: Exception) -> None:
@@ -222,6 +224,24 @@ class SchedulerCache:
         if key in self.device_configmaps:
             ns, name = _split(key)
             self.state.remove_configmap(ns, name)
+
+    def upsert_resource_quota(self, obj: dict[str, Any]) -> None:
+        try:
+            self.state.apply_resource_quota(obj)
+        except BAD_INPUT as exc:
+            self._bad("ResourceQuota", obj, exc)
+
+    def delete_resource_quota(self, key: str, obj: dict[str, Any] | None) -> None:
+        self.state.remove_resource_quota(*_split(key))
+
+    def upsert_pdb(self, obj: dict[str, Any]) -> None:
+        try:
+            self.state.apply_pdb(obj)
+        except BAD_INPUT as exc:
+            self._bad("PodDisruptionBudget", obj, exc)
+
+    def delete_pdb(self, key: str, obj: dict[str, Any] | None) -> None:
+        self.state.remove_pdb(*_split(key))
 
     # ---------------------------------------------------------------- sessions --
     @property

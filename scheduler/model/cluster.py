@@ -29,6 +29,7 @@ from scheduler.model.convert import (
 from scheduler.model.job import JobInfo
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import ON_NODE_STATUSES, PriorityClassInfo, QueueInfo, TaskInfo, TaskStatus
+from scheduler.model.policy import PdbInfo, ResourceQuotaInfo, pdb_to_info, resource_quota_to_info
 from scheduler.model.snapshot import Snapshot
 
 
@@ -63,6 +64,8 @@ class ClusterState:
         self.priority_classes: dict[str, PriorityClassInfo] = {}
         self.configmaps: dict[str, dict[str, str]] = {}
         self.namespaces: dict[str, dict[str, str]] = {}
+        self.resource_quotas: dict[str, ResourceQuotaInfo] = {}
+        self.pdbs: dict[str, PdbInfo] = {}
         self.anti_affinity_pods: set[str] = set()
         # jobs changed since the last snapshot: the session recomputes their status
         self._dirty_jobs: set[str] = set()
@@ -283,6 +286,26 @@ class ClusterState:
         self.namespaces.pop(name, None)
         self.generation += 1
 
+    def apply_resource_quota(self, obj: dict[str, Any]) -> ResourceQuotaInfo:
+        info = resource_quota_to_info(obj)
+        self.resource_quotas[info.key] = info
+        self.generation += 1
+        return info
+
+    def remove_resource_quota(self, namespace: str, name: str) -> None:
+        self.resource_quotas.pop(f"{namespace}/{name}", None)
+        self.generation += 1
+
+    def apply_pdb(self, obj: dict[str, Any]) -> PdbInfo:
+        info = pdb_to_info(obj)
+        self.pdbs[info.key] = info
+        self.generation += 1
+        return info
+
+    def remove_pdb(self, namespace: str, name: str) -> None:
+        self.pdbs.pop(f"{namespace}/{name}", None)
+        self.generation += 1
+
     # ------------------------------------------------------------------ snapshot --
     def snapshot(self) -> Snapshot:
         """Copy-on-write views of nodes and jobs that one session may change freely."""
@@ -297,6 +320,8 @@ class ClusterState:
             priority_classes=dict(self.priority_classes),
             configmaps=self.configmaps,
             namespaces=self.namespaces,
+            resource_quotas=list(self.resource_quotas.values()),
+            pdbs=list(self.pdbs.values()),
             has_required_anti_affinity=bool(self.anti_affinity_pods),
             dirty_jobs=dirty,
             unattached=[

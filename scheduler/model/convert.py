@@ -11,6 +11,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from scheduler.model.duration import parse_duration
 from scheduler.model.job import JobInfo
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import (
@@ -461,7 +462,26 @@ def podgroup_to_job(pg: dict[str, Any], default_queue: str = "default") -> JobIn
         priority_class_name=str(spec.get("priorityClassName") or ""),
         creation=parse_time(md.get("creationTimestamp")),
         status=st,
+        waiting_time=sla_waiting_time(_str_map(md, "annotations", where)),
     )
+
+
+# Volcano reads the first of these PodGroup annotations that parses as a positive Go duration.
+SLA_WAITING_TIME_KEYS = ("volcano.sh/sla-waiting-time", "sla-waiting-time")
+
+
+def sla_waiting_time(annotations: dict[str, str]) -> float | None:
+    for key in SLA_WAITING_TIME_KEYS:
+        raw = annotations.get(key)
+        if raw is None:
+            continue
+        try:
+            seconds = parse_duration(raw)
+        except ValueError:
+            continue
+        if seconds > 0:
+            return seconds
+    return None
 
 
 def queue_to_info(q: dict[str, Any]) -> QueueInfo:

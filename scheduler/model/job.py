@@ -42,6 +42,7 @@ class JobInfo:
         "tasks",
         "total_request",
         "uid",
+        "waiting_time",
     )
 
     def __init__(
@@ -57,8 +58,11 @@ class JobInfo:
         priority_class_name: str = "",
         creation: float = 0.0,
         status: PodGroupStatus | None = None,
+        waiting_time: float | None = None,
     ) -> None:
         self.uid = uid
+        # sla: seconds the job may wait before it is admitted and ordered first (None: no SLA)
+        self.waiting_time = waiting_time
         self.name = name
         self.namespace = namespace
         self.queue = queue
@@ -99,6 +103,7 @@ class JobInfo:
         j.priority = self.priority
         j.priority_class_name = self.priority_class_name
         j.creation = self.creation
+        j.waiting_time = self.waiting_time
         j.base_status = self.pod_group_status
         j.pod_group_status = self.pod_group_status.shallow_copy()
         j.pg_exists = self.pg_exists

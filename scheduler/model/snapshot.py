@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from scheduler.model.job import JobInfo
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import PriorityClassInfo, QueueInfo, TaskInfo
+from scheduler.model.policy import PdbInfo, ResourceQuotaInfo
 
 
 @dataclass(slots=True)
@@ -19,6 +20,8 @@ class Snapshot:
     configmaps: dict[str, dict[str, str]] = field(default_factory=dict)
     # namespace name -> labels (inter-pod affinity namespace selectors)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    resource_quotas: list[ResourceQuotaInfo] = field(default_factory=list)
+    pdbs: list[PdbInfo] = field(default_factory=list)
     # some pod in the cluster has required pod anti-affinity (placements then affect other nodes)
     has_required_anti_affinity: bool = True
     # jobs that changed in the cluster since the previous snapshot; None = treat every job as changed

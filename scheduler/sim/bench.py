@@ -22,11 +22,14 @@ from scheduler.conf import SchedulerConfiguration
 from scheduler.framework.cycle import run_session
 from scheduler.framework.session import SessionOptions
 from scheduler.model.cluster import ClusterState
-from scheduler.registry import default_configuration, load_file
+from scheduler.registry import default_configuration, load_file, parse
 from scheduler.sim.report import load_average, load_sentence, replace_section
 
+NODE_CPU = 32
+NODE_MEM_GI = 128
 
-def gen_nodes(state: ClusterState, n: int, cpu: int = 32, mem_gi: int = 128) -> None:
+
+def gen_nodes(state: ClusterState, n: int, cpu: int = NODE_CPU, mem_gi: int = NODE_MEM_GI) -> None:
     for i in range(n):
         state.apply_node(
             {
@@ -41,7 +44,11 @@ def gen_nodes(state: ClusterState, n: int, cpu: int = 32, mem_gi: int = 128) -> 
         )
 
 
-def gen_queues(state: ClusterState, queues: int) -> list[str]:
+def gen_queues(state: ClusterState, queues: int, levels: int = 0, nodes: int = 0) -> list[str]:
+    """`queues` flat queues weighted 1-3, or with `levels` > 0 a tree of that many levels under
+    root whose `queues` leaves each deserve an equal part of the `nodes` generated nodes."""
+    if levels > 0:
+        return gen_queue_tree(state, queues, levels, nodes)
     names = [f"q{i}" for i in range(queues)]
     for i, name in enumerate(names):
         state.apply_queue(
@@ -56,6 +63,40 @@ def gen_queues(state: ClusterState, queues: int) -> list[str]:
         {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}}
     )
     return names
+
+
+def gen_queue_tree(state: ClusterState, leaves: int, levels: int, nodes: int) -> list[str]:
+    """Levels of about leaves**(k/levels) queues each; a parent deserves what its children do."""
+    sizes = [max(1, round(leaves ** (k / levels))) for k in range(1, levels)] + [leaves]
+    per_leaf_cpu = NODE_CPU * nodes * 1000 // leaves
+    per_leaf_mem = NODE_MEM_GI * nodes * 1024 // leaves
+    parents = ["root"]
+    tree: list[tuple[str, str]] = []  # (name, parent), parents first
+    for depth, size in enumerate(sizes):
+        names = [f"l{depth + 1}-{i}" if depth + 1 < levels else f"q{i}" for i in range(size)]
+        for i, name in enumerate(names):
+            tree.append((name, parents[i * len(parents) // size]))
+        parents = names
+    under: dict[str, int] = {name: 1 for name in parents}
+    for name, parent in reversed(tree):
+        under[parent] = under.get(parent, 0) + under.get(name, 0)
+    state.apply_queue(
+        {"kind": "Queue", "metadata": {"name": "root"}, "spec": {}, "status": {"state": "Open"}}
+    )
+    for name, parent in tree:
+        n = under[name]
+        state.apply_queue(
+            {
+                "kind": "Queue",
+                "metadata": {"name": name},
+                "spec": {
+                    "parent": parent,
+                    "deserved": {"cpu": f"{per_leaf_cpu * n}m", "memory": f"{per_leaf_mem * n}Mi"},
+                },
+                "status": {"state": "Open"},
+            }
+        )
+    return parents
 
 
 def _pod(
@@ -190,12 +231,13 @@ def bench_backlog(
     conf: SchedulerConfiguration,
     max_cycles: int,
     progress: bool,
+    queue_levels: int = 0,
 ) -> dict[str, Any]:
     rng = random.Random(7)
     state = ClusterState()
     _progress(progress, f"backlog: generating {nodes:,} nodes and {pods:,} pending pods ...")
     gen_nodes(state, nodes)
-    qnames = gen_queues(state, queues)
+    qnames = gen_queues(state, queues, queue_levels, nodes)
     total = gen_pending_jobs(state, pods, gang, qnames, rng)
     with _SettledGC():
         return _run_backlog(state, nodes, total, gang, queues, conf, max_cycles, progress, rng)
@@ -257,12 +299,18 @@ def _run_backlog(
 
 
 def bench_idle(
-    nodes: int, running: int, queues: int, conf: SchedulerConfiguration, rounds: int, progress: bool = False
+    nodes: int,
+    running: int,
+    queues: int,
+    conf: SchedulerConfiguration,
+    rounds: int,
+    progress: bool = False,
+    queue_levels: int = 0,
 ) -> dict[str, Any]:
     state = ClusterState()
     _progress(progress, f"idle: generating {nodes:,} nodes and {running:,} running pods ...")
     gen_nodes(state, nodes)
-    qnames = gen_queues(state, queues)
+    qnames = gen_queues(state, queues, queue_levels, nodes)
     gen_running(state, running, nodes, qnames)
     with _SettledGC():
         return _run_idle(state, nodes, running, conf, rounds, progress)
@@ -403,6 +451,24 @@ def render_markdown(
     return "\n".join(lines) + "\n"
 
 
+CAPACITY_TREE_CONF = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: capacity
+    enableHierarchy: true
+  - name: nodeorder
+"""
+QUEUE_TREE = "## Decision core with capacity and hierarchical queues (`vc-scheduler bench --queue-levels`)"
+
+
 def main(argv: Sequence[str]) -> int:
     if "--devices" in argv:  # the device hot-path micro-benchmark
         from scheduler.sim.devicebench import main as devices_main
@@ -419,7 +485,14 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--nodes", type=int, default=5000)
     p.add_argument("--pods", type=int, default=50000, help="pending pods (in gang jobs)")
     p.add_argument("--gang", type=int, default=10, help="pods per gang job")
-    p.add_argument("--queues", type=int, default=4)
+    p.add_argument("--queues", type=int, default=4, help="queues (with --queue-levels: leaf queues)")
+    p.add_argument(
+        "--queue-levels",
+        type=int,
+        default=0,
+        help="a queue tree of this many levels under root (capacity with enableHierarchy), "
+        "measured against the same cluster with flat proportion queues",
+    )
     p.add_argument(
         "--running",
         type=int,
@@ -436,25 +509,10 @@ def main(argv: Sequence[str]) -> int:
     args = p.parse_args(argv)
     if args.running is None:
         args.running = 30 * args.nodes
+    if args.queue_levels > 0:
+        return _main_queue_tree(args, argv, load_before)
     conf = load_file(args.conf) if args.conf else default_configuration()
-    backlog = None
-    if not args.skip_backlog:
-        backlog = bench_backlog(
-            args.nodes, args.pods, args.gang, args.queues, conf, args.cycles, not args.quiet
-        )
-        print(
-            f"backlog: {backlog['bound']:,}/{backlog['pods']:,} bound in {backlog['cycles']} sessions; "
-            f"{backlog['pods_per_s_sessions']:,.0f} pods/s (sessions), {backlog['pods_per_s_wall']:,.0f} pods/s (wall); "
-            f"session p50 {backlog['session_ms_p50']:,.0f} ms p99 {backlog['session_ms_p99']:,.0f} ms"
-        )
-    idle = None
-    if not args.skip_idle:
-        idle = bench_idle(args.nodes, args.running, args.queues, conf, args.idle_rounds, not args.quiet)
-        print(
-            f"idle: {idle['nodes']:,} nodes / {idle['running']:,} running pods: snapshot {idle['snapshot_ms_median']:,.1f} ms, "
-            f"session {idle['session_ms_median']:,.1f} ms (medians)"
-        )
-    print(f"peak RSS {peak_rss_mb():,.0f} MB")
+    backlog, idle = _measure(args, conf, 0)
     for goal, measured, ok in goals(backlog, idle):
         verdict = "not measured at that scale" if ok is None else ("reached" if ok else "NOT reached")
         print(f"goal {goal}: {measured} -> {verdict}")
@@ -467,3 +525,112 @@ def main(argv: Sequence[str]) -> int:
             render_markdown(cmd, backlog, idle, conf_name, conf_summary(conf), load_before),
         )
     return 0
+
+
+def _measure(
+    args: argparse.Namespace, conf: SchedulerConfiguration, levels: int
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    backlog = None
+    if not args.skip_backlog:
+        backlog = bench_backlog(
+            args.nodes, args.pods, args.gang, args.queues, conf, args.cycles, not args.quiet, levels
+        )
+        print(
+            f"backlog: {backlog['bound']:,}/{backlog['pods']:,} bound in {backlog['cycles']} sessions; "
+            f"{backlog['pods_per_s_sessions']:,.0f} pods/s (sessions), {backlog['pods_per_s_wall']:,.0f} pods/s (wall); "
+            f"session p50 {backlog['session_ms_p50']:,.0f} ms p99 {backlog['session_ms_p99']:,.0f} ms"
+        )
+    idle = None
+    if not args.skip_idle:
+        idle = bench_idle(
+            args.nodes, args.running, args.queues, conf, args.idle_rounds, not args.quiet, levels
+        )
+        print(
+            f"idle: {idle['nodes']:,} nodes / {idle['running']:,} running pods: snapshot {idle['snapshot_ms_median']:,.1f} ms, "
+            f"session {idle['session_ms_median']:,.1f} ms (medians)"
+        )
+    print(f"peak RSS {peak_rss_mb():,.0f} MB")
+    return backlog, idle
+
+
+def _main_queue_tree(args: argparse.Namespace, argv: Sequence[str], load_before: str) -> int:
+    """capacity over a queue tree, then proportion over as many flat queues, on the same cluster."""
+    tree_conf = load_file(args.conf) if args.conf else parse(CAPACITY_TREE_CONF, "<capacity tree>")
+    flat_conf = default_configuration()
+    print(f"capacity, {args.queue_levels}-level tree, {args.queues} leaf queues:")
+    tree = _measure(args, tree_conf, args.queue_levels)
+    print(f"proportion, {args.queues} flat queues:")
+    flat = _measure(args, flat_conf, 0)
+    rows = tree_ratios(tree, flat)
+    for what, ratio, ok in rows:
+        print(f"{what}: {ratio} -> {'within 2x' if ok else 'NOT within 2x'}")
+    if args.output:
+        cmd = "vc-scheduler bench " + " ".join(argv)
+        replace_section(
+            args.output,
+            QUEUE_TREE,
+            render_tree_markdown(
+                cmd, args.queue_levels, tree, flat, conf_summary(tree_conf), rows, load_before
+            ),
+        )
+    return 0
+
+
+def tree_ratios(
+    tree: tuple[dict[str, Any] | None, dict[str, Any] | None],
+    flat: tuple[dict[str, Any] | None, dict[str, Any] | None],
+) -> list[tuple[str, str, bool]]:
+    """(measure, capacity vs proportion, within 2x) for what both runs measured."""
+    rows: list[tuple[str, str, bool]] = []
+    (tb, ti), (fb, fi) = tree, flat
+    if tb and fb and tb["pods_per_s_sessions"]:
+        r = fb["pods_per_s_sessions"] / tb["pods_per_s_sessions"]
+        rows.append(("backlog pods/s, proportion / capacity", f"{r:.2f}x", r <= 2.0))
+    if ti and fi and fi["total_ms_median"]:
+        r = ti["total_ms_median"] / fi["total_ms_median"]
+        rows.append(("idle period, capacity / proportion", f"{r:.2f}x", r <= 2.0))
+    return rows
+
+
+def render_tree_markdown(
+    cmd: str,
+    levels: int,
+    tree: tuple[dict[str, Any] | None, dict[str, Any] | None],
+    flat: tuple[dict[str, Any] | None, dict[str, Any] | None],
+    conf_line: str,
+    rows: list[tuple[str, str, bool]],
+    load_before: str = "unknown",
+) -> str:
+    lines = [
+        QUEUE_TREE,
+        "",
+        f"Command: `{cmd}`  ",
+        f"{load_sentence(load_before, load_average())}  ",
+        f"Configuration: capacity with enableHierarchy ({conf_line}), against Volcano's default "
+        "(proportion) on the same cluster with as many flat queues.",
+        "",
+        f"The queue tree has {levels} levels under root; each leaf deserves an equal part of the "
+        "cluster and each parent the sum of its children. Jobs are spread over the leaves (flat "
+        "queues for proportion) round robin; otherwise the measurements are those of the section above.",
+        "",
+        "| measure | capacity, queue tree | proportion, flat queues |",
+        "|---|---|---|",
+    ]
+    (tb, ti), (fb, fi) = tree, flat
+    if tb and fb:
+        lines += [
+            f"| backlog: pods bound | {tb['bound']:,} in {tb['cycles']} sessions | {fb['bound']:,} in {fb['cycles']} sessions |",
+            f"| backlog: pods/s decided | {tb['pods_per_s_sessions']:,.0f} | {fb['pods_per_s_sessions']:,.0f} |",
+            f"| backlog: session p50 | {tb['session_ms_p50']:,.0f} ms | {fb['session_ms_p50']:,.0f} ms |",
+        ]
+    if ti and fi:
+        lines += [
+            f"| idle period (snapshot + session), median | {ti['total_ms_median']:,.1f} ms | {fi['total_ms_median']:,.1f} ms |",
+        ]
+    lines.append("")
+    if rows:
+        lines += ["| ratio | value | within 2x |", "|---|---|---|"]
+        lines += [f"| {what} | {ratio} | {'yes' if ok else 'no'} |" for what, ratio, ok in rows]
+        lines.append("")
+    lines.append(f"Peak RSS of the benchmark process: {peak_rss_mb():,.0f} MB")
+    return "\n".join(lines) + "\n"

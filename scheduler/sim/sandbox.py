@@ -31,6 +31,7 @@ from scheduler.sim.kubelet import SimulatedKubelets
 from scheduler.sim.manifests import ManifestError, Skipped, load_files
 from scheduler.sim.nodegen import NodeSpecError, device_configmap, make_nodes, parse_node_spec
 from scheduler.sim.nodelifecycle import NodeLifecycleController
+from scheduler.sim.policycontrollers import DisruptionController, QuotaController
 from scheduler.sim.restclient import NAMESPACES, ApiError, RestClient, resource_for
 from scheduler.sim.workloads import WorkloadControllers
 
@@ -324,6 +325,8 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
             PodGroupController(client).run(),
             WorkloadControllers(client).run(),
             GarbageCollector(server.store).run(),
+            DisruptionController(client).run(),
+            QuotaController(client).run(),
         ):
             components.append(asyncio.ensure_future(comp))
         await jobs_expanded(server.store)

@@ -26,6 +26,8 @@ KIND_ORDER = {
     "PriorityClass": 1,
     "ConfigMap": 2,
     "Queue": 3,
+    "ResourceQuota": 3,
+    "PodDisruptionBudget": 3,
     "Node": 4,
     "Job": 5,
     "PodGroup": 6,
@@ -132,6 +134,12 @@ class SimulatedCluster:
                 self.state.apply_configmap(obj)
             elif kind == "Namespace":
                 self.state.apply_namespace(obj)
+            elif kind == "ResourceQuota":
+                md.setdefault("namespace", "default")
+                self.state.apply_resource_quota(obj)
+            elif kind == "PodDisruptionBudget":
+                md.setdefault("namespace", "default")
+                self.state.apply_pdb(obj)
             else:
                 self._skip(obj, f"kind {kind!r} is not used by the scheduler")
         except (ConvertError, QuantityError) as exc:

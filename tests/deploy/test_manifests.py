@@ -33,6 +33,7 @@ HELM_VARIANTS: dict[str, list[str]] = {
         "--set",
         "custom.scheduler_existing_configmap=volcano-scheduler-configmap",
     ],
+    "capacity": ["--set", "basic.scheduler_config_file=config/volcano-scheduler-capacity.conf"],
     "everything": [
         "--set",
         "custom.grafana_dashboard_enable=true",
@@ -91,6 +92,8 @@ def test_configuration_copies_are_the_default_configuration() -> None:
     source = (REPO / "config" / "volcano-scheduler.conf").read_text()
     assert (KUSTOMIZE_DIR / "volcano-scheduler.conf").read_text() == source
     assert (CHART / "config" / "volcano-scheduler.conf").read_text() == source
+    capacity = (REPO / "config" / "volcano-scheduler-capacity.conf").read_text()
+    assert (CHART / "config" / "volcano-scheduler-capacity.conf").read_text() == capacity
 
 
 def test_chart_crds_are_deploy_crds() -> None:
@@ -172,7 +175,7 @@ def check_deployment(dep: dict[str, Any], replicas: int = 2) -> dict[str, Any]:
     mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
     vols = {v["name"]: v for v in pod["volumes"]}
     cm_mount = next(n for n, v in vols.items() if "configMap" in v)
-    assert conf_path == mounts[cm_mount] + "/volcano-scheduler.conf"
+    assert conf_path.rsplit("/", 1)[0] == mounts[cm_mount]  # the file is the ConfigMap key's name
     # POD_NAMESPACE comes from the downward API when an argument refers to it
     env = {e["name"]: e for e in c.get("env", [])}
     if any("$(POD_NAMESPACE)" in a for a in c["args"]):
@@ -282,6 +285,14 @@ def test_helm_variants(helm: Path) -> None:
     json.loads(dash[0]["data"]["vc-scheduler-dashboard.json"])
     conf = next(o for o in by_kind(full, "ConfigMap") if "volcano-scheduler.conf" in o.get("data", {}))
     assert "reclaim" in parse(conf["data"]["volcano-scheduler.conf"]).actions
+
+    cap = render_helm(helm, HELM_VARIANTS["capacity"])
+    data = one(cap, "ConfigMap")["data"]
+    chosen = parse(data["volcano-scheduler-capacity.conf"])
+    assert "capacity" in chosen.plugin_names() and "proportion" not in chosen.plugin_names()
+    assert "reclaim" in chosen.actions and not chosen.warnings
+    args = check_deployment(one(cap, "Deployment"))["args"]
+    assert "--scheduler-conf=/volcano.scheduler/volcano-scheduler-capacity.conf" in args
 
 
 # --- schema validation ----------------------------------------------------------------------------

@@ -33,6 +33,8 @@ DOCUMENTED: set[tuple[str, str, str]] = {
             ("", "nodes"),
             ("", "namespaces"),
             ("", "configmaps"),
+            ("", "resourcequotas"),
+            ("policy", "poddisruptionbudgets"),
             ("scheduling.k8s.io", "priorityclasses"),
             ("scheduling.volcano.sh", "podgroups"),
             ("scheduling.volcano.sh", "queues"),
@@ -163,4 +165,7 @@ def test_deployment_args_are_accepted_by_the_daemon(
         assert not unknown, f"{name}: flags the daemon does not know: {unknown}"
         conf = getattr(ns, "scheduler_conf", None)
         if conf is not None:
-            assert conf == "/volcano.scheduler/volcano-scheduler.conf"
+            wanted = (
+                "volcano-scheduler-capacity.conf" if name == "helm capacity" else "volcano-scheduler.conf"
+            )
+            assert conf == f"/volcano.scheduler/{wanted}"

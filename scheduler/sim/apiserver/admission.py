@@ -8,6 +8,8 @@ plugins do to an object before it is stored.
 - Namespaces: phase Active, the `kubernetes.io/metadata.name` label.
 - PriorityClasses: preemptionPolicy default; one global default at most.
 - Secrets: `stringData` folded into `data`, type Opaque by default.
+- Queues: Volcano's queue admission webhook (a parent that is the queue itself or does not exist;
+  deserved below guarantee or above capability), on create and when the parent or quantities change.
 - Kinds with a status subresource drop `status` on create (CRDs, Deployments) except Nodes,
   whose registration sets status on create.
 """
@@ -22,11 +24,12 @@ from typing import Any
 
 from scheduler.model.resources import QuantityError, parse_quantity
 from scheduler.sim.apiserver.defaults import with_defaults
-from scheduler.sim.apiserver.errors import forbidden, invalid
+from scheduler.sim.apiserver.errors import bad_request, forbidden, invalid
 from scheduler.sim.apiserver.resources import ResourceInfo
 
 Obj = dict[str, Any]
 PRIORITY_CLASSES = "priorityclasses.scheduling.k8s.io"
+QUEUES = "queues.scheduling.volcano.sh"
 # Lookup of stored objects the admission needs: (resource key, namespace, name) -> object or None
 Getter = Callable[[str, str | None, str], Obj | None]
 Lister = Callable[[str], Iterable[Obj]]
@@ -74,6 +77,8 @@ def prepare_create(res: ResourceInfo, obj: Obj, get: Getter, list_all: Lister) -
         return normalize_secret(obj)
     if res.key == "customresourcedefinitions.apiextensions.k8s.io":
         return _crd_create(obj)
+    if res.key == QUEUES:
+        admit_queue(obj, get)
     obj = with_defaults(res.key, obj)
     if res.has_status and not res.status_on_create:
         return {k: v for k, v in obj.items() if k != "status"}
@@ -290,3 +295,49 @@ def quantity_problems(spec: Obj) -> list[tuple[str, str]]:
                         )
                     )
     return out
+
+
+def admit_queue(queue: Obj, get: Getter, old: Obj | None = None) -> None:
+    """What Volcano's `validatequeue.volcano.sh` webhook refuses, with its messages."""
+    name = str((queue.get("metadata") or {}).get("name") or "")
+    spec = _mapping(queue.get("spec"))
+    parent = str(spec.get("parent") or "")
+    old_parent = str(_mapping((old or {}).get("spec")).get("parent") or "")
+    problems: list[str] = []
+    if parent not in ("", "root") and (old is None or parent != old_parent):
+        if parent == name:
+            problems.append(f"queue {name} cannot use itself as parent")
+        elif get(QUEUES, None, parent) is None:
+            problems.append(
+                f'failed to get parent queue of queue {name}: queue.scheduling.volcano.sh "{parent}" not found'
+            )
+    # a malformed field is the schema's to refuse, not the webhook's
+    deserved = _mapping(spec.get("deserved"))
+    capability = _mapping(spec.get("capability"))
+    guarantee = _mapping(_mapping(spec.get("guarantee")).get("resource"))
+    for rname, g in guarantee.items():
+        gq, dq = _q(g), _q(deserved.get(rname)) if rname in deserved else None
+        if dq is None:
+            problems.append(
+                f'spec.deserved.{rname}: Invalid value: "<nil>": deserved[{rname}] must be >= guarantee[{rname}]={g}'
+            )
+        elif gq is not None and dq < gq:
+            problems.append(
+                f'spec.deserved.{rname}: Invalid value: "{deserved[rname]}": deserved[{rname}]={deserved[rname]} must be >= guarantee[{rname}]={g}'
+            )
+    for rname, d in deserved.items():
+        if rname not in capability:
+            continue  # no capability: not restricted
+        dq, cq = _q(d), _q(capability[rname])
+        if dq is not None and cq is not None and dq > cq:
+            problems.append(
+                f'spec.deserved.{rname}: Invalid value: "{d}": deserved[{rname}]={d} must be <= capability[{rname}]={capability[rname]}'
+            )
+    if problems:
+        raise bad_request(
+            f'admission webhook "validatequeue.volcano.sh" denied the request: {"; ".join(problems)}'
+        )
+
+
+def _mapping(value: Any) -> Obj:
+    return value if isinstance(value, dict) else {}

@@ -84,6 +84,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     _r("", "v1", "nodes", "Node", False, ("no",), ("status",), status_on_create=True),
     _r("", "v1", "pods", "Pod", True, ("po",), ("status", "binding", "eviction"), categories=("all",)),
     _r("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
+    _r("", "v1", "resourcequotas", "ResourceQuota", True, ("quota",), ("status",)),
     _r("", "v1", "events", "Event", True, ("ev",)),
     _r("", "v1", "services", "Service", True, ("svc",), ("status",), categories=("all",)),
     _r("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",)),

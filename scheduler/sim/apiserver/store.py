@@ -477,6 +477,8 @@ class Store:
             new["metadata"] = md
             if res.key == "pods":
                 validation.check_pod_update(old, new)
+            if res.key == admission.QUEUES and _content(new) != _content(old):
+                admission.admit_queue(new, self.get, old)
             if res.key == "namespaces":
                 new["status"] = old.get("status")
             if res.key == "secrets":

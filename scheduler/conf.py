@@ -92,7 +92,11 @@ tiers:
 
 
 class ConfigError(ValueError):
-    """A configuration that must not replace a good one."""
+    """A configuration that must not replace a good one; `errors` lists every problem found."""
+
+    def __init__(self, message: str, errors: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.errors = errors or [message]
 
 
 class PluginClass(Protocol):
@@ -173,6 +177,10 @@ def parse_with(catalogue: Catalogue, text: str, source: str = "<config>") -> Sch
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        ctx = getattr(exc, "context_mark", None)
+        if ctx is not None and (mark is None or ctx.line != mark.line):
+            # an unclosed quote or bracket is found where the file ends: say where it opened
+            where += f" ({getattr(exc, 'context', None) or 'started'} at line {ctx.line + 1})"
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{source}: invalid YAML{where}: {problem}") from None
     if data is None:
@@ -187,6 +195,8 @@ def parse_with(catalogue: Catalogue, text: str, source: str = "<config>") -> Sch
                 + _suggest(str(key), sorted(allowed_top))
             )
     warnings: list[str] = []
+    # every error of the file in one run (check-config shows them all); fatal only at the end
+    errors: list[str] = []
 
     actions_raw = data.get("actions")
     if not isinstance(actions_raw, str):
@@ -204,7 +214,7 @@ def parse_with(catalogue: Catalogue, text: str, source: str = "<config>") -> Sch
             )
         else:
             shown = repr(name) if name else "'' (empty name: a trailing or doubled comma?)"
-            raise ConfigError(
+            errors.append(
                 f"{source}: failed to find action {shown} in 'actions'; allowed: {', '.join(KNOWN_ACTIONS)}"
                 + (_suggest(name, list(KNOWN_ACTIONS)) if name else "")
             )
@@ -219,17 +229,24 @@ def parse_with(catalogue: Catalogue, text: str, source: str = "<config>") -> Sch
     for ti, tier in enumerate(tiers_raw):
         where_t = f"tiers[{ti}]"
         if not isinstance(tier, dict) or set(tier) - {"plugins"}:
-            raise ConfigError(
+            errors.append(
                 f"{source}: {where_t} must be a mapping with the single key 'plugins', got {tier!r}"
             )
+            continue
         plugins_raw = tier.get("plugins") or []
         if not isinstance(plugins_raw, list):
-            raise ConfigError(f"{source}: {where_t}.plugins must be a list, got {_type_name(plugins_raw)}")
+            errors.append(f"{source}: {where_t}.plugins must be a list, got {_type_name(plugins_raw)}")
+            continue
         options: list[PluginOption] = []
         for pi, popt in enumerate(plugins_raw):
-            options.append(
-                _parse_plugin(PLUGINS, popt, f"{source}: {where_t}.plugins[{pi}]", known_plugins, warnings)
-            )
+            try:
+                options.append(
+                    _parse_plugin(
+                        PLUGINS, popt, f"{source}: {where_t}.plugins[{pi}]", known_plugins, warnings
+                    )
+                )
+            except ConfigError as exc:
+                errors.append(str(exc))
         tiers.append(Tier(options))
 
     # capacity replaces proportion (Volcano's guide: they conflict). Volcano still loads both (its
@@ -246,43 +263,51 @@ def parse_with(catalogue: Catalogue, text: str, source: str = "<config>") -> Sch
         if "proportion" in names and any(
             p.name == "drf" and "hierarchy" in p.enabled_extra for p in tier.plugins
         ):
-            raise ConfigError(
+            errors.append(
                 f"{source}: tiers[{ti}]: drf with enableHierarchy: true conflicts with proportion in the same tier"
             )
 
     configurations: dict[str, Arguments] = {}
     conf_raw = data.get("configurations") or []
     if not isinstance(conf_raw, list):
-        raise ConfigError(f"{source}: field 'configurations' must be a list, got {_type_name(conf_raw)}")
+        errors.append(f"{source}: field 'configurations' must be a list, got {_type_name(conf_raw)}")
+        conf_raw = []
     for ci, entry in enumerate(conf_raw):
         where_c = f"{source}: configurations[{ci}]"
         if not isinstance(entry, dict) or "name" not in entry:
-            raise ConfigError(f"{where_c} must be a mapping with 'name' and 'arguments'")
+            errors.append(f"{where_c} must be a mapping with 'name' and 'arguments'")
+            continue
         extra = set(entry) - {"name", "arguments"}
         if extra:
-            raise ConfigError(f"{where_c}: unknown field {sorted(extra)[0]!r}; allowed: arguments, name")
+            errors.append(f"{where_c}: unknown field {sorted(extra)[0]!r}; allowed: arguments, name")
+            continue
         aname = entry["name"]
         if aname in VOLCANO_ONLY_ACTIONS:
             continue  # arguments of an action we skip
         if aname not in KNOWN_ACTIONS:
-            raise ConfigError(
+            errors.append(
                 f"{where_c}: unknown action {aname!r}; allowed: {', '.join(KNOWN_ACTIONS)}"
                 + _suggest(str(aname), list(KNOWN_ACTIONS))
             )
+            continue
         args = entry.get("arguments") or {}
         if not isinstance(args, dict):
-            raise ConfigError(f"{where_c}.arguments must be a mapping, got {_type_name(args)}")
+            errors.append(f"{where_c}.arguments must be a mapping, got {_type_name(args)}")
+            continue
         configurations[aname] = Arguments(args, aname, kind="action")
         parse_arguments = catalogue.action_arguments.get(aname)
         if parse_arguments is not None:
             try:
                 parse_arguments(configurations[aname])
             except ArgumentError as exc:
-                raise ConfigError(f"{where_c}: {exc}") from None
+                errors.append(f"{where_c}: {exc}")
 
     metrics = data.get("metrics") or {}
     if not isinstance(metrics, dict):
-        raise ConfigError(f"{source}: field 'metrics' must be a mapping, got {_type_name(metrics)}")
+        errors.append(f"{source}: field 'metrics' must be a mapping, got {_type_name(metrics)}")
+        metrics = {}
+    if errors:
+        raise ConfigError("\n".join(errors), errors)
 
     return SchedulerConfiguration(
         actions=actions,

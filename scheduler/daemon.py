@@ -45,6 +45,9 @@ from scheduler.plugins.deviceshare.gpushare import KIND as GPUSHARE_KIND
 from scheduler.plugins.deviceshare.vgpu import KIND as VGPU_KIND
 from scheduler.reload import ConfigReloader
 from scheduler.server import HttpServer, Probes, split_address
+from scheduler.web.explain import explain
+from scheduler.web.routes import WebView
+from scheduler.web.summary import SessionView, Summary
 
 log = structlog.get_logger("vc-scheduler")
 
@@ -133,6 +136,14 @@ class Daemon:
         self._node_warnings: dict[str, str] = {}  # node -> the device warning last sent as an Event
         self.last_result: SessionResult | None = None
         self._last_warnings: set[str] = set()
+        # the web view reads the last session's state; publishing is a few references per session
+        self.summary: Summary | None = Summary() if opts.enable_web else None
+        self.webview: WebView | None = None
+        if self.summary is not None:
+            summary = self.summary
+            self.webview = WebView(
+                summary, lambda ns, name: explain(summary.view, ns, name) if summary.view else None
+            )
 
     # ------------------------------------------------------------------ wiring --
     def _wire_writers(self) -> None:
@@ -283,7 +294,9 @@ class Daemon:
         else:
             self.metrics.is_leader.set(1)
         self._wire_writers()
-        self.server = HttpServer(self.metrics if o.enable_metrics else None, Probes(self._ready, self._alive))
+        self.server = HttpServer(
+            self.metrics if o.enable_metrics else None, Probes(self._ready, self._alive), self.webview
+        )
         try:
             self.ports = await self.server.start(addresses)
         except OSError as exc:
@@ -399,6 +412,9 @@ class Daemon:
         )
         self.sessions += 1
         self.last_result = res
+        if self.summary is not None and self.webview is not None:
+            self.summary.publish(SessionView(self.sessions, res, ssn.node_list, ssn.queues, attrs))
+            self.webview.notify(self.sessions)
         try:
             self._report_contained(res)
             self._apply(res, attrs, term)

@@ -69,6 +69,7 @@ class Options:
     healthz_address: str = ":11251"
     enable_healthz: bool = False
     enable_metrics: bool = False
+    enable_web: bool = False
     priority_class: bool = True
     kubeconfig: str = ""
     master: str = ""
@@ -138,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bool_flag("--enable-healthz", False, "also serve the health endpoints on --healthz-address")
     bool_flag("--enable-metrics", False, "serve Prometheus metrics on /metrics")
+    bool_flag(
+        "--enable-web",
+        False,
+        "serve the read-only web view (/ and /api/...) on --listen-address, from the last session's state",
+    )
     bool_flag("--priority-class", True, "honour PriorityClasses (default true)")
     flag(
         "--kubeconfig",
@@ -240,6 +246,7 @@ def parse_args(argv: list[str]) -> Options:
         healthz_address=a.healthz_address,
         enable_healthz=a.enable_healthz,
         enable_metrics=a.enable_metrics,
+        enable_web=a.enable_web,
         priority_class=a.priority_class,
         kubeconfig=a.kubeconfig,
         master=a.master,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
@@ -42,13 +43,16 @@ def split_address(addr: str, default_port: int) -> tuple[str, int]:
 
 
 class HttpServer:
-    def __init__(self, metrics: SchedulerMetrics | None, probes: Probes) -> None:
+    def __init__(self, metrics: SchedulerMetrics | None, probes: Probes, webview: Any = None) -> None:
         self.metrics = metrics
         self.probes = probes
+        self.webview = webview
         self.app = web.Application()
         self.app.router.add_get("/metrics", self._metrics)
         self.app.router.add_get("/healthz", self._healthz)
         self.app.router.add_get("/readyz", self._readyz)
+        if webview is not None:
+            webview.add_routes(self.app)
         self.runner: web.AppRunner | None = None
         self.ports: list[int] = []
 
@@ -77,6 +81,8 @@ class HttpServer:
         return self.ports
 
     async def stop(self) -> None:
+        if self.webview is not None:
+            self.webview.close()  # end the event streams, or the cleanup waits for them
         if self.runner is not None:
             await self.runner.cleanup()
             self.runner = None

@@ -30,7 +30,9 @@ def task_gate(
     Records the task's fit errors when it cannot go on; `go_on` says whether other tasks of the
     job are still worth trying after a pre-predicate failure."""
     if not ssn.allocatable(queue, task):
-        ssn.record_fit_errors(job, task, FitErrors(f"queue {queue.name} resource quota insufficient"))
+        why = ssn.denials.pop(task.uid, "")
+        msg = f"queue {queue.name} resource quota insufficient" + (f": {why}" if why else "")
+        ssn.record_fit_errors(job, task, FitErrors(msg))
         return SKIP
     if task.role and task.role in failed_roles:
         msg = f"Task {task.name} with role spec {task.role} has already predicated failed, skip"

@@ -232,6 +232,17 @@ def run_session(
     rng: random.Random | None = None,
     now: float | None = None,
 ) -> SessionResult:
+    return run_session_keep(snapshot, conf, options, rng, now)[0]
+
+
+def run_session_keep(
+    snapshot: Snapshot,
+    conf: SchedulerConfiguration,
+    options: SessionOptions | None = None,
+    rng: random.Random | None = None,
+    now: float | None = None,
+) -> tuple[SessionResult, Session]:
+    """A whole session, returning the closed session too (views and explanations read it)."""
     t0 = time.perf_counter()
     ssn = open_session(snapshot, conf, options, rng, now)
     open_ms = (time.perf_counter() - t0) * 1000
@@ -241,4 +252,4 @@ def run_session(
     res.action_ms = timings
     res.open_ms = open_ms
     res.total_ms = (time.perf_counter() - t0) * 1000
-    return res
+    return res, ssn

@@ -131,6 +131,8 @@ class Session:
         self.options = options or SessionOptions()
         self.now = time.time() if now is None else now
         self.rng = rng or random.Random()
+        # task uid -> why a plugin's allocatable vote refused it, with numbers (for the pod's message)
+        self.denials: dict[str, str] = {}
         self.jobs: dict[str, JobInfo] = snapshot.jobs
         self.nodes: dict[str, NodeInfo] = snapshot.nodes
         self.node_list: list[NodeInfo] = list(snapshot.nodes.values())

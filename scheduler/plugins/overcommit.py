@@ -5,6 +5,7 @@ from __future__ import annotations
 from scheduler.framework.arguments import ArgumentError, Arguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import PERMIT, REJECT, Session
+from scheduler.framework.shortfall import explain_sum
 from scheduler.model.job import JobInfo
 from scheduler.model.objects import PodGroupPhase
 from scheduler.model.resources import Resource
@@ -29,9 +30,11 @@ class OvercommitPlugin(Plugin):
             raise ArgumentError(f"plugin 'overcommit' argument {FACTOR_KEY!r}: must be a number")
 
     def on_session_open(self, ssn: Session) -> None:
-        idle = ssn.total_resource.clone().multi(self.factor)
+        ceiling = ssn.total_resource.clone().multi(self.factor)
+        used = Resource()
         for n in ssn.node_list:
-            idle.sub(n.used)
+            used.add(n.used)
+        idle = ceiling.clone().sub(used)
         inqueue = Resource()
         for job in ssn.jobs.values():
             if job.min_resources is None:
@@ -48,9 +51,13 @@ class OvercommitPlugin(Plugin):
             want = inqueue.clone().add(job.min_resources)
             if want.less_equal_with_dimension(idle, job.min_resources):
                 return PERMIT
-            ssn.decisions.job_events.append(
-                (job.uid, "Normal", "Unschedulable", "resource in cluster is overused")
+            detail = explain_sum(
+                job.min_resources,
+                [("minResources", job.min_resources), ("inqueue", inqueue), ("used", used)],
+                (f"{self.factor:g} x cluster =", ceiling),
             )
+            msg = f"resource in cluster is overused: {detail}"
+            ssn.decisions.job_events.append((job.uid, "Normal", "Unschedulable", msg))
             return REJECT
 
         def job_enqueued(job: JobInfo) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import PERMIT, REJECT, EventHandler, Session
+from scheduler.framework.shortfall import explain_sum
 from scheduler.model.job import JobInfo
 from scheduler.model.objects import ALLOCATED_STATUSES, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 from scheduler.model.resources import Infinity, Resource
@@ -192,7 +193,15 @@ class ProportionPlugin(Plugin):
             if a is None:
                 return True
             future = a.allocated.clone().add(task.resreq)
-            return future.less_equal_with_dimension(a.deserved, task.resreq)
+            if future.less_equal_with_dimension(a.deserved, task.resreq):
+                return True
+            ssn.denials[task.uid] = explain_sum(
+                task.resreq,
+                [("request", task.resreq), ("allocated", a.allocated)],
+                ("deserved", a.deserved),
+                hard=a.real_capability,
+            )
+            return False
 
         def reclaimable(_reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             running: dict[str, Resource] = {}
@@ -222,9 +231,15 @@ class ProportionPlugin(Plugin):
             want = job.min_resources.clone().add(a.allocated).add(a.inqueue).sub(a.elastic)
             if want.less_equal_with_dimension(a.real_capability, job.min_resources):
                 return PERMIT
-            ssn.decisions.job_events.append(
-                (job.uid, "Normal", "Unschedulable", "queue resource quota insufficient")
-            )
+            elastic = a.elastic.clone().multi(-1)
+            detail = explain_sum(
+                job.min_resources,
+                [("minResources", job.min_resources), ("allocated", a.allocated), ("inqueue", a.inqueue),
+                 ("elastic", elastic)],
+                ("capability" if a.capability is not None else "cluster total", a.real_capability),
+            )  # fmt: skip
+            msg = f"queue resource quota insufficient: queue {job.queue} {detail}"
+            ssn.decisions.job_events.append((job.uid, "Normal", "Unschedulable", msg))
             return REJECT
 
         def job_enqueued(job: JobInfo) -> None:

@@ -184,8 +184,15 @@ def gen_running(state: ClusterState, pods: int, nodes: int, queues: list[str]) -
 
 
 def _progress(enabled: bool, text: str, end: str = "\n") -> None:
-    if enabled:
-        print(text, end=end, file=sys.stderr, flush=True)
+    """A progress line on stderr; a rewritten line (`\\r`) only on a terminal, whole lines in a log."""
+    if not enabled:
+        return
+    if not sys.stderr.isatty():
+        text = text.lstrip("\r")
+        if not text:
+            return  # the newline that ends a run of rewritten lines
+        end = "\n"
+    print(text, end=end, file=sys.stderr, flush=True)
 
 
 def conf_summary(conf: SchedulerConfiguration) -> str:
@@ -280,18 +287,16 @@ def _run_backlog(
         bound += len(res.binds)
         if progress:
             elapsed = time.perf_counter() - t_start
-            print(
+            _progress(
+                True,
                 f"\rcycle {cycle + 1}: {bound}/{total} pods bound, {bound / elapsed:,.0f} pods/s, "
                 f"last session {res.total_ms:,.0f} ms",
                 end="",
-                file=sys.stderr,
-                flush=True,
             )
         if not res.binds:
             break
     elapsed = time.perf_counter() - t_start
-    if progress:
-        print(file=sys.stderr)
+    _progress(progress, "")
     decide_s = sum(session_ms) / 1000
     return {
         "nodes": nodes,
@@ -489,6 +494,12 @@ def main(argv: Sequence[str]) -> int:
         return devices_main([a for a in argv if a != "--devices"])
     load_before = load_average()
     p = argparse.ArgumentParser(prog="vc-scheduler bench", description="Benchmark the decision core.")
+    p.add_argument(
+        "--devices",
+        action="store_true",
+        help="benchmark the device-sharing hot path instead (compiled vs Python); "
+        "see vc-scheduler bench --devices --help",
+    )
     p.add_argument("--nodes", type=int, default=5000)
     p.add_argument("--pods", type=int, default=50000, help="pending pods (in gang jobs)")
     p.add_argument("--gang", type=int, default=10, help="pods per gang job")
@@ -501,7 +512,10 @@ def main(argv: Sequence[str]) -> int:
         "measured against the same cluster with flat proportion queues",
     )
     p.add_argument(
-        "--running", type=int, default=150000, help="running pods for the idle-session measurement"
+        "--running",
+        type=int,
+        default=None,
+        help="running pods for the idle-session measurement (default 30 per node: 150,000 at 5,000 nodes)",
     )
     p.add_argument("--cycles", type=int, default=50, help="at most this many sessions for the backlog")
     p.add_argument("--idle-rounds", type=int, default=5)
@@ -523,6 +537,8 @@ def main(argv: Sequence[str]) -> int:
         help="the jobs' networkTopology (default hard:1)",
     )
     args = p.parse_args(argv)
+    if args.running is None:
+        args.running = 30 * args.nodes
     if args.topology:
         return topology_main(args, argv, load_before)
     if args.queue_levels > 0:

@@ -17,6 +17,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -102,7 +103,53 @@ def build_parser() -> argparse.ArgumentParser:
         "(at most --run-for, default 120 s) and print them",
     )
     p.add_argument("--settle-seconds", type=float, default=3.0, help="quiet time that counts as settled")
+    p.add_argument(
+        "--no-web",
+        action="store_true",
+        help="do not turn on the daemon's web view and metrics (on by default in the sandbox)",
+    )
     return p
+
+
+def free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def web_flags(daemon_args: list[str], host: str, no_web: bool) -> tuple[list[str], str]:
+    """The daemon's flags with the web view and metrics on, and the web view's URL ("" if off).
+
+    Without `--listen-address` (or with port 0) the daemon would take :8080 on all interfaces, or
+    a port nobody knows; the sandbox picks a free port on its own host instead, so two sandboxes
+    do not collide and the URL can be printed. The last `--listen-address` wins, as in the daemon.
+    """
+    if no_web:
+        return list(daemon_args), ""
+    args: list[str] = []
+    listen = ""
+    skip_next = False
+    for i, a in enumerate(daemon_args):
+        if skip_next:
+            skip_next = False
+        elif a.startswith("--listen-address="):
+            listen = a.split("=", 1)[1]
+        elif a == "--listen-address" and i + 1 < len(daemon_args):
+            listen, skip_next = daemon_args[i + 1], True
+        else:
+            args.append(a)
+    web_host, _, port = listen.rpartition(":")
+    if not listen or port in ("", "0"):
+        web_host, port = web_host or host, str(free_port(web_host.strip("[]") or host))
+    listen = f"{web_host}:{port}"
+    args.append(f"--listen-address={listen}")
+    for flag in ("--enable-web", "--enable-metrics"):
+        if not any(a == flag or a.startswith(flag + "=") for a in args):
+            args.append(flag)
+    web_host = web_host.strip("[]")
+    if web_host in ("", "0.0.0.0", "::"):
+        web_host = "127.0.0.1"
+    return args, f"http://{web_host}:{port}/"
 
 
 # what "settled" watches: the objects a user looks at, not Leases or Events the daemon keeps writing
@@ -300,7 +347,9 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
         ):
             components.append(asyncio.ensure_future(comp))
         await jobs_expanded(server.store)
+        web_url = ""
         if not args.no_scheduler:
+            daemon_args, web_url = web_flags(daemon_args, args.host, args.no_web)
             cmd = [sys.executable, "-m", "scheduler", "--kubeconfig", kubeconfig, *daemon_args]
             if args.daemon_log:
                 with open(args.daemon_log, "ab") as log_file:  # the child keeps its own descriptor
@@ -310,9 +359,11 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
         print(
             f"sandbox API server at {server.url} ({len(nodes)} generated nodes"
             f"{', scheduler running' if daemon else ', no scheduler'}); "
-            f"use: {kubectl_command()} --kubeconfig {kubeconfig} get pods,podgroups -A -w",
+            f"use: {kubectl_command()} --kubeconfig {kubeconfig} get pods -A -w",
             flush=True,
         )
+        if web_url:
+            print(f"web view: {web_url} (metrics: {web_url}metrics)", flush=True)
         bounded = args.run_for is not None or args.exit_after_settle
         if daemon is not None and args.daemon_log:
             print(f"scheduler log: {args.daemon_log}{'' if bounded else '; stop with Ctrl-C'}", flush=True)

@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.conf import SchedulerConfiguration
-from scheduler.framework.cycle import SessionResult, run_session
-from scheduler.framework.session import SessionOptions
+from scheduler.framework.cycle import SessionResult, run_session_keep
+from scheduler.framework.session import Session, SessionOptions
 from scheduler.model.cluster import ClusterOptions, ClusterState
 from scheduler.model.convert import ConvertError, object_name
 from scheduler.model.resources import QuantityError
 from scheduler.model.vcjob import expand_job
+from scheduler.plugins.deviceshare.annotations import GPU_INDEX, VGPU_IDS_NEW, decode_pod_devices
 from scheduler.sim.manifests import Skipped
 from scheduler.sim.nodegen import make_nodes, parse_node_spec
 from scheduler.sim.topologygen import TopologySpecError, make_hypernodes, parse_topology_spec
@@ -50,6 +51,10 @@ class SimulationResult:
     # bound pod -> the HyperNode its job was placed in (or its node's lowest HyperNode)
     hypernodes: dict[str, str] = field(default_factory=dict)
     cycles: list[SessionResult] = field(default_factory=list)
+    # the last session itself (for the web view's `-o html` and `explain`)
+    session: Session | None = None
+    queues: dict[str, str] = field(default_factory=dict)  # pod -> queue
+    nodes: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -219,7 +224,7 @@ def simulate(
     last: SessionResult | None = None
     for _ in range(max(cycles, 1)):
         snap = cluster.state.snapshot()
-        last = run_session(snap, conf, options or SessionOptions(), rng=rng)
+        last, out.session = run_session_keep(snap, conf, options or SessionOptions(), rng=rng)
         out.cycles.append(last)
         out.warnings.extend(last.warnings)
         cluster.advance(last, out)
@@ -242,6 +247,12 @@ def simulate(
                 ],
             }
     out.skipped = cluster.skipped
+    out.nodes = len(cluster.state.nodes)
+    for job in cluster.state.jobs.values():
+        for t in job.tasks.values():
+            out.queues[t.key] = job.queue
+    if not cluster.state.nodes:
+        out.warnings.append("no nodes in the input: every pod stays pending (was a List of nodes lost?)")
     return out
 
 
@@ -254,23 +265,48 @@ def _why_not_considered(state: ClusterState, task: Any) -> str:
     return "not considered by the scheduler"
 
 
+def devices_of(annotations: dict[str, str]) -> str:
+    """The cards a binding chose, short: `GPU-921f31fb 3000MiB 50%` per vGPU slice, `gpu 0` for gpu-share."""
+    parts: list[str] = []
+    for seg in decode_pod_devices(annotations.get(VGPU_IDS_NEW)):
+        for e in seg:
+            parts.append(f"{e.uuid[:12]} {e.mem}MiB {e.cores}%")
+    if annotations.get(GPU_INDEX):
+        parts.append(f"gpu {annotations[GPU_INDEX]}")
+    for key, value in annotations.items():
+        if key.startswith("huawei.com/Ascend") and value:
+            parts.append(f"{key.rsplit('/', 1)[1]} {value.split(',')[0][:24]}")
+    return ", ".join(parts) or "-"
+
+
 def format_table(result: SimulationResult) -> str:
-    rows: list[tuple[str, str, str]] = []
+    rows: list[tuple[str, str, str, str, str]] = []
+
+    def row(key: str, node: str, what: str) -> None:
+        devices = devices_of(result.annotations.get(key, {})) if node != "-" else "-"
+        rows.append((key, node, result.queues.get(key, "-"), devices, what))
+
     for key, node in result.bindings.items():
         hn = result.hypernodes.get(key)
-        rows.append((key, node, f"bound (HyperNode {hn})" if hn else "bound"))
+        row(key, node, f"bound (HyperNode {hn})" if hn else "bound")
     for key, node in result.pipelined.items():
-        rows.append((key, node, "pipelined (waits for resources being released)"))
+        row(key, node, "pipelined (waits for resources being released)")
     for key in result.evictions:
-        rows.append((key, "-", "evicted"))
+        row(key, "-", "evicted")
     for key, why in result.pending.items():
         if key not in result.pipelined:
-            rows.append((key, "-", f"pending: {why}"))
+            row(key, "-", f"pending: {why}")
     rows.sort()
-    w0 = max([len("POD")] + [len(r[0]) for r in rows])
-    w1 = max([len("NODE")] + [len(r[1]) for r in rows])
-    lines = [f"{'POD':<{w0}}  {'NODE':<{w1}}  RESULT"]
-    lines += [f"{a:<{w0}}  {b:<{w1}}  {c}" for a, b, c in rows]
+    header = ("POD", "NODE", "QUEUE", "DEVICES")
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
+    lines = ["  ".join(f"{h:<{w}}" for h, w in zip(header, widths, strict=True)) + "  RESULT"]
+    lines += ["  ".join(f"{c:<{w}}" for c, w in zip(r[:4], widths, strict=True)) + f"  {r[4]}" for r in rows]
+    pending = sum(1 for k in result.pending if k not in result.pipelined)
+    lines.append(
+        f"{len(rows)} pods on {result.nodes} nodes: {len(result.bindings)} bound, {len(result.pipelined)} "
+        f"pipelined, {pending} pending, {len(result.evictions)} evicted; "
+        f"{len(result.cycles)} session{'s' if len(result.cycles) != 1 else ''}"
+    )
     for s in result.skipped:
         lines.append(f"skipped {s.where}: {s.reason}")
     for w in result.warnings:

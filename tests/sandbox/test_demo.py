@@ -80,10 +80,7 @@ def test_demo_bounded_run_places_the_seed_walkthroughs(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     first = proc.stdout.splitlines()[0]
-    assert (
-        "scheduler running" in first
-        and f"--kubeconfig {tmp_path}/demo.kubeconfig get pods,podgroups -A -w" in first
-    )
+    assert "scheduler running" in first and f"--kubeconfig {tmp_path}/demo.kubeconfig get pods -A -w" in first
     pods = {r["POD"]: r for r in parse_table(proc.stdout, "NAMESPACE  POD")}
     high = [pods[f"priority-high-test-{i}"] for i in range(3)]
     assert all(p["PHASE"] == "Running" for p in high), high
@@ -133,7 +130,7 @@ async def test_priority_walkthrough_with_kubectl_against_the_running_demo(
     assert proc.stdout is not None
     try:
         first = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
-        kubeconfig = re.search(r"--kubeconfig (\S+) get pods,podgroups -A -w", first)
+        kubeconfig = re.search(r"--kubeconfig (\S+) get pods -A -w", first)
         assert kubeconfig is not None, first
 
         async def kubectl(*args: str) -> str:

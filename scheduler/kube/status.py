@@ -279,24 +279,7 @@ def podgroup_ref(uid: str, object_uid: str = "") -> ObjectRef:
 
 # ---------------------------------------------------------------------------------- statuses --
 def podgroup_status_body(st: PodGroupStatus) -> dict[str, Any]:
-    ts = now_rfc3339()
-    return {
-        "phase": st.phase,
-        "running": st.running,
-        "succeeded": st.succeeded,
-        "failed": st.failed,
-        "conditions": [
-            {
-                "type": c.type,
-                "status": c.status,
-                "reason": c.reason,
-                "message": c.message,
-                "transitionID": c.transition_id,
-                "lastTransitionTime": c.last_transition_time or ts,
-            }
-            for c in st.conditions
-        ],
-    }
+    return st.to_manifest(now_rfc3339())
 
 
 def _comparable(st: PodGroupStatus) -> str:

@@ -228,6 +228,29 @@ class PodGroupStatus:
             self.failed,
         )
 
+    def to_manifest(self, default_time: str | None = None) -> dict[str, Any]:
+        """The PodGroup `status` as the API has it; `default_time` stamps conditions that have no
+        transition time yet (omitted when None, as `simulate` shows them)."""
+        conditions = []
+        for c in self.conditions:
+            cond = {
+                "type": c.type,
+                "status": c.status,
+                "reason": c.reason,
+                "message": c.message,
+                "transitionID": c.transition_id,
+            }
+            if default_time is not None:
+                cond["lastTransitionTime"] = c.last_transition_time or default_time
+            conditions.append(cond)
+        return {
+            "phase": self.phase,
+            "running": self.running,
+            "succeeded": self.succeeded,
+            "failed": self.failed,
+            "conditions": conditions,
+        }
+
     def shallow_copy(self) -> PodGroupStatus:
         """Conditions are replaced, never mutated in place, so sharing them is safe."""
         return PodGroupStatus(self.phase, list(self.conditions), self.running, self.succeeded, self.failed)

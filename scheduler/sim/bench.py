@@ -469,21 +469,10 @@ def render_markdown(
     return "\n".join(lines) + "\n"
 
 
-CAPACITY_TREE_CONF = """\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: capacity
-    enableHierarchy: true
-  - name: nodeorder
-"""
+# Volcano's default tiers with capacity (hierarchical) in proportion's place
+CAPACITY_TREE_CONF = DEFAULT_CONF.replace(
+    "  - name: proportion\n", "  - name: capacity\n    enableHierarchy: true\n"
+)
 QUEUE_TREE = "## Decision core with capacity and hierarchical queues (`vc-scheduler bench --queue-levels`)"
 
 

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scheduler.sim.report import load_average, load_sentence, replace_section
+from scheduler.sim.report import DOC_TEST_SKIP, load_average, load_sentence, replace_section
 
 SECTION = "## Daemon end to end (`python -m scheduler.sim.daemonbench`)"
 RUN_NS = "running"
@@ -513,6 +513,7 @@ def render(result: dict[str, Any], command: str, load_before: str) -> str:
         f"pending pods in gang PodGroups of {r['gang']} (1 CPU, 2 GiB each), plus one pod that fits nowhere",
         f"so that a session keeps running after the backlog (the idle session). Taken on {when}.",
         "",
+        DOC_TEST_SKIP,
         "```sh",
         command,
         "```",

@@ -178,22 +178,7 @@ class SimulatedCluster:
             pg = self.podgroups.get(uid)
             if pg is None:
                 continue
-            pg["status"] = {
-                "phase": st.phase,
-                "running": st.running,
-                "succeeded": st.succeeded,
-                "failed": st.failed,
-                "conditions": [
-                    {
-                        "type": c.type,
-                        "status": c.status,
-                        "reason": c.reason,
-                        "message": c.message,
-                        "transitionID": c.transition_id,
-                    }
-                    for c in st.conditions
-                ],
-            }
+            pg["status"] = st.to_manifest()
             self.state.apply_podgroup(pg)
 
 

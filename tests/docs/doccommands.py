@@ -111,7 +111,9 @@ def to_script(markdown: str, name: str) -> DocScript:
             parts.append(f'start_bg "$LOGS/bg-{i}.log" {shlex.quote(b.before)}')
         text = b.text
         first, rest = _leading_command(text.lstrip())
-        if first.startswith("vc-scheduler sandbox"):
+        words = first.split()
+        # `vc-scheduler sandbox` or `.venv/bin/vc-scheduler sandbox`: a server the reader leaves running
+        if len(words) > 1 and words[0].rsplit("/", 1)[-1] == "vc-scheduler" and words[1] == "sandbox":
             parts.append(f'start_bg "$LOGS/bg-{i}.log" {shlex.quote(first)}')
             text = rest
         parts.append(text)

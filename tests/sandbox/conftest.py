@@ -11,6 +11,7 @@ from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 
 from scheduler.sim.apiserver import ApiServer
+from tests import k8stools
 
 
 @pytest.fixture
@@ -36,3 +37,12 @@ async def api(server: ApiServer, tmp_path: Path) -> AsyncIterator[k8s.ApiClient]
 async def http(server: ApiServer) -> AsyncIterator[aiohttp.ClientSession]:
     async with aiohttp.ClientSession(base_url=server.url) as s:
         yield s
+
+
+@pytest.fixture(scope="session")
+def kubectl_bin() -> Path:
+    """The real kubectl (from the PyPI package that carries it); tests that need it skip without it."""
+    tools = k8stools.ensure_binaries()
+    if tools is None:
+        pytest.skip(k8stools.SKIP_REASON)
+    return tools["kubectl"]

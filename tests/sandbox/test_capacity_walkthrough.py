@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 import yaml
 
-from tests import k8stools
 from tests.sandbox.test_demo import ROOT, free_port
 
 pytestmark = pytest.mark.kubectl
@@ -83,14 +82,6 @@ def demo_pods(app: str, queue_name: str, n: int = 8) -> list[dict[str, Any]]:
 
 def as_list(objs: list[dict[str, Any]]) -> str:
     return yaml.safe_dump_all(objs)
-
-
-@pytest.fixture(scope="module")
-def kubectl_bin() -> Path:
-    tools = k8stools.ensure_binaries()
-    if tools is None:
-        pytest.skip(k8stools.SKIP_REASON)
-    return tools["kubectl"]
 
 
 async def test_capacity_guide_borrow_then_reclaim(kubectl_bin: Path, tmp_path: Path) -> None:

@@ -22,8 +22,6 @@ from typing import Any
 
 import pytest
 
-from tests import k8stools
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -107,14 +105,6 @@ def test_demo_bounded_run_places_the_seed_walkthroughs(tmp_path: Path) -> None:
     groups = {r["PODGROUP"].rsplit("-", 5)[0]: r for r in parse_table(proc.stdout, "NAMESPACE  PODGROUP")}
     assert (groups["priority-high"]["PHASE"], groups["priority-high"]["RUNNING"]) == ("Running", "3")
     assert groups["priority-med"]["PHASE"] == groups["priority-low"]["PHASE"] == "Pending"
-
-
-@pytest.fixture(scope="module")
-def kubectl_bin() -> Path:
-    tools = k8stools.ensure_binaries()
-    if tools is None:
-        pytest.skip(k8stools.SKIP_REASON)
-    return tools["kubectl"]
 
 
 @pytest.mark.kubectl

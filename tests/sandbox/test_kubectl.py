@@ -24,14 +24,6 @@ pytestmark = pytest.mark.kubectl
 MANIFESTS = Path(__file__).parent / "manifests"
 
 
-@pytest.fixture(scope="module")
-def kubectl_bin() -> Path:
-    tools = k8stools.ensure_binaries()
-    if tools is None:
-        pytest.skip(k8stools.SKIP_REASON)
-    return tools["kubectl"]
-
-
 class Kubectl:
     def __init__(self, binary: Path, kubeconfig: Path, home: Path) -> None:
         self.binary = binary

@@ -20,21 +20,12 @@ from typing import Any
 
 import pytest
 
-from tests import k8stools
 from tests.sandbox.test_demo import free_port
 
 pytestmark = pytest.mark.kubectl
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = Path(__file__).parent / "manifests" / "topology"
 LEAF = {f"node-{i}": "leaf-0" if i < 4 else "leaf-1" for i in range(8)}
-
-
-@pytest.fixture(scope="module")
-def kubectl_bin() -> Path:
-    tools = k8stools.ensure_binaries()
-    if tools is None:
-        pytest.skip(k8stools.SKIP_REASON)
-    return tools["kubectl"]
 
 
 async def test_user_guide_walkthroughs(kubectl_bin: Path, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ import math
 from typing import Any
 
 from scheduler.model.resources import QuantityError, format_quantity, quantity_in_unit
+from scheduler.sim.apiserver.selectors import selector_terms
 from scheduler.sim.restclient import PODS, ApiError, Resource, RestClient
 
 log = logging.getLogger(__name__)
@@ -85,23 +86,14 @@ class _StatusController:
 
 # ------------------------------------------------------------------ disruption budgets --
 def selector_string(selector: dict[str, Any] | None) -> str | None:
-    """A LabelSelector as the `labelSelector` query string; None when it selects nothing."""
+    """A LabelSelector as the `labelSelector` query string; None when it selects nothing or has
+    an operator the query grammar lacks."""
     if not isinstance(selector, dict):
         return None
-    parts = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
-    for e in selector.get("matchExpressions") or []:
-        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
-        if op == "In":
-            parts.append(f"{key} in ({','.join(values)})")
-        elif op == "NotIn":
-            parts.append(f"{key} notin ({','.join(values)})")
-        elif op == "Exists":
-            parts.append(str(key))
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-        else:
-            return None
-    return ",".join(parts) if parts else None
+    terms = selector_terms(selector)
+    if not terms or None in terms:
+        return None
+    return ",".join(t for t in terms if t is not None)
 
 
 def _amount(value: Any, total: int) -> int:

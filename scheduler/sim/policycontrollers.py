@@ -21,6 +21,7 @@ from typing import Any
 
 from scheduler.model.resources import QuantityError, format_quantity, quantity_in_unit
 from scheduler.sim.apiserver.selectors import selector_terms
+from scheduler.sim.reconcile_queue import ReconcileQueue
 from scheduler.sim.restclient import PODS, ApiError, Resource, RestClient
 
 log = logging.getLogger(__name__)
@@ -38,8 +39,8 @@ class _StatusController:
     def __init__(self, client: RestClient) -> None:
         self.client = client
         self.objects: dict[str, dict[str, Any]] = {}
-        self._dirty: set[str] = set()  # namespaces to recompute
-        self._wake = asyncio.Event()
+        # namespaces to recompute; a burst of pod changes is one recomputation
+        self._queue: ReconcileQueue[None] = ReconcileQueue(0.05)
 
     async def run(self) -> None:
         await asyncio.gather(self._watch(self.kind), self._watch(PODS), self._settle())
@@ -54,15 +55,11 @@ class _StatusController:
                     self.objects.pop(key, None)
                     continue
                 self.objects[key] = obj
-            self._dirty.add(ns)
-            self._wake.set()
+            self._queue.mark(ns, None)
 
     async def _settle(self) -> None:
         while True:
-            await self._wake.wait()
-            self._wake.clear()
-            await asyncio.sleep(0.05)  # a burst of pod changes is one recomputation
-            dirty, self._dirty = self._dirty, set()
+            dirty = await self._queue.batch()
             for key, obj in list(self.objects.items()):
                 if key.split("/", 1)[0] in dirty:
                     with contextlib.suppress(ApiError):

@@ -367,6 +367,33 @@ class StatusWriter:
             )
         return out
 
+    async def _remembered_write(
+        self,
+        written: dict[str, Any],
+        key: str,
+        decision: Any,
+        rv_then: str,
+        send: Callable[[], Awaitable[Any]],
+        what: str,
+        **names: str,
+    ) -> bool:
+        """Send one write of `decision` for `key`; True when it went through. On failure the record
+        of it is dropped, so that the next session writes again; on success it is completed with the
+        resourceVersion the write produced, so that the watch's echo of our own write is not taken
+        for a change by someone else."""
+        try:
+            out = await send()
+        except ApiError as exc:
+            written.pop(key, None)
+            if _worth_a_warning(exc):
+                log.warning(f"{what} write failed", **names, error=str(exc))
+            return False
+        rv = str(((out or {}).get("metadata") or {}).get("resourceVersion") or "")
+        prev = written.get(key)
+        if prev is not None and prev[0] == decision:
+            written[key] = (decision, rv_then, rv)
+        return True
+
     # ----------------------------------------------------------------- PodGroups --
     def podgroup_status(self, uid: str, st: PodGroupStatus) -> bool:
         """Queue a status write for one PodGroup unless it is what we last wrote and still see."""
@@ -385,21 +412,20 @@ class StatusWriter:
         object_path = resource_path(PG_PREFIX, "podgroups", ns, name)
 
         async def write() -> None:
-            try:
-                out = await self._patch_status(
+            if await self._remembered_write(
+                self._pg_written,
+                uid,
+                decision,
+                cur_rv,
+                lambda: self._patch_status(
                     "podgroups",
                     lambda: client.request("PATCH", path, body=body, content_type=MERGE_PATCH),
                     lambda: client.request("PATCH", object_path, body=body, content_type=MERGE_PATCH),
-                )
-            except ApiError as exc:
-                self._pg_written.pop(uid, None)
-                if _worth_a_warning(exc):
-                    log.warning("PodGroup status write failed", podgroup=uid, error=str(exc))
-                return
-            self.podgroup_writes += 1
-            rv = str(((out or {}).get("metadata") or {}).get("resourceVersion") or "")
-            if self._pg_written.get(uid, ("",))[0] == decision:
-                self._pg_written[uid] = (decision, cur_rv, rv)
+                ),
+                "PodGroup status",
+                podgroup=uid,
+            ):
+                self.podgroup_writes += 1
 
         self.queue.submit(f"pg/{uid}", write)
         return True
@@ -448,20 +474,19 @@ class StatusWriter:
         path = resource_path("/api/v1", "pods", task.namespace, task.name, "status")
 
         async def write() -> None:
-            try:
+            if await self._remembered_write(
+                self._pod_written,
+                key,
+                desired,
+                rv_then,
                 # strategic merge: conditions merge by type, as kube-scheduler patches them
-                out = await with_retry(
+                lambda: with_retry(
                     lambda: client.request("PATCH", path, body=body, content_type=STRATEGIC_MERGE_PATCH)
-                )
-            except ApiError as exc:
-                self._pod_written.pop(key, None)
-                if _worth_a_warning(exc):
-                    log.warning("pod condition write failed", pod=key, error=str(exc))
-                return
-            self.pod_writes += 1
-            rv = str(((out or {}).get("metadata") or {}).get("resourceVersion") or "")
-            if self._pod_written.get(key, ((),))[0] == desired:
-                self._pod_written[key] = (desired, rv_then, rv)
+                ),
+                "pod condition",
+                pod=key,
+            ):
+                self.pod_writes += 1
 
         self.queue.submit(f"pod/{key}", write)
         self.recorder.record(pod_ref(task), "Warning", "FailedScheduling", message)

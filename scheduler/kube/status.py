@@ -303,6 +303,10 @@ QUEUE_PHASES = (
 )
 
 
+# the log field that names the object of each kind of remembered write
+_LOG_KEYS = {"PodGroup status": "podgroup", "pod condition": "pod"}
+
+
 class StatusWriter:
     """Turns a SessionResult into status writes and events; skips what is already true."""
 
@@ -375,7 +379,6 @@ class StatusWriter:
         rv_then: str,
         send: Callable[[], Awaitable[Any]],
         what: str,
-        **names: str,
     ) -> bool:
         """Send one write of `decision` for `key`; True when it went through. On failure the record
         of it is dropped, so that the next session writes again; on success it is completed with the
@@ -386,7 +389,7 @@ class StatusWriter:
         except ApiError as exc:
             written.pop(key, None)
             if _worth_a_warning(exc):
-                log.warning(f"{what} write failed", **names, error=str(exc))
+                log.warning(f"{what} write failed", **{_LOG_KEYS[what]: key}, error=str(exc))
             return False
         rv = str(((out or {}).get("metadata") or {}).get("resourceVersion") or "")
         prev = written.get(key)
@@ -411,20 +414,15 @@ class StatusWriter:
         path = resource_path(PG_PREFIX, "podgroups", ns, name, "status")
         object_path = resource_path(PG_PREFIX, "podgroups", ns, name)
 
+        async def send() -> Any:
+            return await self._patch_status(
+                "podgroups",
+                lambda: client.request("PATCH", path, body=body, content_type=MERGE_PATCH),
+                lambda: client.request("PATCH", object_path, body=body, content_type=MERGE_PATCH),
+            )
+
         async def write() -> None:
-            if await self._remembered_write(
-                self._pg_written,
-                uid,
-                decision,
-                cur_rv,
-                lambda: self._patch_status(
-                    "podgroups",
-                    lambda: client.request("PATCH", path, body=body, content_type=MERGE_PATCH),
-                    lambda: client.request("PATCH", object_path, body=body, content_type=MERGE_PATCH),
-                ),
-                "PodGroup status",
-                podgroup=uid,
-            ):
+            if await self._remembered_write(self._pg_written, uid, decision, cur_rv, send, "PodGroup status"):
                 self.podgroup_writes += 1
 
         self.queue.submit(f"pg/{uid}", write)
@@ -473,19 +471,14 @@ class StatusWriter:
         rv_then = pod.resource_version
         path = resource_path("/api/v1", "pods", task.namespace, task.name, "status")
 
+        async def send() -> Any:
+            # strategic merge: conditions merge by type, as kube-scheduler patches them
+            return await with_retry(
+                lambda: client.request("PATCH", path, body=body, content_type=STRATEGIC_MERGE_PATCH)
+            )
+
         async def write() -> None:
-            if await self._remembered_write(
-                self._pod_written,
-                key,
-                desired,
-                rv_then,
-                # strategic merge: conditions merge by type, as kube-scheduler patches them
-                lambda: with_retry(
-                    lambda: client.request("PATCH", path, body=body, content_type=STRATEGIC_MERGE_PATCH)
-                ),
-                "pod condition",
-                pod=key,
-            ):
+            if await self._remembered_write(self._pod_written, key, desired, rv_then, send, "pod condition"):
                 self.pod_writes += 1
 
         self.queue.submit(f"pod/{key}", write)

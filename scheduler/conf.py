@@ -52,10 +52,10 @@ SWITCHES: dict[str, tuple[str, ...]] = {
 # Switches that are NOT defaulted to true (absent = off).
 OFF_BY_DEFAULT = {"enableHierarchy": "hierarchy", "enabledClusterOrder": "cluster_order"}
 
-KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
+KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim", "gangpreempt", "gangreclaim")
 # Volcano registers these too; like its plugins we do not implement, they load with a warning and
 # are skipped (a configuration Volcano accepts is not refused).
-VOLCANO_ONLY_ACTIONS = ("shuffle", "gangpreempt", "gangreclaim")
+VOLCANO_ONLY_ACTIONS = ("shuffle",)
 
 # Every plugin Volcano registers (pkg/scheduler/plugins/factory.go) loads: those we do not
 # implement load with a warning and do nothing, so a configuration Volcano accepts is not refused.

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING
 from scheduler.actions.allocate import allocate
 from scheduler.actions.backfill import backfill
 from scheduler.actions.enqueue import enqueue
+from scheduler.actions.gangevict import GangEvictOptions
+from scheduler.actions.gangpreempt import gangpreempt
+from scheduler.actions.gangreclaim import gangreclaim
 from scheduler.actions.preempt import PreemptOptions, preempt
 from scheduler.actions.reclaim import reclaim
 from scheduler.conf import DEFAULT_CONF, Catalogue, ConfigError, SchedulerConfiguration, parse_with
@@ -42,6 +45,8 @@ ACTIONS: dict[str, Callable[[Session], None]] = {
     "backfill": backfill,
     "preempt": preempt,
     "reclaim": reclaim,
+    "gangpreempt": gangpreempt,
+    "gangreclaim": gangreclaim,
 }
 
 PLUGINS: dict[str, type[Plugin]] = {
@@ -65,7 +70,15 @@ PLUGINS: dict[str, type[Plugin]] = {
     )
 }
 
-CATALOGUE = Catalogue(actions=ACTIONS, plugins=PLUGINS, action_arguments={"preempt": PreemptOptions.parse})
+CATALOGUE = Catalogue(
+    actions=ACTIONS,
+    plugins=PLUGINS,
+    action_arguments={
+        "preempt": PreemptOptions.parse,
+        "gangpreempt": GangEvictOptions.parse,
+        "gangreclaim": GangEvictOptions.parse,
+    },
+)
 
 
 def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:

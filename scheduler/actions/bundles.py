@@ -82,7 +82,8 @@ def create_job_bundles(
     group_surplus: dict[str, int] = {}
     broken: set[str] = set()
     by_task: dict[str, SubJob] = {}
-    if min_groups and subjobs:
+    enforce_groups = bool(min_groups and subjobs)
+    if enforce_groups and subjobs:
         for sj in subjobs.values():
             by_task.update(dict.fromkeys(sj.task_uids, sj))
             if sj.is_ready(job):
@@ -97,7 +98,7 @@ def create_job_bundles(
     for t in tasks:
         role_safe = t.role not in roles or roles[t.role] > 0
         sj = by_task.get(t.uid)
-        if not group_surplus:
+        if not enforce_groups:
             group_safe = True
         elif sj is None:
             group_safe = False  # a task outside every partition: keep the gang whole
@@ -108,7 +109,7 @@ def create_job_bundles(
             job_surplus -= 1
             if t.role in roles:
                 roles[t.role] -= 1
-            if sj is not None and group_surplus and sj.uid not in broken:
+            if sj is not None and enforce_groups and sj.uid not in broken:
                 broken.add(sj.uid)  # its first eviction breaks the partition
                 group_surplus[sj.gid] = group_surplus.get(sj.gid, 0) - 1
         else:

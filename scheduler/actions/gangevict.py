@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from scheduler.actions.allocate_topology import (
+    JobUnit,
     TopologyJob,
     job_pipelined,
     prepare,
@@ -43,7 +44,7 @@ from scheduler.framework.arguments import Arguments
 from scheduler.framework.placement import prioritize
 from scheduler.framework.pqueue import PriorityQueue
 from scheduler.framework.session import EvictionContext, Session
-from scheduler.framework.statement import Statement
+from scheduler.framework.statement import PIPELINE, Statement
 from scheduler.framework.status import AllocateError
 from scheduler.model.job import JobInfo
 from scheduler.model.node import NodeInfo
@@ -132,6 +133,11 @@ def run(ssn: Session, kind: GangKind) -> None:
             stmt = Statement(ssn)
             tj = _evict_for_job(ssn, stmt, kind, opts, queue, job)
             if job_pipelined(ssn, tj) if tj is not None else ssn.job_pipelined(job):
+                if stmt.has_evictions():
+                    # as a Pipeline after evictions upstream: the pods show where they will run
+                    for op in stmt.operations:
+                        if op.kind == PIPELINE:
+                            ssn.nominated[op.task.uid] = op.task.node_name
                 stmt.commit()
             else:
                 stmt.discard()
@@ -171,18 +177,18 @@ def hard_topology(job: JobInfo) -> bool:
     )
 
 
-def candidate_domains(ssn: Session, tj: TopologyJob, max_domains: int) -> list[str]:
+def candidate_domains(ssn: Session, unit: JobUnit, max_domains: int) -> list[str]:
     """Volcano's GetCandidateDomains: the eviction gradient's HyperNodes, deduplicated and capped;
     without any, the cluster top unless the job's topology is hard."""
     top = ssn.topology.top
     out: list[str] = []
-    for group in ssn.hypernode_gradient(tj.unit, top, PURPOSE_EVICT):
+    for group in ssn.hypernode_gradient(unit, top, PURPOSE_EVICT):
         for hn in group:
             if hn.name not in out:
                 out.append(hn.name)
                 if len(out) >= max_domains:
                     return out
-    if not out and not hard_topology(tj.job):
+    if not out and not hard_topology(unit.job):
         out.append(top.name)
     return out
 
@@ -199,7 +205,7 @@ def _evict_for_job(
     need = Resource()
     for t in pending:
         need.add(t.init_resreq)
-    for domain in candidate_domains(ssn, tj, opts.max_domains):
+    for domain in candidate_domains(ssn, tj.unit, opts.max_domains):
         nodes = ssn.hypernode_nodes(domain)
         if not nodes:
             continue

@@ -12,7 +12,9 @@ def _victims(n: int, phase: str = "Running", q: str = "q1", min_member: int = 1)
     out: list[dict] = []
     for i in range(n):
         out.append(podgroup(f"low{i}", min_member, queue=q, phase="Running", priority_class="low"))
-        out.append(pod(f"low{i}-0", cpu="2", group=f"low{i}", node_name=f"n{i}", phase=phase, priority_class="low"))
+        out.append(
+            pod(f"low{i}-0", cpu="2", group=f"low{i}", node_name=f"n{i}", phase=phase, priority_class="low")
+        )
     return out
 
 

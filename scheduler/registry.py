@@ -18,6 +18,7 @@ from scheduler.actions.gangpreempt import gangpreempt
 from scheduler.actions.gangreclaim import gangreclaim
 from scheduler.actions.preempt import PreemptOptions, preempt
 from scheduler.actions.reclaim import reclaim
+from scheduler.actions.shuffle import shuffle
 from scheduler.conf import DEFAULT_CONF, Catalogue, ConfigError, SchedulerConfiguration, parse_with
 from scheduler.plugins.binpack import BinpackPlugin
 from scheduler.plugins.capacity import CapacityPlugin
@@ -47,6 +48,7 @@ ACTIONS: dict[str, Callable[[Session], None]] = {
     "reclaim": reclaim,
     "gangpreempt": gangpreempt,
     "gangreclaim": gangreclaim,
+    "shuffle": shuffle,
 }
 
 PLUGINS: dict[str, type[Plugin]] = {

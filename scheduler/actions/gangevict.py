@@ -40,6 +40,7 @@ from scheduler.actions.bundles import (
     sum_resreq,
 )
 from scheduler.actions.victims import has_pod_slot
+from scheduler.actions.worklist import queue_worklist
 from scheduler.framework.arguments import Arguments
 from scheduler.framework.placement import prioritize
 from scheduler.framework.pqueue import PriorityQueue
@@ -108,20 +109,8 @@ def domain_free(nodes: list[NodeInfo]) -> Resource:
 
 def run(ssn: Session, kind: GangKind) -> None:
     opts = GangEvictOptions.parse(ssn.conf.action_arguments(kind.name))
-    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_compare)
-    seen: set[str] = set()
-    starving: dict[str, PriorityQueue[JobInfo]] = {}
-    for job in ssn.jobs.values():
-        if job.is_pending() or ssn.job_valid(job) is not None:
-            continue
-        queue = ssn.queues.get(job.queue)
-        if queue is None:
-            continue
-        if queue.name not in seen:
-            seen.add(queue.name)
-            queues.push(queue)
-        if ssn.job_starving(job):
-            starving.setdefault(queue.name, PriorityQueue(ssn.job_compare)).push(job)
+    admitted = (j for j in ssn.jobs.values() if not j.is_pending() and ssn.job_valid(j) is None)
+    queues, starving = queue_worklist(ssn, admitted, ssn.job_starving)
 
     while not queues.empty():
         queue = queues.pop()

@@ -51,7 +51,7 @@ from scheduler.model.job import JobInfo
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import QueueInfo, TaskInfo, TaskStatus
 from scheduler.model.resources import Resource
-from scheduler.model.subjob import SubJob
+from scheduler.model.subjob import SubJob, TopologyError, build_subjobs
 from scheduler.model.topology import HyperNodeInfo
 
 MAX_DOMAINS = "maxDomains"
@@ -248,8 +248,10 @@ def _subjobs(ssn: Session, job: JobInfo) -> dict[str, SubJob] | None:
     """A victim's partitions, for its minSubGroups check (only jobs with a subGroupPolicy)."""
     if not job.subgroup_policies:
         return None
-    tj = prepare(ssn, job, [])
-    return tj.subjobs if tj is not None else None
+    try:
+        return build_subjobs(job, ssn.topology)
+    except TopologyError:
+        return None  # its constraint names an unknown tier: judged on minMember and roles only
 
 
 def nomination_plan(

@@ -66,3 +66,41 @@ def test_gang_reclaim_takes_back_from_another_reclaimable_queue() -> None:
     ]
     out = run(GANG_RECLAIM, objs)
     assert sorted(out.evictions) == ["c1/low0-0", "c1/low1-0"]
+
+
+def _partitioned_victim(min_subgroups: int) -> list[dict]:
+    """A low-priority job of two partitions of two pods (one pod per node), `minSubGroups` of
+    them required, and minMember 2."""
+    pg = podgroup("low", 2, queue="q1", phase="Running", priority_class="low")
+    pg["spec"]["subGroupPolicy"] = [
+        {"name": "part", "subGroupSize": 2, "minSubGroups": min_subgroups, "matchLabelKeys": ["part"]}
+    ]
+    pods = [
+        pod(
+            f"low-{p}{i}",
+            cpu="2",
+            group="low",
+            node_name=f"n{2 * p + i}",
+            phase="Running",
+            priority_class="low",
+            labels={"part": str(p)},
+        )
+        for p in range(2)
+        for i in range(2)
+    ]
+    return [pg, *pods]
+
+
+def test_a_partition_the_victim_needs_is_a_whole_bundle() -> None:
+    # the gang needs one node: with both partitions required, any eviction breaks the victim, so
+    # allowWholeBundle=false forbids it; with one required, the victim can spare a partition, and
+    # the spare one goes as a bundle (a broken partition is worth nothing), as in Volcano
+    nodes = [node(f"n{i}", cpu="2") for i in range(4)]
+    no_whole = GANG_PREEMPT.replace(
+        'actions: "gangpreempt"',
+        'actions: "gangpreempt"\nconfigurations:\n- name: gangpreempt\n  arguments: {allowWholeBundle: false}',
+    )
+    out = run(no_whole, [*BASE, *nodes, *_partitioned_victim(2), *_gang(1)])
+    assert out.evictions == []
+    out = run(no_whole, [*BASE, *nodes, *_partitioned_victim(1), *_gang(1)])
+    assert sorted(out.evictions) == ["c1/low-00", "c1/low-01"]

@@ -84,8 +84,9 @@ class GangKind:
     """What differs between gangpreempt and gangreclaim."""
 
     name: str  # the action, the EvictionContext kind and the eviction reason
-    # may this running task of `victim` be evicted for `job`? (before plugins and bundles)
-    candidate: Callable[[Session, JobInfo, TaskInfo, JobInfo], bool]
+    # may tasks of `victim` be evicted for `job`? (before plugins and bundles)
+    victim_job: Callable[[Session, JobInfo, JobInfo], bool]
+    victim_task: Callable[[TaskInfo], bool]  # in a state to be evicted
     # the rank of a bundle's job (preempt) or queue (reclaim) among the victims: lowest first
     victim_rank: Callable[[Session, JobInfo, list[Bundle]], Callable[[Bundle], object]]
     # may the queue evict for these pending tasks at all? (reclaim: the Preemptive vote)
@@ -111,6 +112,8 @@ def run(ssn: Session, kind: GangKind) -> None:
     opts = GangEvictOptions.parse(ssn.conf.action_arguments(kind.name))
     admitted = (j for j in ssn.jobs.values() if not j.is_pending() and ssn.job_valid(j) is None)
     queues, starving = queue_worklist(ssn, admitted, ssn.job_starving)
+    # the jobs holding nodes (placing the preemptors adds none): scanned per job, not per node
+    holders = [j for j in ssn.jobs.values() if any(kind.victim_task(t) for t in j.tasks.values())]
 
     while not queues.empty():
         queue = queues.pop()
@@ -120,7 +123,8 @@ def run(ssn: Session, kind: GangKind) -> None:
         while jobs is not None and not jobs.empty():
             job = jobs.pop()
             stmt = Statement(ssn)
-            tj = _evict_for_job(ssn, stmt, kind, opts, queue, job)
+            victims = [v for v in holders if gang_preemptable(v) and kind.victim_job(ssn, job, v)]
+            tj = _evict_for_job(ssn, stmt, kind, opts, queue, job, victims) if victims else None
             if job_pipelined(ssn, tj) if tj is not None else ssn.job_pipelined(job):
                 if stmt.has_evictions():
                     # as a Pipeline after evictions upstream: the pods show where they will run
@@ -183,7 +187,13 @@ def candidate_domains(ssn: Session, unit: JobUnit, max_domains: int) -> list[str
 
 
 def _evict_for_job(
-    ssn: Session, stmt: Statement, kind: GangKind, opts: GangEvictOptions, queue: QueueInfo, job: JobInfo
+    ssn: Session,
+    stmt: Statement,
+    kind: GangKind,
+    opts: GangEvictOptions,
+    queue: QueueInfo,
+    job: JobInfo,
+    victims: list[JobInfo],
 ) -> TopologyJob | None:
     tj = pending_for_eviction(ssn, job)
     if tj is None:
@@ -198,7 +208,7 @@ def _evict_for_job(
         nodes = ssn.hypernode_nodes(domain)
         if not nodes:
             continue
-        bundles = domain_bundles(ssn, kind, opts, job, need, nodes, domain)
+        bundles = domain_bundles(ssn, kind, opts, job, need, victims, domain)
         free = domain_free(nodes)
         chosen: list[TaskInfo] = []
         for bundle in bundles:
@@ -218,23 +228,22 @@ def domain_bundles(
     opts: GangEvictOptions,
     job: JobInfo,
     need: Resource,
-    nodes: list[NodeInfo],
+    victims: list[JobInfo],
     domain: str,
 ) -> list[Bundle]:
-    """The victim bundles on the domain's nodes the plugins allow, in the order they are tried."""
-    by_job: dict[str, list[TaskInfo]] = {}
-    for node in nodes:
-        for t in node.tasks.values():
-            victim = ssn.jobs.get(t.job)
-            if victim is None or not t.preemptable or not gang_preemptable(victim):
-                continue
-            if kind.candidate(ssn, job, t, victim):
-                by_job.setdefault(t.job, []).append(t)
+    """The bundles of the victim jobs' tasks on the domain's nodes that the plugins allow, in the
+    order they are tried."""
+    hn = ssn.topology.hypernodes.get(domain)
+    members = hn.nodes if hn is not None else frozenset()
     bundles: list[Bundle] = []
-    for uid, tasks in by_job.items():
-        victim = ssn.jobs[uid]
-        subjobs = _subjobs(ssn, victim)
-        bundles.extend(create_job_bundles(victim, tasks, subjobs))
+    for victim in victims:
+        tasks = [
+            t
+            for t in victim.tasks.values()
+            if t.node_name in members and t.preemptable and kind.victim_task(t)
+        ]
+        if tasks:
+            bundles.extend(create_job_bundles(victim, tasks, _subjobs(ssn, victim)))
     if not bundles:
         return []
     sort_bundles(bundles, need, kind.victim_rank(ssn, job, bundles))

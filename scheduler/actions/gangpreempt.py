@@ -19,13 +19,12 @@ from scheduler.model.job import JobInfo
 from scheduler.model.objects import PREEMPTABLE_STATUSES, QueueInfo, TaskInfo
 
 
-def _candidate(ssn: Session, job: JobInfo, task: TaskInfo, victim: JobInfo) -> bool:
-    return (
-        task.status in PREEMPTABLE_STATUSES
-        and victim.queue == job.queue
-        and victim.uid != job.uid
-        and victim.priority < job.priority
-    )
+def _victim_job(ssn: Session, job: JobInfo, victim: JobInfo) -> bool:
+    return victim.queue == job.queue and victim.uid != job.uid and victim.priority < job.priority
+
+
+def _victim_task(task: TaskInfo) -> bool:
+    return task.status in PREEMPTABLE_STATUSES
 
 
 def _victim_rank(ssn: Session, job: JobInfo, bundles: list[Bundle]) -> Callable[[Bundle], object]:
@@ -40,7 +39,7 @@ def _may_evict(ssn: Session, queue: QueueInfo, pending: list[TaskInfo]) -> bool:
     return True
 
 
-KIND = GangKind(GANG_PREEMPT, _candidate, _victim_rank, _may_evict, skip_overused=False)
+KIND = GangKind(GANG_PREEMPT, _victim_job, _victim_task, _victim_rank, _may_evict, skip_overused=False)
 
 
 def gangpreempt(ssn: Session) -> None:

@@ -19,11 +19,15 @@ from scheduler.model.objects import QueueInfo, TaskInfo, TaskStatus
 from scheduler.model.resources import Resource
 
 
-def _candidate(ssn: Session, job: JobInfo, task: TaskInfo, victim: JobInfo) -> bool:
-    if task.status != TaskStatus.RUNNING or victim.queue == job.queue:
+def _victim_job(ssn: Session, job: JobInfo, victim: JobInfo) -> bool:
+    if victim.queue == job.queue:
         return False
     queue = ssn.queues.get(victim.queue)
     return queue is not None and queue.reclaimable
+
+
+def _victim_task(task: TaskInfo) -> bool:
+    return task.status == TaskStatus.RUNNING
 
 
 def _victim_rank(ssn: Session, job: JobInfo, bundles: list[Bundle]) -> Callable[[Bundle], object]:
@@ -52,7 +56,7 @@ def _may_evict(ssn: Session, queue: QueueInfo, pending: list[TaskInfo]) -> bool:
     return ssn.preemptive(queue, gang)
 
 
-KIND = GangKind(GANG_RECLAIM, _candidate, _victim_rank, _may_evict, skip_overused=True)
+KIND = GangKind(GANG_RECLAIM, _victim_job, _victim_task, _victim_rank, _may_evict, skip_overused=True)
 
 
 def gangreclaim(ssn: Session) -> None:

@@ -26,6 +26,7 @@ from scheduler.actions.gangevict import (
     GangEvictOptions,
     candidate_domains,
     domain_bundles,
+    gang_preemptable,
     nomination_plan,
     pending_for_eviction,
     worksheet_tasks,
@@ -106,8 +107,8 @@ def victims_of(ssn: Session, kind, j: JobInfo, allow_whole: bool = True) -> list
     pending = j.tasks_in(TaskStatus.PENDING)
     need = sum_resreq(pending)
     opts = GangEvictOptions(allow_whole_bundle=allow_whole)
-    nodes = ssn.node_list
-    return [t.uid for t in flatten(domain_bundles(ssn, kind, opts, j, need, nodes, CLUSTER_TOP))]
+    victims = [v for v in ssn.jobs.values() if gang_preemptable(v) and kind.victim_job(ssn, j, v)]
+    return [t.uid for t in flatten(domain_bundles(ssn, kind, opts, j, need, victims, CLUSTER_TOP))]
 
 
 # ---------------------------------------------------------------- gangpreempt_test.go / gangreclaim_test.go

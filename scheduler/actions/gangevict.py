@@ -109,7 +109,11 @@ def domain_free(nodes: list[NodeInfo]) -> Resource:
 
 
 def run(ssn: Session, kind: GangKind) -> None:
-    opts = GangEvictOptions.parse(ssn.conf.action_arguments(kind.name))
+    arguments = ssn.conf.action_arguments(kind.name)
+    opts = GangEvictOptions.parse(arguments)
+    if arguments.get_int(MAX_DOMAINS, DEFAULT_MAX_DOMAINS) != opts.max_domains:
+        # Volcano warns every session too
+        ssn.warn(f"{kind.name}: {MAX_DOMAINS} must be positive; the default {DEFAULT_MAX_DOMAINS} is used")
     admitted = (j for j in ssn.jobs.values() if not j.is_pending() and ssn.job_valid(j) is None)
     queues, starving = queue_worklist(ssn, admitted, ssn.job_starving)
     # the jobs holding nodes (placing the preemptors adds none): scanned per job, not per node

@@ -161,3 +161,14 @@ def test_gang_reclaim_needs_a_plugin_that_votes_on_gang_victims(voters: list[str
     objs = [*BASE[:2], queue("q1"), queue("q2", reclaimable=True), *nodes, *_victims(2, q="q2"), *_gang(1)]
     evicted = run(tiers("gangreclaim", voters), objs).evictions
     assert len(evicted) == (0 if voters == ["proportion"] else 1)
+
+
+def test_a_max_domains_that_is_not_positive_is_replaced_by_the_default_with_a_warning() -> None:
+    conf = GANG_PREEMPT.replace(
+        'actions: "gangpreempt"',
+        'actions: "gangpreempt"\nconfigurations:\n- name: gangpreempt\n  arguments: {maxDomains: 0}',
+    )
+    nodes = [node("n0", cpu="2"), node("n1", cpu="2")]
+    out = run(conf, [*BASE, *nodes, *_victims(2), *_gang(2)])
+    assert any("maxDomains must be positive" in w for w in out.warnings)
+    assert sorted(out.evictions) == ["c1/low0-0", "c1/low1-0"]  # still searched, in the cluster

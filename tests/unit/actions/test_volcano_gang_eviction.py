@@ -12,16 +12,8 @@ import functools
 
 import pytest
 
+from scheduler.actions import bundles as bd
 from scheduler.actions.allocate_topology import JobUnit
-from scheduler.actions.bundles import (
-    Bundle,
-    BundleType,
-    apply_allowed,
-    create_job_bundles,
-    flatten,
-    sort_bundles,
-    sum_resreq,
-)
 from scheduler.actions.gangevict import (
     GangEvictOptions,
     candidate_domains,
@@ -105,10 +97,10 @@ def session(
 
 def victims_of(ssn: Session, kind, j: JobInfo, allow_whole: bool = True) -> list[str]:  # type: ignore[no-untyped-def]
     pending = j.tasks_in(TaskStatus.PENDING)
-    need = sum_resreq(pending)
+    need = bd.sum_resreq(pending)
     opts = GangEvictOptions(allow_whole_bundle=allow_whole)
     victims = [v for v in ssn.jobs.values() if gang_preemptable(v) and kind.victim_job(ssn, j, v)]
-    return [t.uid for t in flatten(domain_bundles(ssn, kind, opts, j, need, victims, CLUSTER_TOP))]
+    return [t.uid for t in bd.flatten(domain_bundles(ssn, kind, opts, j, need, victims, CLUSTER_TOP))]
 
 
 # ---------------------------------------------------------------- gangpreempt_test.go / gangreclaim_test.go
@@ -230,7 +222,7 @@ def test_gangreclaim_select_domain_victims_allow_victim_job_when_preemptable_uns
 # ---------------------------------------------------------------- bundle_test.go
 
 
-def _shapes(bundles: list[Bundle]) -> list[tuple[BundleType, list[str]]]:
+def _shapes(bundles: list[bd.Bundle]) -> list[tuple[bd.BundleType, list[str]]]:
     return [(b.type, [t.uid for t in b.tasks]) for b in bundles]
 
 
@@ -239,15 +231,15 @@ def test_create_job_bundles_safe_and_whole() -> None:
     j.task_min_available = {"worker": 3}
     j.task_min_available_total = 3
     local = [task(j, "abcde"[i], TaskStatus.RUNNING, priority=i, role="worker") for i in range(5)]
-    shapes = _shapes(create_job_bundles(j, local))
-    assert [(t, len(uids)) for t, uids in shapes] == [(BundleType.SAFE, 2), (BundleType.WHOLE, 3)]
+    shapes = _shapes(bd.create_job_bundles(j, local))
+    assert [(t, len(uids)) for t, uids in shapes] == [(bd.BundleType.SAFE, 2), (bd.BundleType.WHOLE, 3)]
 
 
 def test_create_job_bundles_no_task_min_available_treats_all_roles_as_unconstrained() -> None:
     j = job("ns/j", min_available=2)
     local = [task(j, "abcd"[i], TaskStatus.RUNNING, priority=i, role="worker") for i in range(4)]
-    shapes = _shapes(create_job_bundles(j, local))
-    assert [(t, len(uids)) for t, uids in shapes] == [(BundleType.SAFE, 2), (BundleType.WHOLE, 2)]
+    shapes = _shapes(bd.create_job_bundles(j, local))
+    assert [(t, len(uids)) for t, uids in shapes] == [(bd.BundleType.SAFE, 2), (bd.BundleType.WHOLE, 2)]
 
 
 def _subjob_job(min_available: int, groups: dict[str, int]) -> JobInfo:
@@ -271,9 +263,9 @@ def test_create_job_bundles_sub_job_group_slack_caps_safe() -> None:
         _subjob(j, "g", "sj3", 2, [("t3a", "worker", 104), ("t3b", "worker", 105)]),
     ]
     local = [j.tasks[u] for u in ("t1a", "t2a", "t3a")]
-    shapes = _shapes(create_job_bundles(j, local, {s.uid: s for s in sjs}))
-    assert shapes[0] == (BundleType.SAFE, ["t1a"])
-    assert shapes[1][0] == BundleType.WHOLE and len(shapes[1][1]) == 2
+    shapes = _shapes(bd.create_job_bundles(j, local, {s.uid: s for s in sjs}))
+    assert shapes[0] == (bd.BundleType.SAFE, ["t1a"])
+    assert shapes[1][0] == bd.BundleType.WHOLE and len(shapes[1][1]) == 2
     assert len(shapes) == 2
 
 
@@ -289,8 +281,8 @@ def test_create_job_bundles_mixed_legacy_and_sub_job_both_enforced() -> None:
         _subjob(j, "w-g", "sj_w3", 2, [("w3a", "worker", 13), ("w3b", "worker", 14)]),
     ]
     local = [j.tasks["m1"], j.tasks["w1a"]]
-    shapes = _shapes(create_job_bundles(j, local, {s.uid: s for s in sjs}))
-    assert shapes == [(BundleType.SAFE, ["m1"]), (BundleType.WHOLE, ["w1a"])]
+    shapes = _shapes(bd.create_job_bundles(j, local, {s.uid: s for s in sjs}))
+    assert shapes == [(bd.BundleType.SAFE, ["m1"]), (bd.BundleType.WHOLE, ["w1a"])]
 
 
 def test_create_job_bundles_already_broken_sub_job_is_subject_to_further_eviction() -> None:
@@ -301,73 +293,73 @@ def test_create_job_bundles_already_broken_sub_job_is_subject_to_further_evictio
         _subjob(j, "g", "sj3", 2, [("sj3a", "worker", 4), ("sj3b", "worker", 5)]),
     ]
     local = [j.tasks[u] for u in ("sj1a", "sj2a", "sj3a")]
-    shapes = _shapes(create_job_bundles(j, local, {s.uid: s for s in sjs}))
-    assert shapes[0] == (BundleType.SAFE, ["sj1a"])
-    assert shapes[1][0] == BundleType.WHOLE and sorted(shapes[1][1]) == ["sj2a", "sj3a"]
+    shapes = _shapes(bd.create_job_bundles(j, local, {s.uid: s for s in sjs}))
+    assert shapes[0] == (bd.BundleType.SAFE, ["sj1a"])
+    assert shapes[1][0] == bd.BundleType.WHOLE and sorted(shapes[1][1]) == ["sj2a", "sj3a"]
 
 
 def test_create_job_bundles_job_not_ready_short_circuits_all_safe() -> None:
     j = _subjob_job(10, {"g": 2})
     sj = _subjob(j, "g", "sj1", 3, [("a", "worker", 0), ("b", "worker", 1)])
-    shapes = _shapes(create_job_bundles(j, [j.tasks["a"], j.tasks["b"]], {sj.uid: sj}))
-    assert shapes == [(BundleType.SAFE, ["a", "b"])]
+    shapes = _shapes(bd.create_job_bundles(j, [j.tasks["a"], j.tasks["b"]], {sj.uid: sj}))
+    assert shapes == [(bd.BundleType.SAFE, ["a", "b"])]
 
 
-def _bundle(kind: BundleType, j: JobInfo, uid: str, local: float, whole: float = 0) -> Bundle:
+def _bundle(kind: bd.BundleType, j: JobInfo, uid: str, local: float, whole: float = 0) -> bd.Bundle:
     t = task(j, uid, TaskStatus.RUNNING, milli=local)
-    return Bundle(kind, j, [t], cpu(local), cpu(whole))
+    return bd.Bundle(kind, j, [t], cpu(local), cpu(whole))
 
 
 def test_apply_allowed_tasks_whole_atomic_and_safe_shrink() -> None:
     j = job("ns/j")
     t1, t2, t3 = (task(j, n, TaskStatus.RUNNING) for n in ("t1", "t2", "t3"))
     bundles = [
-        Bundle(BundleType.SAFE, j, [t1, t2], cpu(2000)),
-        Bundle(BundleType.WHOLE, j, [t3], cpu(1000), cpu(3000)),
+        bd.Bundle(bd.BundleType.SAFE, j, [t1, t2], cpu(2000)),
+        bd.Bundle(bd.BundleType.WHOLE, j, [t3], cpu(1000), cpu(3000)),
     ]
-    assert _shapes(apply_allowed(bundles, {"t1", "t3x"})) == [(BundleType.SAFE, ["t1"])]
+    assert _shapes(bd.apply_allowed(bundles, {"t1", "t3x"})) == [(bd.BundleType.SAFE, ["t1"])]
 
 
 def test_sort_bundles_for_preempt_type_priority_and_roi() -> None:
     low, high = job("ns/low"), job("ns/high")
     low.priority, high.priority = 1, 10
-    safe = _bundle(BundleType.SAFE, high, "s1", 1000)
-    whole_low_roi = _bundle(BundleType.WHOLE, low, "w1", 1000, 4000)
-    whole_high_roi = _bundle(BundleType.WHOLE, low, "w2", 1000, 2000)
+    safe = _bundle(bd.BundleType.SAFE, high, "s1", 1000)
+    whole_low_roi = _bundle(bd.BundleType.WHOLE, low, "w1", 1000, 4000)
+    whole_high_roi = _bundle(bd.BundleType.WHOLE, low, "w2", 1000, 2000)
     bundles = [whole_low_roi, safe, whole_high_roi]
-    sort_bundles(bundles, cpu(1000), lambda b: b.job.priority)  # lower priority first
+    bd.sort_bundles(bundles, cpu(1000), lambda b: b.job.priority)  # lower priority first
     assert [b.tasks[0].uid for b in bundles] == ["s1", "w2", "w1"]
 
 
 def test_sort_bundles_for_preempt_uses_victim_job_order() -> None:
-    a = _bundle(BundleType.WHOLE, job("ns/ja"), "a", 1000, 2000)
-    b = _bundle(BundleType.WHOLE, job("ns/jb"), "b", 1000, 2000)
+    a = _bundle(bd.BundleType.WHOLE, job("ns/ja"), "a", 1000, 2000)
+    b = _bundle(bd.BundleType.WHOLE, job("ns/jb"), "b", 1000, 2000)
     bundles = [a, b]
     # the Go test's victim order puts the larger job uid first
     order = sorted([a.job, b.job], key=functools.cmp_to_key(lambda x, y: -1 if x.uid > y.uid else 1))
     rank = {j.uid: i for i, j in enumerate(order)}
-    sort_bundles(bundles, cpu(1000), lambda x: rank[x.job.uid])
+    bd.sort_bundles(bundles, cpu(1000), lambda x: rank[x.job.uid])
     assert bundles[0].tasks[0].uid == "b"
 
 
 def test_sort_bundles_for_reclaim_uses_queue_order_then_roi() -> None:
-    a = _bundle(BundleType.WHOLE, job("ns/ja", queue="qa"), "a", 1000, 4000)
-    b = _bundle(BundleType.WHOLE, job("ns/jb", queue="qb"), "b", 1000, 2000)
+    a = _bundle(bd.BundleType.WHOLE, job("ns/ja", queue="qa"), "a", 1000, 4000)
+    b = _bundle(bd.BundleType.WHOLE, job("ns/jb", queue="qb"), "b", 1000, 2000)
     bundles = [b, a]
-    sort_bundles(bundles, cpu(1000), lambda x: x.job.queue)  # queue order: by name
+    bd.sort_bundles(bundles, cpu(1000), lambda x: x.job.queue)  # queue order: by name
     assert bundles[0].tasks[0].uid == "a"
-    c = _bundle(BundleType.WHOLE, job("ns/jc", queue="qc"), "c", 1000, 4000)
-    d = _bundle(BundleType.WHOLE, job("ns/jd", queue="qd"), "d", 1000, 2000)
+    c = _bundle(bd.BundleType.WHOLE, job("ns/jc", queue="qc"), "c", 1000, 4000)
+    d = _bundle(bd.BundleType.WHOLE, job("ns/jd", queue="qd"), "d", 1000, 2000)
     bundles = [c, d]
-    sort_bundles(bundles, cpu(1000), lambda x: 0)  # no queue order: ROI decides
+    bd.sort_bundles(bundles, cpu(1000), lambda x: 0)  # no queue order: ROI decides
     assert bundles[0].tasks[0].uid == "d"
 
 
 def test_sort_bundles_for_reclaim_deterministic_tie_breaker() -> None:
-    a = _bundle(BundleType.WHOLE, job("ns/ja", queue="q"), "a", 1000, 2000)
-    b = _bundle(BundleType.WHOLE, job("ns/jb", queue="q"), "b", 1000, 2000)
+    a = _bundle(bd.BundleType.WHOLE, job("ns/ja", queue="q"), "a", 1000, 2000)
+    b = _bundle(bd.BundleType.WHOLE, job("ns/jb", queue="q"), "b", 1000, 2000)
     bundles = [b, a]
-    sort_bundles(bundles, cpu(1000), lambda x: 0)
+    bd.sort_bundles(bundles, cpu(1000), lambda x: 0)
     assert [x.tasks[0].uid for x in bundles] == ["a", "b"]
 
 

@@ -131,6 +131,13 @@ class SessionDecisions:
     job_events: list[tuple[str, str, str, str]] = field(default_factory=list)
 
 
+def _older_first(left_creation: float, left_uid: str, right_creation: float, right_uid: str) -> int:
+    """Volcano's order when every plugin ties: the older object first, then the smaller uid."""
+    if left_creation != right_creation:
+        return -1 if left_creation < right_creation else 1
+    return -1 if left_uid < right_uid else (1 if left_uid > right_uid else 0)
+
+
 class Session:
     def __init__(
         self,
@@ -352,20 +359,14 @@ class Session:
         return 0
 
     def job_compare(self, left: JobInfo, right: JobInfo) -> int:
-        r = self._first_nonzero("job_order", left, right)
-        if r:
-            return r
-        if left.creation != right.creation:
-            return -1 if left.creation < right.creation else 1
-        return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
+        return self._first_nonzero("job_order", left, right) or _older_first(
+            left.creation, left.uid, right.creation, right.uid
+        )
 
     def queue_compare(self, left: QueueInfo, right: QueueInfo) -> int:
-        r = self._first_nonzero("queue_order", left, right)
-        if r:
-            return r
-        if left.creation != right.creation:
-            return -1 if left.creation < right.creation else 1
-        return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
+        return self._first_nonzero("queue_order", left, right) or _older_first(
+            left.creation, left.uid, right.creation, right.uid
+        )
 
     def task_compare(self, left: TaskInfo, right: TaskInfo) -> int:
         r = self._first_nonzero("task_order", left, right)
@@ -373,9 +374,7 @@ class Session:
             return r
         if left.index is not None and right.index is not None and left.index != right.index:
             return -1 if left.index < right.index else 1
-        if left.pod.creation != right.pod.creation:
-            return -1 if left.pod.creation < right.pod.creation else 1
-        return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
+        return _older_first(left.pod.creation, left.uid, right.pod.creation, right.uid)
 
     def victim_queue_compare(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> int:
         for fn in self._fns("victim_queue_order"):

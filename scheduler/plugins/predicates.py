@@ -80,6 +80,7 @@ class _TaskState:
     __slots__ = (
         "affinity",
         "interpod",
+        "interpod_before",
         "node_name",
         "ports",
         "spread",
@@ -100,6 +101,9 @@ class _TaskState:
             self.affinity = None if req.empty else req
         self.ports = list(pod.host_ports) if plugin.node_ports else []
         self.interpod: InterPodState | None = None
+        # the inter-pod counts before the first pod moved while this task was being scheduled
+        # (kept only when the plugin does not follow dry runs; see `on_session_open`)
+        self.interpod_before: InterPodState | None = None
         if plugin.pod_affinity:
             terms = pod_terms(sp, pod)
             if InterPodState.needed(sp, terms):
@@ -110,8 +114,10 @@ class _TaskState:
             if cs:
                 self.spread = SpreadState(sp, pod, cs)
 
-    def update(self, pod: PodInfo, node_name: str, delta: int) -> None:
+    def update(self, pod: PodInfo, node_name: str, delta: int, keep_before: bool) -> None:
         if self.interpod is not None:
+            if keep_before and self.interpod_before is None:
+                self.interpod_before = self.interpod.copy()
             self.interpod.update(pod, node_name, delta)
         if self.spread is not None:
             self.spread.update(pod, node_name, delta)
@@ -134,11 +140,16 @@ class PredicatesPlugin(Plugin):
         sp = session_pods(ssn)
         # The state of the task being scheduled; a new task replaces it.
         current: list[_TaskState | None] = [None]
+        # Volcano's preemption dry run tells this plugin about the victims it takes off only when
+        # the plugin's preemptable or allocatable switch is on; otherwise the preemptor's affinity
+        # counts stay as its pre-predicate computed them, so a conflict with a victim is never
+        # lifted and no victim is chosen for it.
+        blind_in_dry_run = not ssn.follows_dry_run(self.name)
 
         def follow(pod: PodInfo, node_name: str, delta: int) -> None:
             st = current[0]
             if st is not None:
-                st.update(pod, node_name, delta)
+                st.update(pod, node_name, delta, blind_in_dry_run)
 
         sp.listeners.append(follow)
 
@@ -180,7 +191,10 @@ class PredicatesPlugin(Plugin):
                 taint = find_untolerated_taint(node.taints, task.pod.tolerations)
                 if taint is not None:
                     return Unfit(untolerated_taint_reason(taint), resolvable=False)
-            for extra in (st.interpod, st.spread):
+            interpod = st.interpod
+            if ssn.dry_run and st.interpod_before is not None:
+                interpod = st.interpod_before
+            for extra in (interpod, st.spread):
                 if extra is not None:
                     r = extra.check(node.labels)
                     if r is not None:

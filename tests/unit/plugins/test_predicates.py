@@ -213,6 +213,29 @@ def test_an_eviction_while_a_task_is_being_scheduled_lifts_its_anti_affinity_con
     assert ssn.predicate(web, ssn.nodes["n1"]) is None
 
 
+@pytest.mark.parametrize("preemptable", [True, False])
+def test_a_preemption_dry_run_lifts_an_anti_affinity_conflict_only_with_the_preemptable_switch(
+    preemptable: bool,
+) -> None:
+    # Volcano replays a dry run's victim removals into the predicates plugin only when its
+    # enablePreemptable (or enabledAllocatable) switch is on; otherwise the conflict stays.
+    w = World()
+    w.node("n1")
+    victim = w.pod("db", on="n1", labels={"app": "db"})
+    w.pod("web", affinity=_anti("podAntiAffinity", {"app": "db"}))
+    conf = CONF + f"    enablePreemptable: {str(preemptable).lower()}\n    enabledAllocatable: false\n"
+    ssn = w.session(conf)
+    web = next(t for t in ssn.jobs["ns"].tasks.values() if t.name == "web")
+    ssn.pre_predicate(web)
+    conflict = Unfit("node(s) didn't match pod anti-affinity rules", True)
+    assert ssn.predicate(web, ssn.nodes["n1"]) == conflict
+    ssn.dry_run = True
+    ssn.mark_releasing(ssn.jobs["ns"].tasks[victim.uid])
+    assert ssn.predicate(web, ssn.nodes["n1"]) == (None if preemptable else conflict)
+    ssn.dry_run = False
+    assert ssn.predicate(web, ssn.nodes["n1"]) is None  # outside a dry run evictions always count
+
+
 def _spread(max_skew: int = 1, key: str = "zone", when: str = "DoNotSchedule", **extra: object) -> list[dict]:
     return [
         {

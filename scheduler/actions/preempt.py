@@ -10,10 +10,13 @@ kube-scheduler does: on each candidate node every lower-priority victim is taken
 order until the preemptor fits, then the victims are given back, highest priority first, as long
 as the preemptor still fits; the node whose remaining victims matter least is chosen. So only what
 is needed is evicted (a pod in the way of an anti-affinity rule, not its neighbours), and nothing
-where evicting every victim would still leave the preemptor unfit. As in Volcano, the dry run's
-removals reach the predicates plugin's inter-pod affinity counts only when that plugin's
-enablePreemptable or enabledAllocatable switch is on (`Session.follows_dry_run`); with both off an
-affinity conflict with a victim is never lifted, so no victim is chosen for it.
+where evicting every victim would still leave the preemptor unfit.
+
+As in Volcano, a preemptor's inter-pod affinity and spread counts are those of its pre-predicate:
+evicting the pod its anti-affinity refuses does not make it fit, so without topology-aware
+preemption nothing is evicted for such a conflict. The dry run's removals do reach the inter-pod
+affinity counts when the predicates plugin's enablePreemptable or enabledAllocatable switch is on
+(`Session.follows_dry_run`, Volcano's SimulateRemoveTask).
 """
 
 from __future__ import annotations
@@ -216,7 +219,7 @@ def _minimal_victims(
     if not victims or not victims_cover(task, node, victims):
         return []
     trial = Statement(ssn)
-    ssn.dry_run = True
+    ssn.victim_dry_run = True
     try:
         for v in sorted(victims, key=victim_order(ssn, queue)):
             trial.evict(v, "preempt")
@@ -235,7 +238,7 @@ def _minimal_victims(
         return chosen
     finally:
         trial.discard()
-        ssn.dry_run = False
+        ssn.victim_dry_run = False
 
 
 def _candidate_cost(candidate: tuple[NodeInfo, list[TaskInfo]]) -> tuple[int, int, int, float]:

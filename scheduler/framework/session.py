@@ -185,7 +185,7 @@ class Session:
         # True while preempt's topology-aware dry run takes victims off a node. Volcano tells a
         # plugin about those removals (SimulateRemoveTask) only when its enablePreemptable or
         # enabledAllocatable switch is on; see `follows_dry_run`.
-        self.dry_run = False
+        self.victim_dry_run = False
         self.plugin_open_ms: dict[str, float] = {}
         self.plugin_close_ms: dict[str, float] = {}
 

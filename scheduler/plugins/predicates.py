@@ -23,6 +23,12 @@ answer here is therefore its first unresolvable failure if it has one (so that p
 keeps a node that a selector or taint rules out just because the pod count failed first), else
 its first resolvable failure.
 
+A task's inter-pod affinity and spread counts are computed once per attempt (its pre-predicate,
+Volcano's PreFilter cycle state): pods evicted for it are not seen to leave, so preemption never
+cures an affinity or spread conflict, except in preempt's topology-aware dry run
+(`Session.victim_dry_run`), whose removals reach the inter-pod affinity counts when this plugin's
+`enablePreemptable` or `enabledAllocatable` switch is on (Volcano's SimulateRemoveTask).
+
 Accepted for compatibility and validated as booleans, without effect because the model has no
 volumes, CSI drivers or resource claims, and caches nothing across nodes:
 `predicate.NodeVolumeLimitsEnable`, `predicate.VolumeZoneEnable`, `predicate.VolumeBindingEnable`,
@@ -80,7 +86,6 @@ class _TaskState:
     __slots__ = (
         "affinity",
         "interpod",
-        "interpod_before",
         "node_name",
         "ports",
         "spread",
@@ -101,9 +106,6 @@ class _TaskState:
             self.affinity = None if req.empty else req
         self.ports = list(pod.host_ports) if plugin.node_ports else []
         self.interpod: InterPodState | None = None
-        # the inter-pod counts before the first pod moved while this task was being scheduled
-        # (kept only when the plugin does not follow dry runs; see `on_session_open`)
-        self.interpod_before: InterPodState | None = None
         if plugin.pod_affinity:
             terms = pod_terms(sp, pod)
             if InterPodState.needed(sp, terms):
@@ -113,14 +115,6 @@ class _TaskState:
             cs = constraints_of(pod, DO_NOT_SCHEDULE)
             if cs:
                 self.spread = SpreadState(sp, pod, cs)
-
-    def update(self, pod: PodInfo, node_name: str, delta: int, keep_before: bool) -> None:
-        if self.interpod is not None:
-            if keep_before and self.interpod_before is None:
-                self.interpod_before = self.interpod.copy()
-            self.interpod.update(pod, node_name, delta)
-        if self.spread is not None:
-            self.spread.update(pod, node_name, delta)
 
 
 class PredicatesPlugin(Plugin):
@@ -140,16 +134,16 @@ class PredicatesPlugin(Plugin):
         sp = session_pods(ssn)
         # The state of the task being scheduled; a new task replaces it.
         current: list[_TaskState | None] = [None]
-        # Volcano's preemption dry run tells this plugin about the victims it takes off only when
-        # the plugin's preemptable or allocatable switch is on; otherwise the preemptor's affinity
-        # counts stay as its pre-predicate computed them, so a conflict with a victim is never
-        # lifted and no victim is chosen for it.
-        blind_in_dry_run = not ssn.follows_dry_run(self.name)
+        # A task's affinity and spread counts are those of its pre-predicate: evictions made for
+        # it are not seen (Volcano's cycle state), except by the inter-pod affinity counts in
+        # preempt's topology-aware dry run, which Volcano replays into this plugin only when its
+        # preemptable or allocatable switch is on (SimulateAddTask/SimulateRemoveTask).
+        follows_dry_run = ssn.follows_dry_run(self.name)
 
         def follow(pod: PodInfo, node_name: str, delta: int) -> None:
             st = current[0]
-            if st is not None:
-                st.update(pod, node_name, delta, blind_in_dry_run)
+            if st is not None and st.interpod is not None and ssn.victim_dry_run and follows_dry_run:
+                st.interpod.update(pod, node_name, delta)
 
         sp.listeners.append(follow)
 
@@ -160,8 +154,8 @@ class PredicatesPlugin(Plugin):
 
         def pre_predicate(task: TaskInfo) -> Unfit | None:
             # The task's state is built on its first node check, which placement caches often
-            # answer without asking; built later it is the same state, since `follow` keeps a
-            # prepared state in step with every pod move the session makes.
+            # answer without asking; the actions move no pod between a task's pre-predicate and
+            # its first check, so a state built later is the one built here would have been.
             current[0] = None
             return None
 
@@ -191,10 +185,7 @@ class PredicatesPlugin(Plugin):
                 taint = find_untolerated_taint(node.taints, task.pod.tolerations)
                 if taint is not None:
                     return Unfit(untolerated_taint_reason(taint), resolvable=False)
-            interpod = st.interpod
-            if ssn.dry_run and st.interpod_before is not None:
-                interpod = st.interpod_before
-            for extra in (interpod, st.spread):
+            for extra in (st.interpod, st.spread):
                 if extra is not None:
                     r = extra.check(node.labels)
                     if r is not None:

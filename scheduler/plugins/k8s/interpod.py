@@ -222,17 +222,6 @@ class InterPodState:
                     _bump(self.existing_anti_counts, (t.topology_key, v), delta)
                     self.existing_keys.add(t.topology_key)
 
-    def copy(self) -> InterPodState:
-        """The counts as they are now, kept apart from later updates."""
-        twin = object.__new__(InterPodState)
-        twin.sp, twin.pod, twin.terms, twin.ns_labels = self.sp, self.pod, self.terms, self.ns_labels
-        twin.matches_self = self.matches_self
-        twin.affinity_counts = dict(self.affinity_counts)
-        twin.anti_counts = dict(self.anti_counts)
-        twin.existing_anti_counts = dict(self.existing_anti_counts)
-        twin.existing_keys = set(self.existing_keys)
-        return twin
-
     def update(self, other: PodInfo, node_name: str, delta: int) -> None:
         """Account a pod added to (+1) or removed from (-1) a node after the state was built."""
         if other.uid == self.pod.uid:

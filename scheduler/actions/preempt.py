@@ -157,6 +157,7 @@ def _preempt_task(
         victims = _victims_on(ssn, task, node, extra)
         if not victims or not victims_cover(task, node, victims):
             continue
+        ssn.preemption_attempts += 1
         if evict_until_fit(ssn, stmt, queue, task, node, victims, "preempt"):
             return True
     return False
@@ -164,9 +165,7 @@ def _preempt_task(
 
 def _victims_on(ssn: Session, task: TaskInfo, node: NodeInfo, extra: Filter) -> list[TaskInfo]:
     preemptees = [v for v in node.tasks.values() if _base_filter(task, v) and extra(v)]
-    if not preemptees:
-        return []
-    victims = ssn.preemptable(task, preemptees)
+    victims = ssn.preemptable(task, preemptees) if preemptees else []
     ssn.last_preemption_victims = len(victims)
     return victims
 
@@ -199,6 +198,7 @@ def _topology_aware_preempt(
     trial = Statement(ssn)
     for v in victims:
         trial.evict(v, "preempt")
+    ssn.preemption_attempts += 1
     try:
         trial.pipeline(task, node)
     except AllocateError:

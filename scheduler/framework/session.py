@@ -13,6 +13,7 @@ import functools
 import random
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -203,7 +204,12 @@ class Session:
         self.node_changes: list[str] = []
         # task uid -> node, for preemptors pipelined where evictions were made for them
         self.nominated: dict[str, str] = {}
-        self.last_preemption_victims = 0
+        # Volcano's eviction metrics count events, not sessions: the victims the plugins allowed on
+        # the last node preempt looked at (None: preempt looked at none), one attempt per node tried
+        # with valid victims, one transaction per committed statement that evicts (by action)
+        self.last_preemption_victims: int | None = None
+        self.preemption_attempts = 0
+        self.eviction_transactions: Counter[str] = Counter()
         # True while preempt's topology-aware dry run takes victims off a node. Volcano tells a
         # plugin about those removals (SimulateRemoveTask) only when its enablePreemptable or
         # enabledAllocatable switch is on; see `follows_dry_run`.

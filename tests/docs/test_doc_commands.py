@@ -41,6 +41,20 @@ def test_no_doc_points_outside_the_repository() -> None:
         assert "../shared" not in text and "/work/" not in text, doc
 
 
+def test_every_example_file_the_docs_name_exists() -> None:
+    import re
+
+    named = 0
+    for doc in DOCS:
+        text = (ROOT / doc).read_text()
+        for m in re.finditer(r"config/examples/[\w.-]+(?:/[\w.-]+)*", text):
+            path = m.group(0).rstrip(".")
+            line = text.count("\n", 0, m.start()) + 1
+            assert (ROOT / path).is_file(), f"{doc}:{line}: {path} does not exist"
+            named += 1
+    assert named >= 10
+
+
 @pytest.mark.kubectl
 @pytest.mark.parametrize("doc", DOCS)
 def test_doc_commands_run(doc: str, tmp_path: Path) -> None:

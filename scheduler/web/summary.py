@@ -36,6 +36,8 @@ class SessionView:
     queues: dict[str, QueueInfo]
     queue_attrs: dict[str, Any] | None
     at: float = field(default_factory=time.time)
+    # answers derived from this session on demand (explain's indexes), dropped with the view
+    derived: dict[str, Any] = field(default_factory=dict)
 
 
 def resource_json(r: Resource | None) -> dict[str, float] | None:

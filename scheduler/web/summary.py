@@ -129,6 +129,11 @@ class Summary:
             }
         )
 
+    def forget(self) -> None:
+        """Drop the last view (the daemon never does; loadcheck times sessions without one held)."""
+        self.view = None
+        self._cache = {}
+
     def _cached(self, key: str, build: Any) -> Any:
         v = self._cache.get(key)
         if v is None:

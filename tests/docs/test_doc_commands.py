@@ -22,8 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
 # Documents whose commands are not run yet, and why. Each is work left, not a pass: the list is
 # printed by the test, and a document leaves it once its walkthrough runs as written.
-NOT_RUN_YET = {
-}
+NOT_RUN_YET: dict[str, str] = {}
 
 
 def test_every_skipped_block_says_why() -> None:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from scheduler.model.resources import QuantityError, quantity_in_unit
-from scheduler.sim.restclient import NODES, PODS, ApiError, RestClient
+from scheduler.sim.restclient import NODES, PODS, ApiError, Resource, RestClient
 
 log = logging.getLogger(__name__)
 
@@ -103,25 +104,20 @@ class DefaultScheduler:
         self._wake = asyncio.Event()
 
     async def run(self) -> None:
-        await asyncio.gather(self._watch_nodes(), self._watch_pods(), self._schedule())
+        await asyncio.gather(
+            self._mirror(NODES, self.nodes, lambda md: str(md.get("name"))),
+            self._mirror(PODS, self.pods, lambda md: f"{md.get('namespace')}/{md.get('name')}"),
+            self._schedule(),
+        )
 
-    async def _watch_nodes(self) -> None:
-        async for event, node in self.client.watch(NODES):
-            name = node["metadata"]["name"]
+    async def _mirror(self, res: Resource, into: dict[str, Obj], key: Callable[[Obj], str]) -> None:
+        """Keep `into` equal to the objects of `res` (by `key` of their metadata); wake the binder."""
+        async for event, obj in self.client.watch(res):
+            k = key(obj.get("metadata") or {})
             if event == "DELETED":
-                self.nodes.pop(name, None)
+                into.pop(k, None)
             else:
-                self.nodes[name] = node
-            self._wake.set()
-
-    async def _watch_pods(self) -> None:
-        async for event, pod in self.client.watch(PODS):
-            md = pod["metadata"]
-            key = f"{md.get('namespace')}/{md.get('name')}"
-            if event == "DELETED":
-                self.pods.pop(key, None)
-            else:
-                self.pods[key] = pod
+                into[k] = obj
             self._wake.set()
 
     def _used(self) -> dict[str, tuple[float, float]]:

@@ -572,7 +572,9 @@ class Session:
 
     def _evictable(self, point: str, asker: Any, candidates: list[TaskInfo]) -> list[TaskInfo]:
         """Tier by tier: the intersection of the votes of the first tier whose plugins vote;
-        a plugin voting with no victims empties that tier."""
+        a plugin voting with no victims ends its tier undecided. As in Volcano, where an empty
+        list is nil, an empty intersection counts as no vote yet: the next plugin of the tier
+        starts afresh, and a tier left with none hands the question to the next tier."""
         for tier in self._tiered[point]:
             victims: list[TaskInfo] | None = None
             for _, fn in tier:
@@ -586,7 +588,7 @@ class Session:
                     victims = list(got)
                 else:
                     keep = {t.uid for t in got}
-                    victims = [t for t in victims if t.uid in keep]
+                    victims = [t for t in victims if t.uid in keep] or None
             if victims is not None:
                 return victims
         return []

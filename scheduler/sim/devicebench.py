@@ -163,10 +163,17 @@ SESSION_CONF = (
 )
 
 
-def _session_rate(nodes: int, gpus: int, pods: int, seed: int) -> tuple[int, float]:
-    """vGPU pods decided by one real scheduling session (every plugin of SESSION_CONF, allocate's
+# The same tiers with HAMi Ascend vNPU sharing instead of vGPU.
+ASCEND_SESSION_CONF = SESSION_CONF.replace(
+    "deviceshare.VGPUEnable: true", "deviceshare.AscendHAMiVNPUEnable: true"
+)
+
+
+def _session_rate(nodes: int, gpus: int, pods: int, seed: int, ascend: bool = False) -> tuple[int, float]:
+    """Device pods decided by one real scheduling session (every plugin of SESSION_CONF, allocate's
     sampling and caches): (pods bound, session seconds). Pods are one-pod jobs asking one card
-    with the micro-benchmark's sizes."""
+    with the micro-benchmark's sizes, or with `ascend` one Ascend 310P chip (2,000-12,000 MiB) on
+    nodes of `gpus` chips."""
     from scheduler.framework.cycle import run_session
     from scheduler.framework.session import SessionOptions
     from scheduler.model.cluster import ClusterState
@@ -174,19 +181,26 @@ def _session_rate(nodes: int, gpus: int, pods: int, seed: int) -> tuple[int, flo
     from scheduler.sim.nodegen import make_nodes, parse_node_spec
 
     state = ClusterState()
-    for node in make_nodes([parse_node_spec(f"{nodes}:cpu=64,memory=256Gi,gpu={gpus}xA100-40GB")]):
+    devices = f"npu={gpus}xAscend310P" if ascend else f"gpu={gpus}xA100-40GB"
+    for node in make_nodes([parse_node_spec(f"{nodes}:cpu=64,memory=256Gi,{devices}")]):
         state.apply_node(node)
     state.apply_queue(
         {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}}
     )
     rng = random.Random(seed + 3)
     for j in range(pods):
-        name = f"vgpu-{j:06d}"
-        limits = {
-            ann.VGPU_NUMBER: "1",
-            ann.VGPU_MEMORY: str(rng.randrange(1, 9) * 1024),
-            ann.VGPU_CORES: str(rng.choice((0, 10, 25, 50))),
-        }
+        name = f"{'npu' if ascend else 'vgpu'}-{j:06d}"
+        if ascend:
+            limits = {
+                DEFAULT_VNPU.resource_name: "1",
+                DEFAULT_VNPU.resource_memory_name: str(rng.choice((2000, 3072, 6000, 12000))),
+            }
+        else:
+            limits = {
+                ann.VGPU_NUMBER: "1",
+                ann.VGPU_MEMORY: str(rng.randrange(1, 9) * 1024),
+                ann.VGPU_CORES: str(rng.choice((0, 10, 25, 50))),
+            }
         meta = {"name": name, "namespace": "ml", "creationTimestamp": float(j)}
         state.apply_podgroup({"kind": "PodGroup", "metadata": meta, "spec": {"minMember": 1, "queue": "default"},
                               "status": {"phase": "Inqueue"}})  # fmt: skip
@@ -197,7 +211,8 @@ def _session_rate(nodes: int, gpus: int, pods: int, seed: int) -> tuple[int, flo
                 {"name": "main", "resources": {"requests": {"cpu": "100m"}, "limits": limits}}]},
             "status": {"phase": "Pending"},
         })  # fmt: skip
-    res = run_session(state.snapshot(), parse(SESSION_CONF), SessionOptions(), rng=random.Random(seed))
+    conf = ASCEND_SESSION_CONF if ascend else SESSION_CONF
+    res = run_session(state.snapshot(), parse(conf), SessionOptions(), rng=random.Random(seed))
     return len(res.binds), res.total_ms / 1000
 
 

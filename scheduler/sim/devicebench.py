@@ -8,11 +8,11 @@ nodes of identical cards, a third of them already partly used, pods asking one c
 
     vc-scheduler bench --devices [--nodes 1000 --gpus 8 --pods 3000] [--output docs/performance.md]
 
-Besides the whole-table scan, three companions are reported: the per-node path (the predicate
+Besides the whole-table scan, four companions are reported: the per-node path (the predicate
 hook asks node by node and the plugin answers from one cached whole-table scan, so this adds the
-Python loop over the nodes), the same vGPU pods through one real scheduling session, and HAMi
-Ascend decisions on the compiled whole-fleet scan (`native/npufit.pyx`), its Python twin and the
-former per-node Python fit, back to back.
+Python loop over the nodes), the same vGPU pods through one real scheduling session, HAMi Ascend
+pods through the same session, and HAMi Ascend decisions on the compiled whole-fleet scan
+(`native/npufit.pyx`), its Python twin and the former per-node Python fit, back to back.
 """
 
 from __future__ import annotations
@@ -351,7 +351,8 @@ def render_markdown(
         f"- Goal >= 3,000 vGPU decisions/s at 1,000 nodes x 8 GPUs: {yes[r['goal_3000_pods_per_s']]} "
         f"({r['decisions_per_s']:,.0f}/s).",
         f"- Per-node path (the predicate and node-order hooks ask every node in turn; the plugin answers "
-        f"from one whole-table scan per pod, `ScanCache`): {per_node:,.0f} decisions/s over {n_per_node:,} pods "
+        f"from whole-table scans shared by equal requests and updated node by node, `ScanCache`): "
+        f"{per_node:,.0f} decisions/s over {n_per_node:,} pods "
         f"on the same cluster ({paths['per-node'][0]:,} placed).",
         f"- Through a real session (`run_session` with Volcano's default tiers plus deviceshare under binpack, "
         f"{n_session:,} one-pod vGPU jobs on {r['nodes']:,} fresh nodes x {r['gpus_per_node']} GPUs): "
@@ -359,6 +360,9 @@ def render_markdown(
         f"{per_node / session if session else 0:.1f}x slower than the per-node path: besides the device fit, the session "
         "samples nodes and runs every plugin's predicates and scores for each pod.",
         f"- Goal >= 10,000 vGPU decisions/s through the session: {yes[session >= 10_000]} ({session:,.0f}/s).",
+        f"- HAMi Ascend through the same session (deviceshare.AscendHAMiVNPUEnable instead of vGPU, "
+        f"{n_session:,} one-pod jobs asking one 310P chip on {r['nodes']:,} fresh nodes x {r['gpus_per_node']} chips): "
+        f"{_rate(*paths['ascend session']):,.0f} decisions/s ({paths['ascend session'][0]:,} bound).",
         "",
         f"HAMi Ascend 310P at {r['nodes']:,} nodes x {r['gpus_per_node']} chips, {n_ascend:,} pods asking one "
         "chip with 2,000-12,000 MiB (template-rounded), binpack; the same pods on the same nodes for each path:",
@@ -400,6 +404,7 @@ def main(argv: Sequence[str]) -> int:
     paths = {
         "per-node": _decide_per_node(table, _pods(args.per_node_pods, args.seed)),
         "session": _session_rate(args.nodes, args.gpus, args.session_pods, args.seed),
+        "ascend session": _session_rate(args.nodes, args.gpus, args.session_pods, args.seed, ascend=True),
     }
     ascend = _ascend_rates(args.nodes, args.gpus, args.ascend_pods, args.seed)
     print(
@@ -408,7 +413,7 @@ def main(argv: Sequence[str]) -> int:
     )
     print(
         f"vGPU decisions/s: {r['decisions_per_s']:,.0f} (table scan), {_rate(*paths['per-node']):,.0f} (per-node "
-        f"path), {_rate(*paths['session']):,.0f} (session); Ascend "
+        f"path), {_rate(*paths['session']):,.0f} (session); Ascend session {_rate(*paths['ascend session']):,.0f}/s, "
         + ", ".join(f"{name} {_rate(*v):,.0f}/s" for name, v in ascend.items())
     )
     if args.output:

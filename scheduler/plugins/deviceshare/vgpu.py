@@ -267,6 +267,23 @@ class ScanCache:
         return False, "not enough gpu fitted on this node", 0.0
 
 
+# registration annotation -> its decoded cards (or why none): a node's registration rarely changes,
+# and every session rebuilds every ledger from it (the decoding was most of the plugin's open)
+_REGISTRATIONS: dict[str, tuple[tuple[ann.RegisteredCard, ...] | None, str]] = {}
+_REGISTRATIONS_LIMIT = 65536
+
+
+def _registered_cards(value: str) -> tuple[list[ann.RegisteredCard] | None, str]:
+    got = _REGISTRATIONS.get(value)
+    if got is None:
+        cards, why = ann.decode_vgpu_register(value)
+        if len(_REGISTRATIONS) >= _REGISTRATIONS_LIMIT:
+            _REGISTRATIONS.clear()  # registrations of nodes long gone, or churning: start again
+        got = _REGISTRATIONS[value] = (None if cards is None else tuple(cards), why)
+    cards_t, why = got
+    return (None if cards_t is None else list(cards_t)), why
+
+
 def _flat(req: VgpuRequest) -> array:
     out = array("q")
     for c in req.containers:
@@ -350,7 +367,7 @@ class VgpuLedger:
         for name in _NODE_RESOURCES:
             if scalars.get(name, 0.0) <= 0:
                 return None, f"node allocatable has no {name}"
-        cards, why = ann.decode_vgpu_register(value)
+        cards, why = _registered_cards(value)
         if cards is None:
             return None, why
         unhealthy = ann.decode_unhealthy_ids(node.annotations.get(ann.GPU_UNHEALTHY_IDS))

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import chain, compress, islice, repeat
-from operator import attrgetter, eq, not_
-from typing import Any
+from operator import attrgetter, eq, is_
+from typing import Any, TypeVar
 
 from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.session import Session
@@ -20,6 +20,7 @@ from scheduler.model.objects import TaskInfo
 
 _name = attrgetter("name")
 _UNSET: Any = object()
+T = TypeVar("T")
 
 NodePredicate = Callable[[TaskInfo, NodeInfo], Unfit | list[str] | None]
 
@@ -458,13 +459,13 @@ class PlacementCache:
     def _fit_flags(task: TaskInfo, vals: _NodeValues, nodes: list[NodeInfo]) -> list[bool]:
         """Whether the task's InitResreq fits each node's Idle, from the shape's known answers."""
         fits = vals.fits_idle
-        try:
-            return list(map(fits.__getitem__, map(_name, nodes)))
-        except KeyError:
-            req = task.init_resreq
-            for n in _missing(nodes, fits):
-                fits[n.name] = req.less_equal(n.idle)
-            return list(map(fits.__getitem__, map(_name, nodes)))
+        req = task.init_resreq
+
+        def fill(n: NodeInfo) -> bool:
+            f = fits[n.name] = req.less_equal(n.idle)
+            return f
+
+        return _aligned(nodes, fits, fill)
 
     def score_values(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
         """The nodes' scores, in the given order: what score_nodes gives, from the cache."""
@@ -482,12 +483,12 @@ class PlacementCache:
         parts = vals.parts
         finals = vals.scores
         if not any(rests):
-            try:
-                return list(map(finals.__getitem__, map(_name, nodes)))
-            except KeyError:
-                for n in _missing(nodes, finals):
-                    self._fill_split(vals, task, n)
-                return list(map(finals.__getitem__, map(_name, nodes)))
+
+            def fill(n: NodeInfo) -> float:
+                self._fill_split(vals, task, n)
+                return finals[n.name]
+
+            return _aligned(nodes, finals, fill)
         out: list[float] = []
         for n in nodes:
             name = n.name
@@ -544,9 +545,14 @@ class PlacementCache:
         return out
 
 
-def _missing(nodes: list[NodeInfo], have: dict[str, Any]) -> list[NodeInfo]:
-    """The nodes without a value in `have`, found with C-level passes (usually one or none)."""
-    return list(compress(nodes, map(not_, map(have.__contains__, map(_name, nodes)))))
+def _aligned(nodes: list[NodeInfo], have: dict[str, T], fill: Callable[[NodeInfo], T]) -> list[T]:
+    """have[n.name] for each node in order, `fill` computing (and keeping) the missing ones: C-level
+    passes, and a Python call only per missing node (usually the few that changed)."""
+    got: list[T | None] = list(map(have.get, map(_name, nodes)))
+    if None in got:
+        for i in compress(range(len(got)), map(is_, got, repeat(None))):
+            got[i] = fill(nodes[i])
+    return got  # type: ignore[return-value]
 
 
 def _combine(base: float, per: tuple[int, ...], rests: list[dict[str, int]] | None, name: str) -> float:

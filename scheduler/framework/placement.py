@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import chain, compress, islice, repeat
-from operator import attrgetter, eq, not_
-from typing import Any
+from operator import attrgetter, eq, is_
+from typing import Any, TypeVar
 
 from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.session import Session
@@ -20,6 +20,7 @@ from scheduler.model.objects import TaskInfo
 
 _name = attrgetter("name")
 _UNSET: Any = object()
+T = TypeVar("T")
 
 NodePredicate = Callable[[TaskInfo, NodeInfo], Unfit | list[str] | None]
 
@@ -267,31 +268,17 @@ class PlacementCache:
 
     def _fresh(self, vals: _NodeValues, task: TaskInfo) -> _NodeValues:
         """Bring the shared values up to the change log: what was known of a changed node is
-        recomputed now (usually one node, the last placement), so that lookups stay C-level."""
-        ssn = self.ssn
-        log = ssn.node_changes
+        forgotten, and recomputed only when a later lookup needs it. A placement changes one node
+        but most shapes do not look at it again before it changes once more (the scan window
+        rotates), so computing eagerly wasted most of the plugin calls."""
+        log = self.ssn.node_changes
         if vals.seq == len(log):
             return vals
         changed = set(log[vals.seq :])
         vals.seq = len(log)
-        finals, parts, base, fits = vals.scores, vals.parts, vals.base, vals.fits_idle
-        req = task.init_resreq
-        for name in changed:
-            vals.verdicts.pop(name, None)
-            vals.mixed.pop(name, None)
-            node = ssn.nodes.get(name)
-            had_score = parts.pop(name, None) is not None
-            finals.pop(name, None)
-            had_base = base.pop(name, None) is not None
-            had_fit = fits.pop(name, None) is not None
-            if node is None:
-                continue
-            if had_score:
-                self._fill_split(vals, task, node)
-            if had_base:
-                base[name] = ssn.node_order_score(task, node)
-            if had_fit:
-                fits[name] = req.less_equal(node.idle)
+        for known in (vals.verdicts, vals.mixed, vals.parts, vals.scores, vals.base, vals.fits_idle):
+            for name in changed:
+                known.pop(name, None)
         return vals
 
     def _fill_split(self, vals: _NodeValues, task: TaskInfo, node: NodeInfo) -> None:
@@ -427,13 +414,14 @@ class PlacementCache:
             or order[-1] is not candidates[-1]
         ):
             order = entry.order = list(candidates)
-            entry.index = {n.name: i for i, n in enumerate(order)}
-            self.idle_fit(task, order)  # fills the shape's Idle fits for every candidate
-            entry.fit_flags = list(map(fits.__getitem__, map(_name, order)))
+            entry.index = {}  # built when a candidate changes (one-pod jobs never need it)
+            entry.fit_flags = self._fit_flags(task, vals, order)
             entry.score_list = self.score_values(task, order)
             entry.touched.clear()
         elif entry.touched:
             req = task.init_resreq
+            if not entry.index:
+                entry.index = dict(zip(map(_name, order), range(len(order)), strict=True))
             index, score_list, fit_flags = entry.index, entry.score_list, entry.fit_flags
             for name in entry.touched:
                 i = index[name]
@@ -462,17 +450,22 @@ class PlacementCache:
     def idle_fit(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
         """The nodes where the task's InitResreq fits Idle, in the given order."""
         vals = self._values(task)
-        req = task.init_resreq
         if vals is None:
+            req = task.init_resreq
             return [n for n in nodes if req.less_equal(n.idle)]
+        return list(compress(nodes, self._fit_flags(task, vals, nodes)))
+
+    @staticmethod
+    def _fit_flags(task: TaskInfo, vals: _NodeValues, nodes: list[NodeInfo]) -> list[bool]:
+        """Whether the task's InitResreq fits each node's Idle, from the shape's known answers."""
         fits = vals.fits_idle
-        try:
-            flags = list(map(fits.__getitem__, map(_name, nodes)))
-        except KeyError:
-            for n in _missing(nodes, fits):
-                fits[n.name] = req.less_equal(n.idle)
-            flags = list(map(fits.__getitem__, map(_name, nodes)))
-        return list(compress(nodes, flags))
+        req = task.init_resreq
+
+        def fill(n: NodeInfo) -> bool:
+            f = fits[n.name] = req.less_equal(n.idle)
+            return f
+
+        return _aligned(nodes, fits, fill)
 
     def score_values(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
         """The nodes' scores, in the given order: what score_nodes gives, from the cache."""
@@ -490,12 +483,12 @@ class PlacementCache:
         parts = vals.parts
         finals = vals.scores
         if not any(rests):
-            try:
-                return list(map(finals.__getitem__, map(_name, nodes)))
-            except KeyError:
-                for n in _missing(nodes, finals):
-                    self._fill_split(vals, task, n)
-                return list(map(finals.__getitem__, map(_name, nodes)))
+
+            def fill(n: NodeInfo) -> float:
+                self._fill_split(vals, task, n)
+                return finals[n.name]
+
+            return _aligned(nodes, finals, fill)
         out: list[float] = []
         for n in nodes:
             name = n.name
@@ -552,9 +545,14 @@ class PlacementCache:
         return out
 
 
-def _missing(nodes: list[NodeInfo], have: dict[str, Any]) -> list[NodeInfo]:
-    """The nodes without a value in `have`, found with C-level passes (usually one or none)."""
-    return list(compress(nodes, map(not_, map(have.__contains__, map(_name, nodes)))))
+def _aligned(nodes: list[NodeInfo], have: dict[str, T], fill: Callable[[NodeInfo], T]) -> list[T]:
+    """have[n.name] for each node in order, `fill` computing (and keeping) the missing ones: C-level
+    passes, and a Python call only per missing node (usually the few that changed)."""
+    got: list[T | None] = list(map(have.get, map(_name, nodes)))
+    if None in got:
+        for i in compress(range(len(got)), map(is_, got, repeat(None))):
+            got[i] = fill(nodes[i])
+    return got  # type: ignore[return-value]
 
 
 def _combine(base: float, per: tuple[int, ...], rests: list[dict[str, int]] | None, name: str) -> float:

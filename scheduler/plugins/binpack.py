@@ -22,6 +22,7 @@ from scheduler.framework.session import Session
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import TaskInfo
 from scheduler.model.resources import CPU, EPSILON, MEMORY
+from scheduler.plugins.k8s.noderesources import CpuMemoryMemo
 
 WEIGHT = "binpack.weight"
 CPU_WEIGHT = "binpack.cpu"
@@ -47,8 +48,16 @@ class BinpackPlugin(Plugin):
         # cpu and memory are always weighted; their own keys win over a listing in binpack.resources
         self.resource_weights[CPU] = _non_negative(arguments.get_int(CPU_WEIGHT, 1))
         self.resource_weights[MEMORY] = _non_negative(arguments.get_int(MEMORY_WEIGHT, 1))
+        # without extra resources (the default) a score reads cpu and memory only
+        self._cpu_memory_only = set(self.resource_weights) == {CPU, MEMORY}
+        self._memo = CpuMemoryMemo()
 
     def score(self, task: TaskInfo, node: NodeInfo) -> float:
+        if self._cpu_memory_only:
+            return self._memo.score(task, node, self._score)
+        return self._score(task, node)
+
+    def _score(self, task: TaskInfo, node: NodeInfo) -> float:
         req = task.resreq
         alloc = node.allocatable
         used = node.used

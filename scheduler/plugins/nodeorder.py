@@ -33,6 +33,8 @@ from scheduler.plugins.k8s.interpod import (
 )
 from scheduler.plugins.k8s.nodeaffinity import preferred_score, preferred_terms
 from scheduler.plugins.k8s.noderesources import (
+    GPU,
+    CpuMemoryMemo,
     requests_none_of,
     resource_scores,
 )
@@ -76,6 +78,7 @@ class NodeOrderPlugin(Plugin):
         super().__init__(arguments)
         self.weights = {key: arguments.get_int(key, default) for key, default in DEFAULT_WEIGHTS.items()}
         self.taint_constant = False
+        self._memo = CpuMemoryMemo()
 
     def on_session_open(self, ssn: Session) -> None:
         w = self.weights
@@ -105,7 +108,13 @@ class NodeOrderPlugin(Plugin):
         return total
 
     def per_node(self, task: TaskInfo, node: NodeInfo) -> int:
-        """The scores that need no normalisation: they depend on the task and this node only."""
+        """The scores that need no normalisation: they depend on the task and this node only,
+        and, unless the task asks for whole GPUs, on their cpu and memory only."""
+        if task.resreq.scalars.get(GPU, 0.0) != 0:
+            return self._per_node(task, node)
+        return self._memo.score(task, node, self._per_node)
+
+    def _per_node(self, task: TaskInfo, node: NodeInfo) -> int:
         w = self.weights
         req = task.resreq
         wl, wm, wb = w[LEAST_REQUESTED], w[MOST_REQUESTED], w[BALANCED_RESOURCE]

@@ -8,11 +8,11 @@ nodes of identical cards, a third of them already partly used, pods asking one c
 
     vc-scheduler bench --devices [--nodes 1000 --gpus 8 --pods 3000] [--output docs/performance.md]
 
-Besides the whole-table scan, three companions are reported: the per-node path (the predicate
+Besides the whole-table scan, four companions are reported: the per-node path (the predicate
 hook asks node by node and the plugin answers from one cached whole-table scan, so this adds the
-Python loop over the nodes), the same vGPU pods through one real scheduling session, and HAMi
-Ascend decisions on the compiled whole-fleet scan (`native/npufit.pyx`), its Python twin and the
-former per-node Python fit, back to back.
+Python loop over the nodes), the same vGPU pods through one real scheduling session, HAMi Ascend
+pods through the same session, and HAMi Ascend decisions on the compiled whole-fleet scan
+(`native/npufit.pyx`), its Python twin and the former per-node Python fit, back to back.
 """
 
 from __future__ import annotations
@@ -163,10 +163,17 @@ SESSION_CONF = (
 )
 
 
-def _session_rate(nodes: int, gpus: int, pods: int, seed: int) -> tuple[int, float]:
-    """vGPU pods decided by one real scheduling session (every plugin of SESSION_CONF, allocate's
+# The same tiers with HAMi Ascend vNPU sharing instead of vGPU.
+ASCEND_SESSION_CONF = SESSION_CONF.replace(
+    "deviceshare.VGPUEnable: true", "deviceshare.AscendHAMiVNPUEnable: true"
+)
+
+
+def _session_rate(nodes: int, gpus: int, pods: int, seed: int, ascend: bool = False) -> tuple[int, float]:
+    """Device pods decided by one real scheduling session (every plugin of SESSION_CONF, allocate's
     sampling and caches): (pods bound, session seconds). Pods are one-pod jobs asking one card
-    with the micro-benchmark's sizes."""
+    with the micro-benchmark's sizes, or with `ascend` one Ascend 310P chip (2,000-12,000 MiB) on
+    nodes of `gpus` chips."""
     from scheduler.framework.cycle import run_session
     from scheduler.framework.session import SessionOptions
     from scheduler.model.cluster import ClusterState
@@ -174,19 +181,26 @@ def _session_rate(nodes: int, gpus: int, pods: int, seed: int) -> tuple[int, flo
     from scheduler.sim.nodegen import make_nodes, parse_node_spec
 
     state = ClusterState()
-    for node in make_nodes([parse_node_spec(f"{nodes}:cpu=64,memory=256Gi,gpu={gpus}xA100-40GB")]):
+    devices = f"npu={gpus}xAscend310P" if ascend else f"gpu={gpus}xA100-40GB"
+    for node in make_nodes([parse_node_spec(f"{nodes}:cpu=64,memory=256Gi,{devices}")]):
         state.apply_node(node)
     state.apply_queue(
         {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}}
     )
     rng = random.Random(seed + 3)
     for j in range(pods):
-        name = f"vgpu-{j:06d}"
-        limits = {
-            ann.VGPU_NUMBER: "1",
-            ann.VGPU_MEMORY: str(rng.randrange(1, 9) * 1024),
-            ann.VGPU_CORES: str(rng.choice((0, 10, 25, 50))),
-        }
+        name = f"{'npu' if ascend else 'vgpu'}-{j:06d}"
+        if ascend:
+            limits = {
+                DEFAULT_VNPU.resource_name: "1",
+                DEFAULT_VNPU.resource_memory_name: str(rng.choice((2000, 3072, 6000, 12000))),
+            }
+        else:
+            limits = {
+                ann.VGPU_NUMBER: "1",
+                ann.VGPU_MEMORY: str(rng.randrange(1, 9) * 1024),
+                ann.VGPU_CORES: str(rng.choice((0, 10, 25, 50))),
+            }
         meta = {"name": name, "namespace": "ml", "creationTimestamp": float(j)}
         state.apply_podgroup({"kind": "PodGroup", "metadata": meta, "spec": {"minMember": 1, "queue": "default"},
                               "status": {"phase": "Inqueue"}})  # fmt: skip
@@ -197,7 +211,8 @@ def _session_rate(nodes: int, gpus: int, pods: int, seed: int) -> tuple[int, flo
                 {"name": "main", "resources": {"requests": {"cpu": "100m"}, "limits": limits}}]},
             "status": {"phase": "Pending"},
         })  # fmt: skip
-    res = run_session(state.snapshot(), parse(SESSION_CONF), SessionOptions(), rng=random.Random(seed))
+    conf = ASCEND_SESSION_CONF if ascend else SESSION_CONF
+    res = run_session(state.snapshot(), parse(conf), SessionOptions(), rng=random.Random(seed))
     return len(res.binds), res.total_ms / 1000
 
 
@@ -336,7 +351,8 @@ def render_markdown(
         f"- Goal >= 3,000 vGPU decisions/s at 1,000 nodes x 8 GPUs: {yes[r['goal_3000_pods_per_s']]} "
         f"({r['decisions_per_s']:,.0f}/s).",
         f"- Per-node path (the predicate and node-order hooks ask every node in turn; the plugin answers "
-        f"from one whole-table scan per pod, `ScanCache`): {per_node:,.0f} decisions/s over {n_per_node:,} pods "
+        f"from whole-table scans shared by equal requests and updated node by node, `ScanCache`): "
+        f"{per_node:,.0f} decisions/s over {n_per_node:,} pods "
         f"on the same cluster ({paths['per-node'][0]:,} placed).",
         f"- Through a real session (`run_session` with Volcano's default tiers plus deviceshare under binpack, "
         f"{n_session:,} one-pod vGPU jobs on {r['nodes']:,} fresh nodes x {r['gpus_per_node']} GPUs): "
@@ -344,6 +360,9 @@ def render_markdown(
         f"{per_node / session if session else 0:.1f}x slower than the per-node path: besides the device fit, the session "
         "samples nodes and runs every plugin's predicates and scores for each pod.",
         f"- Goal >= 10,000 vGPU decisions/s through the session: {yes[session >= 10_000]} ({session:,.0f}/s).",
+        f"- HAMi Ascend through the same session (deviceshare.AscendHAMiVNPUEnable instead of vGPU, "
+        f"{n_session:,} one-pod jobs asking one 310P chip on {r['nodes']:,} fresh nodes x {r['gpus_per_node']} chips): "
+        f"{_rate(*paths['ascend session']):,.0f} decisions/s ({paths['ascend session'][0]:,} bound).",
         "",
         f"HAMi Ascend 310P at {r['nodes']:,} nodes x {r['gpus_per_node']} chips, {n_ascend:,} pods asking one "
         "chip with 2,000-12,000 MiB (template-rounded), binpack; the same pods on the same nodes for each path:",
@@ -385,6 +404,7 @@ def main(argv: Sequence[str]) -> int:
     paths = {
         "per-node": _decide_per_node(table, _pods(args.per_node_pods, args.seed)),
         "session": _session_rate(args.nodes, args.gpus, args.session_pods, args.seed),
+        "ascend session": _session_rate(args.nodes, args.gpus, args.session_pods, args.seed, ascend=True),
     }
     ascend = _ascend_rates(args.nodes, args.gpus, args.ascend_pods, args.seed)
     print(
@@ -393,7 +413,7 @@ def main(argv: Sequence[str]) -> int:
     )
     print(
         f"vGPU decisions/s: {r['decisions_per_s']:,.0f} (table scan), {_rate(*paths['per-node']):,.0f} (per-node "
-        f"path), {_rate(*paths['session']):,.0f} (session); Ascend "
+        f"path), {_rate(*paths['session']):,.0f} (session); Ascend session {_rate(*paths['ascend session']):,.0f}/s, "
         + ", ".join(f"{name} {_rate(*v):,.0f}/s" for name, v in ascend.items())
     )
     if args.output:

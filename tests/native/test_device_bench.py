@@ -52,6 +52,7 @@ def test_bench_command_rewrites_only_its_own_section(tmp_path) -> None:
     assert text.index("## Device hot path") < text.index("## Sandbox API server")
     assert "vGPU decisions per second" in text and "HAMi Ascend 310P" in text
     assert "Through a real session" in text and "(5 bound)" in text
+    assert "HAMi Ascend through the same session" in text
 
 
 @pytest.mark.parametrize("impl", ["compiled", "twin"])

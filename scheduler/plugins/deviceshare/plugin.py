@@ -127,6 +127,8 @@ class DeviceSharePlugin(Plugin):
         self.ssn: Session | None = None
         self.exclusive: ExclusiveRules | None = None
         self._scans = ScanCache()
+        # task uid -> its vGPU request when the predicate may take the short path (_plain_vgpu)
+        self._plain: dict[str, VgpuRequest | None] = {}
         # chip kind -> flat chip state of the session's nodes of that kind (the compiled fit reads it)
         self._npu_tables: dict[str, AscendTable] = {}
         # node name -> device kind -> why its registration cannot be used
@@ -287,7 +289,37 @@ class DeviceSharePlugin(Plugin):
             return Unfit(f"{ASCEND_ERROR}: {r.ascend_error}", resolvable=False)
         return None
 
+    def _plain_vgpu(self, task: TaskInfo) -> VgpuRequest | None:
+        """The task's vGPU request when that is all it asks, with no mode and no exclusivity rule:
+        its answer on every node is one entry of the shared whole-table scan."""
+        uid = task.uid
+        if uid in self._plain:
+            return self._plain[uid]
+        r = self.requests_of(task)
+        req = r.vgpu
+        plain = (
+            req is not None
+            and bool(req.containers)
+            and not req.mode
+            and r.share is None
+            and not (r.share_error or r.vgpu_error or r.ascend_error or r.ascend)
+            and r.gpu_types is None
+            and not (self.exclusive is not None and self.exclusive.track(task.pod))
+        )
+        self._plain[uid] = req if plain else None
+        return self._plain[uid]
+
     def predicate(self, task: TaskInfo, node: NodeInfo) -> Unfit | None:
+        req = self._plain_vgpu(task)
+        if req is not None:  # the general path below, with what cannot apply left out
+            broken = self._unusable.get(node.name)
+            if broken and vgpu.KIND in broken:
+                return Unfit(f"{VGPU_ERROR}: {broken[vgpu.KIND]}", resolvable=False)
+            vled = node.devices.get(vgpu.KIND)
+            if vled is None:
+                return None
+            ok, why, _ = self._scans.node_fit(vled, req, self.args.policy)
+            return None if ok else Unfit(f"{VGPU_ERROR}: {why}")
         r = self.requests_of(task)
         if r is _NO_REQUEST:
             return None

@@ -69,6 +69,9 @@ class VgpuTable:
         self.impl = fit_impl
         # bumped on every charge change of any card: a whole-table scan is valid while it holds
         self.generation = 0
+        # the node (ledger index) of each charge change, in order: a scan is brought up to date by
+        # rescanning only the nodes named after its position
+        self.changes: list[int] = []
 
     @property
     def n_cards(self) -> int:
@@ -112,18 +115,26 @@ class VgpuTable:
                     m[g] = 0
         return m
 
+    def touch(self, idx: int) -> None:
+        """Node `idx` changed its charges (or its cap): scans of the table are out of date there."""
+        self.generation += 1
+        self.changes.append(idx)
+
     def fit_all(self, req: VgpuRequest, policy: int) -> tuple[array, array]:
         """(codes, scores) of every node for `req`: the batch form of `VgpuLedger.fit`."""
-        n = len(self.ledgers)
-        mask = self.mask_for(req, 0, n)
+        return self.fit_range(req, policy, 0, len(self.ledgers))
+
+    def fit_range(self, req: VgpuRequest, policy: int, lo: int, hi: int) -> tuple[array, array]:
+        """`fit_all` for nodes lo..hi-1 only: their entries of (codes, scores) are written."""
+        mask = self.mask_for(req, lo, hi)
         flat = _flat(req)
-        cards = array("q", bytes(8 * max(1, n * req.total_cards)))
+        cards = array("q", bytes(8 * max(1, (hi - lo) * req.total_cards)))
         self.impl.fit_nodes(
             self.starts, self.node_flags, self.count, self.devmem, self.used_num, self.used_mem,
-            self.used_cores, mask, flat, policy, 0, n, self.out_code, self.out_score, cards,
+            self.used_cores, mask, flat, policy, lo, hi, self.out_code, self.out_score, cards,
         )  # fmt: skip
         if self.python_nodes or req.mode:
-            for i in range(n):
+            for i in range(lo, hi):
                 led = self.ledgers[i]
                 if self.out_code[i] == NEEDS_PYTHON or (req.mode and req.mode != led.mode):
                     r = led.fit(req, policy)
@@ -143,38 +154,99 @@ class VgpuTable:
         return self.ledgers[i] if i >= 0 else None
 
 
+@dataclass(slots=True)
+class _Scan:
+    table: VgpuTable
+    seq: int  # length of the table's change log when codes and scores were last brought up to date
+    codes: array
+    scores: array
+
+
+def _scan_key(req: VgpuRequest, policy: int) -> tuple:
+    """What a node's fit and score depend on: requests with equal keys share their scans (the pod
+    group key only names who holds a charge; pod-group spread is in through `spread_group`)."""
+    return (
+        tuple((c.nums, c.mem, c.pct, c.cores) for c in req.containers),
+        req.mode,
+        req.use_uuids,
+        req.nouse_uuids,
+        req.use_types,
+        req.nouse_types,
+        req.spread_group,
+        policy,
+    )
+
+
 class ScanCache:
-    """Per-node vGPU answers read from one whole-table scan per request.
+    """Per-node vGPU answers read from one whole-table scan per request shape.
 
     The predicate and node-order hooks ask node by node; one compiled scan of every card of every
-    node answers all of them at once and stays valid until some card's charge changes (the
-    table's generation), so a pod costs one scan instead of one Python fit per node. Answers
-    (fit, score, reason) are those of `VgpuLedger.fit` for requests without a required mode.
+    node answers all of them at once. Pods asking the same (one-pod jobs of a few sizes, the pods
+    of a job) share it, and after a placement only the nodes whose charges changed since are
+    scanned again (`VgpuTable.changes`), so a pod usually costs a few one-node fits instead of a
+    whole-table scan. Answers (fit, score, reason) are those of `VgpuLedger.fit` for requests
+    without a required mode.
     """
 
-    __slots__ = ("_last", "_scans")
+    __slots__ = ("_keys", "_last", "_scans")
+
+    # scans kept per session: each holds two arrays of one entry per vGPU node
+    LIMIT = 64
 
     def __init__(self) -> None:
-        # id(request) -> (request, table generation, codes, scores) of its last scan
-        self._scans: dict[int, tuple[VgpuRequest, int, array, array]] = {}
-        # the entry asked last: the hooks ask for one pod over every node in a row
-        self._last: tuple[VgpuRequest | None, int, array, array] = (None, -1, array("q"), array("d"))
+        self._scans: dict[tuple, _Scan] = {}
+        # id(request) -> (request, its key): a pod's request object is asked about every node
+        self._keys: dict[int, tuple[VgpuRequest, tuple]] = {}
+        # the request asked last and its scan: the hooks ask for one pod over every node in a row
+        self._last: tuple[VgpuRequest | None, _Scan | None] = (None, None)
 
     def clear(self) -> None:
         self._scans.clear()
-        self._last = (None, -1, array("q"), array("d"))
+        self._keys.clear()
+        self._last = (None, None)
 
     def answers(self, table: VgpuTable, req: VgpuRequest, policy: int) -> tuple[array, array]:
-        """(codes, scores) of every node of `table` for `req`, scanned once per table generation."""
-        hit = self._last
-        if hit[0] is not req or hit[1] != table.generation:
-            got = self._scans.get(id(req))
-            if got is None or got[0] is not req or got[1] != table.generation:
-                codes, scores = table.scan(req, policy)
-                got = (req, table.generation, codes, scores)
-                self._scans[id(req)] = got
-            hit = self._last = got
-        return hit[2], hit[3]
+        """(codes, scores) of every node of `table` for `req`, up to date with every charge."""
+        last_req, scan = self._last
+        if last_req is req and scan is not None and scan.table is table and scan.seq == len(table.changes):
+            return scan.codes, scan.scores
+        got = self._keys.get(id(req))
+        if got is None or got[0] is not req:
+            if len(self._keys) >= 4 * self.LIMIT:
+                self._keys.clear()
+            got = self._keys[id(req)] = (req, _scan_key(req, policy))
+        key = got[1]
+        if key[-1] != policy:  # the same request asked under another policy
+            key = _scan_key(req, policy)
+        scan = self._scans.get(key)
+        if scan is None or scan.table is not table:
+            codes, scores = table.scan(req, policy)
+            scan = _Scan(table, len(table.changes), codes, scores)
+            if len(self._scans) >= self.LIMIT:
+                del self._scans[next(iter(self._scans))]
+            self._scans[key] = scan
+        elif scan.seq != len(table.changes):
+            self._update(scan, req, policy)
+        self._last = (req, scan)
+        return scan.codes, scan.scores
+
+    @staticmethod
+    def _update(scan: _Scan, req: VgpuRequest, policy: int) -> None:
+        """Rescan the nodes changed since the scan: one by one when they are few, else all."""
+        table = scan.table
+        log = table.changes
+        changed = set(log[scan.seq :])
+        scan.seq = len(log)
+        if 8 * len(changed) >= len(table.ledgers):
+            codes, scores = table.fit_all(req, policy)
+            scan.codes[:] = codes
+            scan.scores[:] = scores
+            return
+        codes, scores = table.out_code, table.out_score
+        for i in changed:
+            table.fit_range(req, policy, i, i + 1)
+            scan.codes[i] = codes[i]
+            scan.scores[i] = scores[i]
 
     def node_fit(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[bool, str, float]:
         if req.mode and req.mode != led.mode:
@@ -193,6 +265,23 @@ class ScanCache:
         if code == TOO_MANY_CARDS:
             return False, "no enough gpu cards on node", 0.0
         return False, "not enough gpu fitted on this node", 0.0
+
+
+# registration annotation -> its decoded cards (or why none): a node's registration rarely changes,
+# and every session rebuilds every ledger from it (the decoding was most of the plugin's open)
+_REGISTRATIONS: dict[str, tuple[tuple[ann.RegisteredCard, ...] | None, str]] = {}
+_REGISTRATIONS_LIMIT = 65536
+
+
+def _registered_cards(value: str) -> tuple[list[ann.RegisteredCard] | None, str]:
+    got = _REGISTRATIONS.get(value)
+    if got is None:
+        cards, why = ann.decode_vgpu_register(value)
+        if len(_REGISTRATIONS) >= _REGISTRATIONS_LIMIT:
+            _REGISTRATIONS.clear()  # registrations of nodes long gone, or churning: start again
+        got = _REGISTRATIONS[value] = (None if cards is None else tuple(cards), why)
+    cards_t, why = got
+    return (None if cards_t is None else list(cards_t)), why
 
 
 def _flat(req: VgpuRequest) -> array:
@@ -278,7 +367,7 @@ class VgpuLedger:
         for name in _NODE_RESOURCES:
             if scalars.get(name, 0.0) <= 0:
                 return None, f"node allocatable has no {name}"
-        cards, why = ann.decode_vgpu_register(value)
+        cards, why = _registered_cards(value)
         if cards is None:
             return None, why
         unhealthy = ann.decode_unhealthy_ids(node.annotations.get(ann.GPU_UNHEALTHY_IDS))
@@ -352,7 +441,7 @@ class VgpuLedger:
                 charges.append(_Charge(c, mem, e.cores, slot))
         self.pods[uid] = (group_key, charges)
         self.version += 1
-        self.table.generation += 1
+        self.table.touch(self.idx)
         return True
 
     def remove_pod(self, uid: str) -> bool:
@@ -378,7 +467,7 @@ class VgpuLedger:
                 else:
                     cards.pop(g, None)
         self.version += 1
-        self.table.generation += 1
+        self.table.touch(self.idx)
         return True
 
     @contextmanager
@@ -394,14 +483,14 @@ class VgpuLedger:
             saved.append((g, t.count[g]))
             t.count[g] = min(t.count[g], t.used_num[g])
         self.version += 1
-        self.table.generation += 1
+        self.table.touch(self.idx)
         try:
             yield
         finally:
             for g, v in saved:
                 t.count[g] = v
             self.version += 1
-            self.table.generation += 1
+            self.table.touch(self.idx)
 
     # -- fit -------------------------------------------------------------------------------------
     def fit(self, req: VgpuRequest, policy: int) -> FitResult:

@@ -21,9 +21,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 from scheduler.model.node import NodeInfo
+from scheduler.model.objects import TaskInfo
 from scheduler.model.resources import CPU, MEMORY, Resource
+
+T = TypeVar("T")
 
 LEAST_ALLOCATED_RESOURCES = ((CPU, 50), (MEMORY, 50))
 MOST_ALLOCATED_RESOURCES = ((CPU, 1), (MEMORY, 1))
@@ -70,6 +74,32 @@ def most_allocated(node: NodeInfo, req: Resource) -> int:
     return _weighted_mean(
         node, req, MOST_ALLOCATED_RESOURCES, lambda alloc, requested: min(requested, alloc) * 100 // alloc
     )
+
+
+class CpuMemoryMemo:
+    """The last score of each node for a score that reads only cpu and memory (the node's
+    allocatable and used, the task's request).
+
+    A placement changes one node, and the placement cache then asks that node's score once per
+    task shape; shapes that differ only outside cpu and memory (device requests, other scalars)
+    get the score computed for the first one. A hit needs the same allocatable object and equal
+    used and requested cpu and memory, i.e. exactly the inputs of the computation.
+    """
+
+    __slots__ = ("_slots",)
+
+    def __init__(self) -> None:
+        self._slots: dict[str, tuple[Resource, tuple[float, float, float, float], Any]] = {}
+
+    def score(self, task: TaskInfo, node: NodeInfo, compute: Callable[[TaskInfo, NodeInfo], T]) -> T:
+        used, req = node.used, task.resreq
+        key = (used.milli_cpu, used.memory, req.milli_cpu, req.memory)
+        slot = self._slots.get(node.name)
+        if slot is not None and slot[1] == key and slot[0] is node.allocatable:
+            return slot[2]  # type: ignore[no-any-return]
+        s = compute(task, node)
+        self._slots[node.name] = (node.allocatable, key, s)
+        return s
 
 
 def requests_none_of(req: Resource, names: tuple[str, ...] = BALANCED_RESOURCES) -> bool:

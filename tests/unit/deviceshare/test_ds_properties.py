@@ -176,8 +176,9 @@ def test_gpushare_ledgers_never_overfill_and_rebuild_equals_live(number, ops) ->
     ),
 )
 def test_whole_table_scan_answers_like_the_per_node_fit(specs, pods) -> None:
-    """The plugin's ScanCache (one scan per request, invalidated by any charge) gives every node
-    the same fit, score and reason as `VgpuLedger.fit`, while pods are being placed."""
+    """The plugin's ScanCache (scans shared by equal requests, rescanned node by node after each
+    charge) gives every node the same fit, score and reason as `VgpuLedger.fit`, while pods are
+    being placed."""
     from scheduler.plugins.deviceshare.vgpu import ScanCache
 
     nodes = build(specs)

@@ -363,3 +363,16 @@ def test_garbled_vgpu_registration_keeps_pods_off_the_node_with_the_reason(
     assert out.bindings == {}
     assert "garbled vGPU registration entry 'GPU-a,10,16384': 3 fields, need 6" in out.pending["c1/p"]
     assert any("node bad: garbled vGPU registration" in w for w in out.warnings)
+
+
+def test_ledgers_of_later_sessions_follow_a_changed_or_garbled_registration() -> None:
+    """Registrations are decoded once and remembered by their text: a node re-registering other
+    cards gets them, and a registration that turns garbled keeps its reason every session."""
+    first = VgpuLedger.from_node(vgpu_node("n", cards(2)), DEFAULT_CONFIG)[0]
+    again = VgpuLedger.from_node(vgpu_node("n", cards(2)), DEFAULT_CONFIG)[0]
+    assert first is not None and again is not None and again.uuids == first.uuids == ["GPU-0", "GPU-1"]
+    changed = VgpuLedger.from_node(vgpu_node("n", cards(3, prefix="GPU-B")), DEFAULT_CONFIG)[0]
+    assert changed is not None and changed.uuids == ["GPU-B0", "GPU-B1", "GPU-B2"]
+    for _ in range(2):
+        led, why = VgpuLedger.from_node(vgpu_node("n", "GPU-0,10,16384,NVIDIA-T4:"), DEFAULT_CONFIG)
+        assert led is None and "need 6" in why

@@ -1,0 +1,116 @@
+"""A session's vGPU placements are the same with the hot-path shortcuts as without them.
+
+The shortcuts: the per-shape verdicts and scores of allocate's placement cache (reused until the
+node changes), device scans shared by equal requests and brought up to date node by node, and the
+per-node cpu/memory score memos of binpack and nodeorder. Without them every verdict and score
+the cache needs is computed afresh, each pod scans the whole card table for itself, and every
+score is computed. (The cache's sample, its candidate list per job, is the same either way.)
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from scheduler.framework.cycle import run_session
+from scheduler.framework.placement import PlacementCache, _NodeValues
+from scheduler.framework.session import SessionOptions
+from scheduler.model.cluster import ClusterState
+from scheduler.model.objects import TaskInfo
+from scheduler.plugins.deviceshare import annotations as ann
+from scheduler.plugins.deviceshare.vgpu import ScanCache
+from scheduler.plugins.k8s.noderesources import CpuMemoryMemo
+from scheduler.registry import parse
+from scheduler.sim.devicebench import SESSION_CONF
+from scheduler.sim.nodegen import make_nodes, parse_node_spec
+
+# the device score counts in node order only with a weight (deviceshare.ScheduleWeight, default 0)
+WEIGHTED = SESSION_CONF.replace(
+    "deviceshare.SchedulePolicy: binpack\n",
+    "deviceshare.SchedulePolicy: binpack\n      deviceshare.ScheduleWeight: 10\n",
+)
+SPREAD = WEIGHTED.replace("SchedulePolicy: binpack", "SchedulePolicy: spread")
+
+
+def _cluster(seed: int) -> ClusterState:
+    """Nodes of a few sizes and card counts; jobs of 1-3 pods of a few vGPU sizes (so shapes repeat),
+    some asking more CPU than some nodes have left, some asking whole cards or two cards."""
+    rng = random.Random(seed)
+    state = ClusterState()
+    specs = [
+        parse_node_spec(f"{rng.randrange(3, 7)}:cpu=8,memory=32Gi,gpu=4xA100-40GB"),
+        parse_node_spec(f"{rng.randrange(3, 7)}:cpu=16,memory=64Gi,gpu=2xA100-40GB"),
+        parse_node_spec(f"{rng.randrange(2, 5)}:cpu=32,memory=128Gi,gpu=8xT4"),
+    ]
+    for node in make_nodes(specs):
+        state.apply_node(node)
+    state.apply_queue(
+        {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}}
+    )
+    for j in range(rng.randrange(60, 90)):
+        name = f"job-{j:03d}"
+        size = rng.choice((1, 1, 1, 2, 3))
+        meta = {"name": name, "namespace": "ml", "creationTimestamp": float(j)}
+        state.apply_podgroup({"kind": "PodGroup", "metadata": meta, "spec": {"minMember": size, "queue": "default"},
+                              "status": {"phase": "Inqueue"}})  # fmt: skip
+        limits = {
+            ann.VGPU_NUMBER: str(rng.choice((1, 1, 1, 2))),
+            ann.VGPU_MEMORY: str(rng.choice((1024, 2048, 6000, 12000))),
+            ann.VGPU_CORES: str(rng.choice((0, 10, 25, 50, 100))),
+        }
+        cpu = rng.choice(("100m", "500m", "2", "6"))
+        for k in range(size):
+            pod = f"{name}-{k}"
+            state.apply_pod({
+                "kind": "Pod",
+                "metadata": {"name": pod, "namespace": "ml", "uid": f"uid-{pod}", "creationTimestamp": float(j),
+                             "annotations": {"scheduling.k8s.io/group-name": name}},
+                "spec": {"schedulerName": "volcano", "containers": [
+                    {"name": "main", "resources": {"requests": {"cpu": cpu}, "limits": limits}}]},
+                "status": {"phase": "Pending"},
+            })  # fmt: skip
+    return state
+
+
+def _decide(conf: str, seed: int) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]], list[str]]:
+    res = run_session(
+        _cluster(seed).snapshot(),
+        parse(conf),
+        SessionOptions(minimum_feasible_nodes=3, percentage_nodes_to_find=40),
+        rng=random.Random(seed),
+    )
+    binds = [(b.task.key, b.node, b.annotations.get(ann.VGPU_IDS_NEW, "")) for b in res.binds]
+    conditions = sorted(f"{c.task.key}: {c.message}" for c in res.pod_conditions)
+    return binds, sorted(res.pipelined.items()), conditions
+
+
+def _forget(self: PlacementCache, vals: _NodeValues, task: TaskInfo) -> _NodeValues:
+    """PlacementCache._fresh that keeps nothing: every value is computed again when looked up."""
+    for known in (vals.verdicts, vals.mixed, vals.parts, vals.scores, vals.base, vals.fits_idle):
+        known.clear()
+    vals.seq = len(self.ssn.node_changes)
+    return vals
+
+
+def _without_shortcuts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(PlacementCache, "_fresh", _forget)
+    monkeypatch.setattr(ScanCache, "answers", lambda self, table, req, policy: table.scan(req, policy))
+    monkeypatch.setattr(CpuMemoryMemo, "score", lambda self, task, node, compute: compute(task, node))
+
+
+@pytest.mark.parametrize(
+    "conf", [SESSION_CONF, WEIGHTED, SPREAD], ids=["bench", "binpack-weighted", "spread-weighted"]
+)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_vgpu_session_decides_the_same_without_shortcuts(
+    conf: str, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = _decide(conf, seed)
+    _without_shortcuts(monkeypatch)
+    slow = _decide(conf, seed)
+    binds, _, conditions = fast
+    assert len(binds) > 20  # a real allocation happened
+    assert conditions  # and not every pod fitted: the reasons are compared too
+    assert all(ids for _, _, ids in binds)  # every bound pod got its cards
+    assert fast == slow

@@ -78,7 +78,11 @@ def open_session(
                 else f"queue {j.queue} of PodGroup {j.uid} does not exist"
             )
             unscheduled += [(t, reason) for t in j.tasks_in(TaskStatus.PENDING) if not t.node_name]
-    snapshot.jobs = {uid: j for uid, j in snapshot.jobs.items() if j.queue in snapshot.queues and j.pg_exists}
+    kept = {uid: j for uid, j in snapshot.jobs.items() if j.queue in snapshot.queues and j.pg_exists}
+    if len(kept) != len(snapshot.jobs):
+        # what plugins keep between sessions covers every job: it does not fit this session's
+        snapshot.job_changes = None
+    snapshot.jobs = kept
     # the global default class, looked up once instead of once per job
     default_priority = next((p.value for p in snapshot.priority_classes.values() if p.global_default), 0)
     classes = snapshot.priority_classes

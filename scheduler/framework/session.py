@@ -160,6 +160,7 @@ class Session:
         # job uid -> the HyperNode allocate placed it in this session (the simulate table shows it)
         self.job_hypernodes: dict[str, str] = {}
         self._dirty_jobs = snapshot.dirty_jobs
+        self._job_changes = snapshot.job_changes
         # Tasks are shared with the cluster until the session changes them: uid -> private copy.
         self._owned: dict[str, TaskInfo] = {}
         self.plugins: dict[str, Any] = {}
@@ -287,6 +288,26 @@ class Session:
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
+
+    # ------------------------------------------------------------------ state kept between sessions --
+    def carried(self, plugin: str) -> tuple[set[str], set[str], Any] | None:
+        """(fresh, gone, state): what `plugin` kept from the previous snapshot's session, with the
+        jobs whose view is new and those that are gone since. None when there is nothing to build
+        on (no previous session of this plugin, a snapshot skipped, or jobs left out this time):
+        the plugin then computes from scratch."""
+        ch = self._job_changes
+        if ch is None:
+            return None
+        kept = ch.carry.get(plugin)
+        if kept is None or kept[0] != ch.serial - 1:
+            return None
+        return ch.fresh, ch.gone, kept[1]
+
+    def carry(self, plugin: str, state: Any) -> None:
+        """Keep `state`, computed over every job of this snapshot as it opened, for the next session."""
+        ch = self._job_changes
+        if ch is not None:
+            ch.carry[plugin] = (ch.serial, state)
 
     def finish_registration(self) -> None:
         """Freeze the per-point, per-tier callback lists from the configured tiers and switches."""

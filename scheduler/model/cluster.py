@@ -31,7 +31,7 @@ from scheduler.model.job import JobInfo
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import ON_NODE_STATUSES, PriorityClassInfo, QueueInfo, TaskInfo, TaskStatus
 from scheduler.model.policy import PdbInfo, ResourceQuotaInfo, pdb_to_info, resource_quota_to_info
-from scheduler.model.snapshot import Snapshot
+from scheduler.model.snapshot import JobViewChanges, Snapshot
 from scheduler.model.topology import HyperNodeSpec, Topology, build_topology
 
 
@@ -79,6 +79,12 @@ class ClusterState:
         self._dirty_jobs: set[str] = set()
         # bumped on every change, so a caller can tell that nothing happened since the last cycle
         self.generation = 0
+        # the views handed to the last session, handed out again when neither the cluster nor
+        # that session changed them (see `snapshot`)
+        self._job_views: dict[str, JobInfo] = {}
+        self._node_views: dict[str, NodeInfo] = {}
+        self._snapshots = 0
+        self._carry: dict[str, tuple[int, Any]] = {}
 
     # ------------------------------------------------------------------ pods --
     def _ours(self, task: TaskInfo) -> bool:
@@ -342,13 +348,20 @@ class ClusterState:
 
     # ------------------------------------------------------------------ snapshot --
     def snapshot(self) -> Snapshot:
-        """Copy-on-write views of nodes and jobs that one session may change freely."""
+        """Copy-on-write views of nodes and jobs that one session may change freely.
+
+        A view the last session left as it found it is handed out again instead of a new one:
+        its shared task maps and totals follow the cluster's changes by themselves, so a period in
+        which little happened builds views only for what changed (or what that session touched)."""
         dirty, self._dirty_jobs = self._dirty_jobs, set()
         orphans = {uid for uid in self.pod_owned_groups if uid in self.jobs and not self.jobs[uid].tasks}
+        self._snapshots += 1
+        changes = JobViewChanges(self._snapshots, set(), set(), self._carry)
         return Snapshot(
-            nodes={name: n.session_view() for name, n in self.nodes.items()},
+            nodes=self._node_snapshot(),
             # an orphan PodGroup is no job: it reserves no queue resources and is not enqueued
-            jobs={uid: j.session_view() for uid, j in self.jobs.items() if uid not in orphans},
+            jobs=self._job_snapshot(dirty, orphans, changes),
+            job_changes=changes,
             orphan_groups=sorted(orphans),
             queues=dict(self.queues),
             priority_classes=dict(self.priority_classes),
@@ -367,6 +380,40 @@ class ClusterState:
             ],
             refused=self.refused,
         )
+
+    def _node_snapshot(self) -> dict[str, NodeInfo]:
+        last = self._node_views
+        views: dict[str, NodeInfo] = {}
+        for name, node in self.nodes.items():
+            v = last.get(name)
+            if v is None or not v.reusable_view_of(node):
+                v = node.session_view()
+            elif v.devices:
+                v.devices = {}
+            views[name] = v
+        self._node_views = views
+        return dict(views)  # the session may add or drop entries of its own dict
+
+    def _job_snapshot(
+        self, dirty: set[str], orphans: set[str], changes: JobViewChanges
+    ) -> dict[str, JobInfo]:
+        last = self._job_views
+        views: dict[str, JobInfo] = {}
+        fresh = changes.fresh
+        for uid, job in self.jobs.items():
+            if uid in orphans:
+                continue
+            v = last.get(uid)
+            # a job changed in the cluster gets a fresh view: its status is recomputed anyway
+            if v is None or uid in dirty or not v.reusable_view_of(job):
+                v = job.session_view()
+                fresh.add(uid)
+            views[uid] = v
+        kept = len(views) - len(fresh) + sum(1 for uid in fresh if uid in last)
+        if kept != len(last):  # some jobs of the last snapshot are gone
+            changes.gone = set(last.keys() - views.keys())
+        self._job_views = views
+        return dict(views)
 
     def _missing_group(self, uid: str) -> str:
         ns, _, name = uid.partition("/")

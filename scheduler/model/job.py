@@ -20,6 +20,7 @@ from scheduler.model.topology import NetworkTopologySpec, SubGroupPolicy
 
 class JobInfo:
     __slots__ = (
+        "_origin",
         "_shared",
         "allocated",
         "base_status",
@@ -93,6 +94,8 @@ class JobInfo:
         self.network_topology: NetworkTopologySpec | None = None
         self.subgroup_policies: tuple[SubGroupPolicy, ...] = ()
         self._shared = False
+        # the cluster's job this is a session view of (None: not a view)
+        self._origin: JobInfo | None = None
 
     # -- copy-on-write ------------------------------------------------------------------------
     def session_view(self) -> JobInfo:
@@ -124,7 +127,22 @@ class JobInfo:
         j.network_topology = self.network_topology
         j.subgroup_policies = self.subgroup_policies
         j._shared = True
+        j._origin = self
         return j
+
+    def reusable_view_of(self, origin: JobInfo) -> bool:
+        """True when this view of `origin` is still what a fresh `origin.session_view()` would be,
+        so the next snapshot can hand it out again. Tasks and totals are shared with `origin` until
+        a session changes them, so they follow `origin`'s changes by themselves; what a session may
+        have written is checked: the shared maps, the fit errors and the status it recomputes.
+        (The priority is set by every session open; `schedule_start` only feeds a metric.)"""
+        return (
+            self._origin is origin
+            and self._shared
+            and not self.fit_error
+            and not self.nodes_fit_errors
+            and self.pod_group_status.same_as(origin.pod_group_status)
+        )
 
     def _own(self) -> None:
         self.tasks = dict(self.tasks)

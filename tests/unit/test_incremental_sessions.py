@@ -1,0 +1,244 @@
+"""Sessions on views kept from the previous snapshot decide as sessions on fresh views would.
+
+The snapshot hands out again a job or node view the last session left untouched, and drf and
+proportion keep their per-job and per-queue sums between sessions. These tests change the cluster
+and the views the way sessions do, and compare with what a from-scratch snapshot gives.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from scheduler.framework.cycle import close_session, open_session, run_actions
+from scheduler.framework.session import Session, SessionOptions
+from scheduler.framework.statement import Statement
+from scheduler.model.cluster import ClusterState
+from scheduler.model.job import JobInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import TaskStatus
+from scheduler.model.snapshot import Snapshot
+from scheduler.registry import default_configuration
+from tests.builders import node, pod, podgroup, queue
+
+CONF = default_configuration()
+
+
+def _state(nodes: int = 4, jobs: int = 6) -> ClusterState:
+    state = ClusterState()
+    state.apply_queue(queue("default"))
+    state.apply_queue(queue("q2", weight=2))
+    for i in range(nodes):
+        state.apply_node(node(f"n{i}", cpu="8", memory="16Gi"))
+    for j in range(jobs):
+        q = "default" if j % 2 else "q2"
+        state.apply_podgroup(podgroup(f"run{j}", min_member=2, queue=q, phase="Running"))
+        for k in range(3):
+            state.apply_pod(
+                pod(f"run{j}-{k}", cpu="1", group=f"run{j}", node_name=f"n{(j + k) % nodes}", phase="Running")
+            )
+    return state
+
+
+def _job_fields(j: JobInfo) -> tuple[Any, ...]:
+    return (
+        j.uid,
+        j.queue,
+        j.min_available,
+        {uid: (t.status, t.node_name) for uid, t in j.tasks.items()},
+        {s: sorted(d) for s, d in j.task_status_index.items() if d},
+        (j.allocated.milli_cpu, j.allocated.memory),
+        (j.total_request.milli_cpu, j.total_request.memory),
+        (j.pending_request.milli_cpu, j.pending_request.memory),
+        j.pod_group_status.to_manifest(),
+        j.fit_error,
+        dict(j.nodes_fit_errors),
+    )
+
+
+def _node_fields(n: NodeInfo) -> tuple[Any, ...]:
+    return (
+        n.name,
+        {uid: t.status for uid, t in n.tasks.items()},
+        (n.idle.milli_cpu, n.idle.memory),
+        (n.used.milli_cpu, n.used.memory),
+        (n.releasing.milli_cpu, n.releasing.memory),
+        (n.pipelined.milli_cpu, n.pipelined.memory),
+        dict(n.used_ports),
+        n.devices,
+    )
+
+
+def _assert_like_fresh(state: ClusterState, snap: Snapshot) -> None:
+    """Every view of `snap` reads as a fresh view of the cluster's object would."""
+    assert list(snap.jobs) == [u for u in state.jobs if u in snap.jobs]
+    for uid, view in snap.jobs.items():
+        assert _job_fields(view) == _job_fields(state.jobs[uid].session_view()), uid
+    assert list(snap.nodes) == list(state.nodes)
+    for name, view in snap.nodes.items():
+        assert _node_fields(view) == _node_fields(state.nodes[name].session_view()), name
+
+
+def _open(snap: Snapshot) -> Session:
+    return open_session(snap, CONF, SessionOptions(), random.Random(0))
+
+
+def test_untouched_views_are_handed_out_again() -> None:
+    state = _state()
+    first = state.snapshot()
+    close_session(_open(first))  # the first session sees every job as changed and writes statuses
+    second = state.snapshot()
+    close_session(_open(second))
+    third = state.snapshot()
+    assert all(third.jobs[u] is second.jobs[u] for u in third.jobs)
+    assert all(third.nodes[n] is second.nodes[n] for n in third.nodes)
+    assert third.job_changes is not None and not third.job_changes.fresh
+    _assert_like_fresh(state, third)
+    # what a session writes on a job without changing its tasks: fit errors and the status
+    close_session(_open(third))
+    third.jobs["c1/run0"].fit_error = "no node fits"
+    third.jobs["c1/run1"].nodes_fit_errors["x"] = "no node fits"
+    third.jobs["c1/run2"].pod_group_status.phase = "Unknown"
+    third.nodes["n0"].devices["gpu"] = object()
+    fourth = state.snapshot()
+    assert fourth.job_changes is not None and fourth.job_changes.fresh == {"c1/run0", "c1/run1", "c1/run2"}
+    assert fourth.nodes["n0"] is third.nodes["n0"]  # device ledgers are rebuilt by every session
+    _assert_like_fresh(state, fourth)
+
+
+def test_allocate_then_discard_leaves_the_next_view_correct() -> None:
+    state = _state()
+    state.apply_podgroup(podgroup("new", min_member=2, queue="default", phase="Inqueue"))
+    for k in range(2):
+        state.apply_pod(pod(f"new-{k}", cpu="1", group="new"))
+    state.snapshot()
+    snap = state.snapshot()
+    ssn = _open(snap)
+    job = ssn.jobs["c1/new"]
+    stmt = Statement(ssn)
+    on_n0 = ssn.nodes["n0"].pod_count()
+    for t, n in zip(job.tasks_in(TaskStatus.PENDING), ("n0", "n1"), strict=True):
+        stmt.allocate(t, ssn.nodes[n])
+    assert job.count(TaskStatus.ALLOCATED) == 2 and ssn.nodes["n0"].pod_count() == on_n0 + 1
+    stmt.discard()
+    job.fit_error = "tried and gave up"
+    nxt = state.snapshot()
+    assert nxt.jobs["c1/new"] is not job and nxt.nodes["n0"] is not ssn.nodes["n0"]
+    _assert_like_fresh(state, nxt)
+
+
+def test_pipeline_and_evict_in_a_session_do_not_leak_into_the_next() -> None:
+    state = _state()
+    state.apply_podgroup(podgroup("wait", min_member=1, queue="q2", phase="Inqueue"))
+    state.apply_pod(pod("wait-0", cpu="2", group="wait"))
+    state.snapshot()
+    snap = state.snapshot()
+    ssn = _open(snap)
+    victim = next(iter(ssn.jobs["c1/run0"].tasks_in(TaskStatus.RUNNING)))
+    stmt = Statement(ssn)
+    stmt.evict(victim, "make room")
+    stmt.pipeline(next(iter(ssn.jobs["c1/wait"].tasks_in(TaskStatus.PENDING))), ssn.nodes[victim.node_name])
+    stmt.commit()  # the eviction is decided, but nothing is carried out: the cluster is unchanged
+    close_session(ssn)
+    nxt = state.snapshot()
+    assert nxt.jobs["c1/run0"].count(TaskStatus.RELEASING) == 0
+    assert nxt.nodes[victim.node_name].pipelined.milli_cpu == 0
+    _assert_like_fresh(state, nxt)
+
+
+def test_a_change_between_sessions_is_seen() -> None:
+    state = _state()
+    state.snapshot()
+    before = state.snapshot()
+    idle = before.nodes["n3"].idle.milli_cpu
+    state.apply_pod(pod("run1-3", cpu="2", group="run1", node_name="n3", phase="Running"))
+    state.remove_pod("c1", "run2-0")
+    after = state.snapshot()
+    assert after.nodes["n3"].idle.milli_cpu == idle - 2000
+    assert len(after.jobs["c1/run1"].tasks) == 4 and len(after.jobs["c1/run2"].tasks) == 2
+    assert after.job_changes is not None and {"c1/run1", "c1/run2"} <= after.job_changes.fresh
+    state.remove_podgroup("c1", "run3")
+    state.remove_pod("c1", "run3-0")
+    later = state.snapshot()
+    assert "c1/run3" not in later.jobs
+    assert later.job_changes is not None and later.job_changes.gone == {"c1/run3"}
+    state.apply_node(node("n3", cpu="16", memory="16Gi"))
+    last = state.snapshot()
+    assert last.nodes["n3"].allocatable.milli_cpu == 16000
+    _assert_like_fresh(state, last)
+
+
+def _sums(ssn: Session) -> tuple[Any, ...]:
+    attrs = ssn.plugins["proportion"].attrs
+    per_queue = {
+        name: tuple(
+            (r.milli_cpu, r.memory, r.pods, dict(r.scalars))
+            for r in (a.allocated, a.request, a.inqueue, a.elastic, a.deserved)
+        )
+        for name, a in attrs.items()
+    }
+    return list(attrs), per_queue, dict(ssn.plugins["drf"].shares)
+
+
+def _from_scratch(state: ClusterState) -> Session:
+    snap = Snapshot(
+        nodes={n: v.session_view() for n, v in state.nodes.items()},
+        jobs={u: j.session_view() for u, j in state.jobs.items()},
+        queues=dict(state.queues),
+        priority_classes=dict(state.priority_classes),
+    )
+    return _open(snap)
+
+
+def _random_change(state: ClusterState, rng: random.Random, serial: int) -> None:
+    jobs = sorted(state.jobs)
+    pick = rng.random()
+    if pick < 0.3:
+        j = rng.choice(jobs)
+        state.apply_pod(
+            pod(
+                f"x{serial}",
+                cpu=str(rng.randint(1, 3)),
+                memory=f"{rng.randint(1, 4)}Gi",
+                group=j.split("/")[1],
+            )
+        )
+    elif pick < 0.5:
+        pending = [t for t in state.tasks.values() if t.status == TaskStatus.PENDING]
+        if pending:
+            t = rng.choice(pending)
+            state.assume_bound(t.key, f"n{rng.randrange(4)}", {})
+    elif pick < 0.65:
+        t = rng.choice(sorted(state.tasks.values(), key=lambda t: t.key))
+        state.remove_pod(t.namespace, t.name)
+    elif pick < 0.8:
+        name = f"g{serial}"
+        phase = rng.choice(["Pending", "Inqueue", "Running"])
+        state.apply_podgroup(
+            podgroup(name, min_member=rng.randint(1, 3), queue=rng.choice(["default", "q2"]), phase=phase,
+                     min_resources={"cpu": str(rng.randint(1, 4)), "memory": "2Gi"})
+        )  # fmt: skip
+        for k in range(rng.randint(0, 3)):
+            running = rng.random() < 0.5
+            state.apply_pod(
+                pod(f"{name}-{k}", cpu="1", group=name, node_name=f"n{k}" if running else "",
+                    phase="Running" if running else "Pending")
+            )  # fmt: skip
+    else:
+        j = state.jobs[rng.choice(jobs)]
+        if j.uid not in state.implicit_jobs:
+            state.apply_podgroup(podgroup(j.name, min_member=j.min_available, queue=j.queue, phase="Running"))
+
+
+def test_kept_sums_equal_a_from_scratch_walk_after_random_changes() -> None:
+    rng = random.Random(20261123)
+    state = _state()
+    for serial in range(60):
+        for _ in range(rng.randint(0, 3)):
+            _random_change(state, rng, serial)
+        snap = state.snapshot()
+        ssn = _open(snap)
+        assert _sums(ssn) == _sums(_from_scratch(state)), serial
+        run_actions(ssn)
+        if rng.random() < 0.5:
+            close_session(ssn)  # or dropped unclosed, as a failed session would be

@@ -199,7 +199,7 @@ def close_session(ssn: Session) -> SessionResult:
         st.succeeded = job.count(TaskStatus.SUCCEEDED)
         st.failed = job.count(TaskStatus.FAILED)
         res.podgroup_status[job.uid] = st
-        old = ssn.pod_group_old_status.get(job.uid)
+        old = ssn.old_status(job.uid)
         changed = old is None or not st.same(old)
         if changed:
             res.podgroup_changed.add(job.uid)

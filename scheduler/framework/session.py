@@ -145,9 +145,6 @@ class Session:
         self.total_resource = Resource()
         for n in self.node_list:
             self.total_resource.add(n.allocatable)
-        self.pod_group_old_status: dict[str, PodGroupStatus] = {
-            uid: j.base_status for uid, j in self.jobs.items()
-        }
         self.has_required_anti_affinity = snapshot.has_required_anti_affinity
         self.topology: Topology = snapshot.topology or build_topology(
             (), {n.name: n.labels for n in self.node_list}
@@ -598,6 +595,11 @@ class Session:
         for h in self.event_handlers:
             if h.deallocate is not None:
                 h.deallocate(ev)
+
+    def old_status(self, uid: str) -> PodGroupStatus | None:
+        """The PodGroup status as the cluster has it, which the session's result is compared with."""
+        job = self.jobs.get(uid)
+        return None if job is None else job.base_status
 
     def active_jobs(self) -> list[JobInfo]:
         """Jobs whose status may change in this session: changed in the cluster since the last

@@ -31,21 +31,29 @@ class _Kept:
     parts: dict[str, tuple[str, Part]] | None  # job uid -> (its queue, its part); None: not exact
 
 
+def queue_of(job: JobInfo) -> str:
+    return job.queue
+
+
 def queue_sums(
-    ssn: Session, plugin: str, width: int, part_of: Callable[[JobInfo], Part]
+    ssn: Session,
+    plugin: str,
+    width: int,
+    part_of: Callable[[JobInfo], Part],
+    group: Callable[[JobInfo], str] = queue_of,
 ) -> dict[str, list[Resource]]:
-    """queue -> the `width` sums of `part_of(job)` over the session's jobs in that queue, with the
-    queues in the order their first job comes in `ssn.jobs` (as a walk over the jobs finds them).
-    The sums are kept for the next session: the caller copies them before changing them."""
+    """group (by default the queue) -> the `width` sums of `part_of(job)` over the session's jobs
+    of that group, the groups in the order their first job comes in `ssn.jobs` (as a walk over the
+    jobs finds them). Kept for the next session: the caller copies them before changing them."""
     prev = ssn.carried(plugin)
     kept = None
     if prev is not None and prev[2].width == width:
-        kept = _advance(ssn, prev[0], prev[1], prev[2], part_of)
+        kept = _advance(ssn, prev[0], prev[1], prev[2], part_of, group)
     if kept is None:
-        kept = _walk(ssn, width, part_of)
+        kept = _walk(ssn, width, part_of, group)
     if kept.parts is not None:
         ssn.carry(plugin, kept)
-    return _in_job_order(ssn, kept)
+    return _in_job_order(ssn, kept, group)
 
 
 def _exact(part: Part) -> bool:
@@ -63,15 +71,14 @@ def _own(part: Part) -> Part:
     return tuple((i, r.clone()) for i, r in part)
 
 
-def _walk(ssn: Session, width: int, part_of: Callable[[JobInfo], Part]) -> _Kept:
+def _walk(
+    ssn: Session, width: int, part_of: Callable[[JobInfo], Part], group: Callable[[JobInfo], str]
+) -> _Kept:
     sums: dict[str, list[Resource]] = {}
     jobs: dict[str, int] = {}
     parts: dict[str, tuple[str, Part]] | None = {}
-    queues = ssn.queues
     for uid, job in ssn.jobs.items():
-        q = job.queue
-        if q not in queues:
-            continue
+        q = group(job)
         s = sums.get(q)
         if s is None:
             s = sums[q] = [Resource() for _ in range(width)]
@@ -89,13 +96,18 @@ def _walk(ssn: Session, width: int, part_of: Callable[[JobInfo], Part]) -> _Kept
 
 
 def _advance(
-    ssn: Session, fresh: set[str], gone: set[str], prev: _Kept, part_of: Callable[[JobInfo], Part]
+    ssn: Session,
+    fresh: set[str],
+    gone: set[str],
+    prev: _Kept,
+    part_of: Callable[[JobInfo], Part],
+    group: Callable[[JobInfo], str],
 ) -> _Kept | None:
-    """The previous session's sums less the parts of jobs gone or changed, plus the new parts."""
+    """The previous session's sums less the parts of jobs gone or changed, plus the new parts.
+    Changed in place: were this given up half way, the kept state still carries the previous
+    snapshot's number, which no later session builds on."""
     assert prev.parts is not None
-    sums = {q: [r.clone() for r in s] for q, s in prev.sums.items()}
-    jobs = dict(prev.jobs)
-    parts = dict(prev.parts)
+    sums, jobs, parts = prev.sums, prev.jobs, prev.parts
     for changed in (gone, fresh):
         for uid in changed:
             old = parts.pop(uid, None)
@@ -105,12 +117,9 @@ def _advance(
                 for i, r in part:
                     s[i].sub(r)
                 jobs[q] -= 1
-    queues = ssn.queues
     for uid in fresh:
         job = ssn.jobs[uid]
-        q = job.queue
-        if q not in queues:
-            continue
+        q = group(job)
         part = part_of(job)
         if not _exact(part):
             return None
@@ -122,16 +131,16 @@ def _advance(
         for i, r in part:
             s[i].add(r)
         parts[uid] = (q, _own(part))
-    return _Kept(prev.width, sums, jobs, parts)
+    return prev
 
 
-def _in_job_order(ssn: Session, kept: _Kept) -> dict[str, list[Resource]]:
+def _in_job_order(ssn: Session, kept: _Kept, group: Callable[[JobInfo], str]) -> dict[str, list[Resource]]:
     want = sum(1 for n in kept.jobs.values() if n > 0)
     out: dict[str, list[Resource]] = {}
     for job in ssn.jobs.values():
         if len(out) == want:
             break
-        q = job.queue
+        q = group(job)
         if q not in out and kept.jobs.get(q, 0) > 0:
             out[q] = kept.sums[q]
     return out

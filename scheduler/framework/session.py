@@ -20,7 +20,7 @@ from typing import Any
 from scheduler.conf import SchedulerConfiguration
 from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.status import AllocateError, Unfit, unresolvable
-from scheduler.model.job import JobInfo
+from scheduler.model.job import QUIET_PHASES, JobInfo
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import PodGroupStatus, PriorityClassInfo, QueueInfo, TaskInfo, TaskStatus
 from scheduler.model.policy import PdbInfo, ResourceQuotaInfo
@@ -60,7 +60,6 @@ POINTS = (
     "hyper_node_gradient",
 )
 # PodGroup phases of jobs that nothing in a session can change unless they changed in the cluster
-_QUIET_PHASES = ("Running", "Completed")
 # Points without a switch in Volcano: always consulted.
 _UNSWITCHED = frozenset({"job_valid", "victim_queue_order"})
 
@@ -158,6 +157,8 @@ class Session:
         self.job_hypernodes: dict[str, str] = {}
         self._dirty_jobs = snapshot.dirty_jobs
         self._job_changes = snapshot.job_changes
+        self._busy_jobs = snapshot.busy_jobs
+        self._job_position = snapshot.job_position
         # Tasks are shared with the cluster until the session changes them: uid -> private copy.
         self._owned: dict[str, TaskInfo] = {}
         self.plugins: dict[str, Any] = {}
@@ -601,6 +602,20 @@ class Session:
         job = self.jobs.get(uid)
         return None if job is None else job.base_status
 
+    def unquiet_jobs(self) -> Iterable[JobInfo]:
+        """The jobs, in `jobs` order, that were not quiet (`JobInfo.is_quiet`) or had changed when
+        the session opened, and those whose tasks the session changed since: every job with a
+        pending or pipelined task, or whose status may change, is among them. The snapshot knows
+        the first ones, so an idle period on 15,000 quiet running jobs does not walk them all;
+        without that knowledge, every job."""
+        busy, position = self._busy_jobs, self._job_position
+        if busy is None or position is None:
+            return self.jobs.values()
+        jobs = self.jobs
+        uids = {t.job for t in self._owned.values()}
+        uids.update(busy)
+        return [jobs[uid] for uid in sorted((u for u in uids if u in jobs), key=position.__getitem__)]
+
     def active_jobs(self) -> list[JobInfo]:
         """Jobs whose status may change in this session: changed in the cluster since the last
         snapshot, changed by this session, or with work left. The others keep their status, so
@@ -609,15 +624,15 @@ class Session:
         if dirty is None:
             return list(self.jobs.values())
         # is_pending() is "no PodGroup, or phase '' / Pending": the phase part is already covered
-        # by the quiet-phase test, so only pg_exists is read (this loop visits every job).
+        # by the quiet-phase test, so only pg_exists is read.
         pending = TaskStatus.PENDING
         return [
             job
-            for uid, job in self.jobs.items()
-            if uid in dirty
+            for job in self.unquiet_jobs()
+            if job.uid in dirty
             or not job._shared
             or not job.pg_exists
-            or job.pod_group_status.phase not in _QUIET_PHASES
+            or job.pod_group_status.phase not in QUIET_PHASES
             or job.task_status_index.get(pending)
         ]
 

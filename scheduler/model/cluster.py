@@ -84,6 +84,11 @@ class ClusterState:
         self._job_views: dict[str, JobInfo] = {}
         self._node_views: dict[str, NodeInfo] = {}
         self._snapshots = 0
+        # job uid -> a number growing with its place in `jobs` (lets a session order a few jobs
+        # as `jobs` has them without walking it), and the jobs whose last view was not quiet
+        self._job_position: dict[str, int] = {}
+        self._job_count = 0
+        self._busy: set[str] = set()
         self._carry: dict[str, tuple[int, Any]] = {}
 
     # ------------------------------------------------------------------ pods --
@@ -106,7 +111,7 @@ class ClusterState:
             job = self.jobs.get(task.job)
             if job is None and not task.pod.annotations.get(GROUP_NAME_ANNOTATION):
                 job = self._implicit_job(task)
-                self.jobs[job.uid] = job
+                self._put_job(job)
                 self.implicit_jobs.add(job.uid)
             if job is not None:
                 job.add_task(task)
@@ -134,7 +139,7 @@ class ClusterState:
                 job.delete_task(task)
                 self._dirty_jobs.add(job.uid)
                 if task.job in self.implicit_jobs and not job.tasks:
-                    del self.jobs[task.job]
+                    self._drop_job(task.job)
                     self.implicit_jobs.discard(task.job)
             orphans = self._orphans.get(task.job)
             if orphans is not None:
@@ -234,7 +239,7 @@ class ClusterState:
             job = old.with_spec_of(job)
         for t in self._orphans.pop(job.uid, {}).values():
             job.add_task(t)
-        self.jobs[job.uid] = job
+        self._put_job(job)
         self._dirty_jobs.add(job.uid)
         self.generation += 1
         return job
@@ -242,10 +247,20 @@ class ClusterState:
     def remove_podgroup(self, namespace: str, name: str) -> None:
         uid = f"{namespace}/{name}"
         self.pod_owned_groups.discard(uid)
-        job = self.jobs.pop(uid, None)
+        job = self._drop_job(uid)
         if job is not None and job.tasks:
             self._orphans.setdefault(uid, {}).update(job.tasks)
         self.generation += 1
+
+    def _put_job(self, job: JobInfo) -> None:
+        if job.uid not in self.jobs:  # a new key goes last in the dict, and so in the order
+            self._job_count += 1
+            self._job_position[job.uid] = self._job_count
+        self.jobs[job.uid] = job
+
+    def _drop_job(self, uid: str) -> JobInfo | None:
+        self._job_position.pop(uid, None)
+        return self.jobs.pop(uid, None)
 
     def _implicit_job(self, task: TaskInfo) -> JobInfo:
         queue = task.pod.annotations.get(QUEUE_NAME_ANNOTATION) or self.options.default_queue
@@ -371,6 +386,8 @@ class ClusterState:
             pdbs=list(self.pdbs.values()),
             has_required_anti_affinity=bool(self.anti_affinity_pods),
             dirty_jobs=dirty,
+            busy_jobs=self._busy | (dirty & self.jobs.keys()),
+            job_position=self._job_position,
             topology=self.topology(),
             unattached=[
                 (t, self._missing_group(uid))
@@ -412,6 +429,14 @@ class ClusterState:
         kept = len(views) - len(fresh) + sum(1 for uid in fresh if uid in last)
         if kept != len(last):  # some jobs of the last snapshot are gone
             changes.gone = set(last.keys() - views.keys())
+        # a view handed out again is as quiet as it was: only the new ones are looked at
+        busy = self._busy
+        busy.difference_update(changes.gone)
+        for uid in fresh:
+            if views[uid].is_quiet():
+                busy.discard(uid)
+            else:
+                busy.add(uid)
         self._job_views = views
         return dict(views)
 

@@ -17,6 +17,9 @@ from scheduler.model.objects import (
 from scheduler.model.resources import Resource
 from scheduler.model.topology import NetworkTopologySpec, SubGroupPolicy
 
+# the phases of a PodGroup whose status a session leaves as it is when nothing else changed
+QUIET_PHASES = (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED)
+
 
 class JobInfo:
     __slots__ = (
@@ -282,6 +285,15 @@ class JobInfo:
 
     def is_pending(self) -> bool:
         return not self.pg_exists or self.pod_group_status.phase in ("", PodGroupPhase.PENDING)
+
+    def is_quiet(self) -> bool:
+        """Nothing for a session to do or to write: a PodGroup Running or Completed with no
+        pending task. A session leaves such a job as it is unless it changes its tasks."""
+        return (
+            self.pg_exists
+            and self.pod_group_status.phase in QUIET_PHASES
+            and not self.task_status_index.get(TaskStatus.PENDING)
+        )
 
     def has_pending_tasks(self) -> bool:
         return bool(self.task_status_index.get(TaskStatus.PENDING))

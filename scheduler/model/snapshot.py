@@ -43,6 +43,10 @@ class Snapshot:
     has_required_anti_affinity: bool = True
     # jobs that changed in the cluster since the previous snapshot; None = treat every job as changed
     dirty_jobs: set[str] | None = None
+    # jobs not quiet (see JobInfo.is_quiet) or changed since the last snapshot; None = unknown
+    busy_jobs: set[str] | None = None
+    # job uid -> a number growing with the job's place in `jobs`; None = unknown
+    job_position: dict[str, int] | None = None
     # how the job views differ from the previous snapshot's; None = unknown (compute from scratch)
     job_changes: JobViewChanges | None = None
     # the HyperNode tree; None = built by the session from the nodes alone (no HyperNodes)

@@ -139,6 +139,9 @@ def test_pipeline_and_evict_in_a_session_do_not_leak_into_the_next() -> None:
     stmt.evict(victim, "make room")
     stmt.pipeline(next(iter(ssn.jobs["c1/wait"].tasks_in(TaskStatus.PENDING))), ssn.nodes[victim.node_name])
     stmt.commit()  # the eviction is decided, but nothing is carried out: the cluster is unchanged
+    # the quiet running job whose task the session evicted gets its status recomputed
+    assert "c1/run0" in [j.uid for j in ssn.active_jobs()]
+    assert [j.uid for j in ssn.active_jobs()] == _all_active(ssn, set(snap.dirty_jobs or ()))
     close_session(ssn)
     nxt = state.snapshot()
     assert nxt.jobs["c1/run0"].count(TaskStatus.RELEASING) == 0
@@ -230,15 +233,34 @@ def _random_change(state: ClusterState, rng: random.Random, serial: int) -> None
             state.apply_podgroup(podgroup(j.name, min_member=j.min_available, queue=j.queue, phase="Running"))
 
 
-def test_kept_sums_equal_a_from_scratch_walk_after_random_changes() -> None:
+def _all_active(ssn: Session, dirty: set[str]) -> list[str]:
+    """What `active_jobs` is meant to be, by a walk over every job."""
+    return [j.uid for j in ssn.jobs.values() if j.uid in dirty or not j._shared or not j.is_quiet()]
+
+
+def test_kept_sums_and_decisions_equal_a_from_scratch_session_after_random_changes() -> None:
     rng = random.Random(20261123)
     state = _state()
+    kept_rounds = 0
     for serial in range(60):
         for _ in range(rng.randint(0, 3)):
             _random_change(state, rng, serial)
         snap = state.snapshot()
+        dirty = set(snap.dirty_jobs or ())
+        ch = snap.job_changes
+        assert ch is not None
+        kept_rounds += ch.carry.get("proportion", (0, None))[0] == ch.serial - 1
         ssn = _open(snap)
-        assert _sums(ssn) == _sums(_from_scratch(state)), serial
+        scratch = _from_scratch(state)
+        assert _sums(ssn) == _sums(scratch), serial
         run_actions(ssn)
+        run_actions(scratch)
+        assert [(t.key, t.node_name) for t in ssn.decisions.binds] == [
+            (t.key, t.node_name) for t in scratch.decisions.binds
+        ], serial
+        assert [j.uid for j in ssn.active_jobs()] == _all_active(ssn, dirty), serial
         if rng.random() < 0.5:
-            close_session(ssn)  # or dropped unclosed, as a failed session would be
+            res = close_session(ssn)  # or dropped unclosed, as a failed session would be
+            for b in res.binds[: rng.randint(0, len(res.binds))]:
+                state.assume_bound(b.task.key, b.node, b.annotations)
+    assert kept_rounds > 20  # the kept state was built on, not recomputed every time

@@ -14,18 +14,15 @@ from scheduler.model.objects import PodGroupPhase, QueueInfo, TaskStatus
 
 def enqueue(ssn: Session) -> None:
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_compare)
-    seen: set[str] = set()
     jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
-    for job in ssn.jobs.values():
+    for q in ssn.queues_in_job_order():
+        queues.push(q)
+    # a pending job is never quiet: the quiet running ones are not visited
+    for job in ssn.unquiet_jobs():
         if job.schedule_start == 0.0:
             job.schedule_start = ssn.now
         q = ssn.queues.get(job.queue)
-        if q is None:
-            continue
-        if q.name not in seen:
-            seen.add(q.name)
-            queues.push(q)
-        if job.is_pending():
+        if q is not None and job.is_pending():
             jobs_by_queue.setdefault(q.name, PriorityQueue(ssn.job_compare)).push(job)
 
     while not queues.empty():

@@ -616,6 +616,24 @@ class Session:
         uids.update(busy)
         return [jobs[uid] for uid in sorted((u for u in uids if u in jobs), key=position.__getitem__)]
 
+    def queues_in_job_order(self) -> list[QueueInfo]:
+        """The queues that have a job, in the order their first job comes in `jobs` (the order
+        in which a walk over the jobs meets them); the walk stops once every queue is met."""
+        out: list[QueueInfo] = []
+        seen: set[str] = set()
+        queues = self.queues
+        for job in self.jobs.values():
+            name = job.queue
+            if name in seen:
+                continue
+            seen.add(name)
+            q = queues.get(name)
+            if q is not None:
+                out.append(q)
+                if len(out) == len(queues):
+                    break
+        return out
+
     def active_jobs(self) -> list[JobInfo]:
         """Jobs whose status may change in this session: changed in the cluster since the last
         snapshot, changed by this session, or with work left. The others keep their status, so

@@ -19,7 +19,7 @@ from scheduler.model.node import NodeInfo
 from scheduler.model.objects import TaskStatus
 from scheduler.model.snapshot import Snapshot
 from scheduler.registry import default_configuration
-from tests.builders import node, pod, podgroup, queue
+from tests.builders import node, pod, podgroup, priority_class, queue
 
 CONF = default_configuration()
 
@@ -28,6 +28,8 @@ def _state(nodes: int = 4, jobs: int = 6) -> ClusterState:
     state = ClusterState()
     state.apply_queue(queue("default"))
     state.apply_queue(queue("q2", weight=2))
+    state.apply_priority_class(priority_class("hi", 100))
+    state.apply_priority_class(priority_class("lo", 1))
     for i in range(nodes):
         state.apply_node(node(f"n{i}", cpu="8", memory="16Gi"))
     for j in range(jobs):
@@ -180,7 +182,8 @@ def _sums(ssn: Session) -> tuple[Any, ...]:
         )
         for name, a in attrs.items()
     }
-    return list(attrs), per_queue, dict(ssn.plugins["drf"].shares)
+    priorities = {u: j.priority for u, j in ssn.jobs.items()}
+    return list(attrs), per_queue, dict(ssn.plugins["drf"].shares), priorities
 
 
 def _from_scratch(state: ClusterState) -> Session:
@@ -219,7 +222,8 @@ def _random_change(state: ClusterState, rng: random.Random, serial: int) -> None
         phase = rng.choice(["Pending", "Inqueue", "Running"])
         state.apply_podgroup(
             podgroup(name, min_member=rng.randint(1, 3), queue=rng.choice(["default", "q2"]), phase=phase,
-                     min_resources={"cpu": str(rng.randint(1, 4)), "memory": "2Gi"})
+                     min_resources={"cpu": str(rng.randint(1, 4)), "memory": "2Gi"},
+                     priority_class=rng.choice(["", "hi", "lo"]))
         )  # fmt: skip
         for k in range(rng.randint(0, 3)):
             running = rng.random() < 0.5
@@ -227,6 +231,8 @@ def _random_change(state: ClusterState, rng: random.Random, serial: int) -> None
                 pod(f"{name}-{k}", cpu="1", group=name, node_name=f"n{k}" if running else "",
                     phase="Running" if running else "Pending")
             )  # fmt: skip
+    elif pick < 0.85:
+        state.apply_priority_class(priority_class(rng.choice(["hi", "lo"]), rng.randint(0, 200)))
     else:
         j = state.jobs[rng.choice(jobs)]
         if j.uid not in state.implicit_jobs:

@@ -25,6 +25,7 @@ class JobInfo:
     __slots__ = (
         "_origin",
         "_shared",
+        "_touched",
         "allocated",
         "base_status",
         "creation",
@@ -99,10 +100,13 @@ class JobInfo:
         self._shared = False
         # the cluster's job this is a session view of (None: not a view)
         self._origin: JobInfo | None = None
+        # where a view notes its uid when a session first changes it (None: nowhere)
+        self._touched: set[str] | None = None
 
     # -- copy-on-write ------------------------------------------------------------------------
-    def session_view(self) -> JobInfo:
-        """A view for one session: shares tasks and totals until the session changes them."""
+    def session_view(self, touched: set[str] | None = None) -> JobInfo:
+        """A view for one session: shares tasks and totals until the session changes them, and
+        then notes its uid in `touched`."""
         j = JobInfo.__new__(JobInfo)
         j.uid = self.uid
         j.name = self.name
@@ -131,6 +135,7 @@ class JobInfo:
         j.subgroup_policies = self.subgroup_policies
         j._shared = True
         j._origin = self
+        j._touched = touched
         return j
 
     def reusable_view_of(self, origin: JobInfo) -> bool:
@@ -154,6 +159,8 @@ class JobInfo:
         self.total_request = self.total_request.clone()
         self.pending_request = self.pending_request.clone()
         self._shared = False
+        if self._touched is not None:
+            self._touched.add(self.uid)
 
     def replace_task(self, old: TaskInfo, new: TaskInfo) -> None:
         """Swap a task object for its session-private copy (same uid, same status)."""

@@ -96,16 +96,25 @@ def test_untouched_views_are_handed_out_again() -> None:
     assert all(third.nodes[n] is second.nodes[n] for n in third.nodes)
     assert third.job_changes is not None and not third.job_changes.fresh
     _assert_like_fresh(state, third)
-    # what a session writes on a job without changing its tasks: fit errors and the status
-    close_session(_open(third))
-    third.jobs["c1/run0"].fit_error = "no node fits"
-    third.jobs["c1/run1"].nodes_fit_errors["x"] = "no node fits"
-    third.jobs["c1/run2"].pod_group_status.phase = "Unknown"
-    third.nodes["n0"].devices["gpu"] = object()
-    fourth = state.snapshot()
-    assert fourth.job_changes is not None and fourth.job_changes.fresh == {"c1/run0", "c1/run1", "c1/run2"}
-    assert fourth.nodes["n0"] is third.nodes["n0"]  # device ledgers are rebuilt by every session
-    _assert_like_fresh(state, fourth)
+    # a session writes fit errors and the status of a job it was told is not quiet, without
+    # changing the job's tasks: a pod no node can hold stays pending, with its reasons
+    state.apply_podgroup(podgroup("stuck", min_member=1, queue="default", phase="Inqueue"))
+    state.apply_pod(pod("stuck-0", cpu="100", group="stuck"))
+    state.snapshot()
+    stuck = state.snapshot()
+    ssn = _open(stuck)
+    assert "c1/stuck" in [j.uid for j in ssn.unquiet_jobs()]
+    run_actions(ssn)
+    res = close_session(ssn)
+    assert stuck.jobs["c1/stuck"].nodes_fit_errors and any(
+        c.task.name == "stuck-0" for c in res.pod_conditions
+    )
+    stuck.nodes["n0"].devices["gpu"] = object()
+    after = state.snapshot()
+    assert after.job_changes is not None and "c1/stuck" in after.job_changes.fresh
+    assert after.jobs["c1/stuck"] is not stuck.jobs["c1/stuck"]
+    assert after.nodes["n0"] is stuck.nodes["n0"]  # device ledgers are rebuilt by every session
+    _assert_like_fresh(state, after)
 
 
 def test_allocate_then_discard_leaves_the_next_view_correct() -> None:
@@ -252,6 +261,7 @@ def test_kept_sums_and_decisions_equal_a_from_scratch_session_after_random_chang
         for _ in range(rng.randint(0, 3)):
             _random_change(state, rng, serial)
         snap = state.snapshot()
+        _assert_like_fresh(state, snap)
         dirty = set(snap.dirty_jobs or ())
         ch = snap.job_changes
         assert ch is not None

@@ -6,7 +6,9 @@ Fed by the informers (daemon) or by manifests (simulate); both call the same `ap
 
 Nodes and jobs are live records updated as pods come and go, so a snapshot is a set of
 copy-on-write views (see `NodeInfo.session_view`) rather than a deep copy: opening a session on
-5,000 nodes and 150,000 pods copies almost nothing. Pods of other schedulers still occupy their
+5,000 nodes and 150,000 pods copies almost nothing. The views are kept between snapshots: a
+session writes only on the views it changes (they note it) and on the jobs it was told are not
+quiet, so the next snapshot looks only at those and at what changed in the cluster. Pods of other schedulers still occupy their
 nodes; pods of ours without a PodGroup get a one-pod gang, as Volcano's PodGroup controller would
 give them; pods whose PodGroup has not arrived yet wait, unscheduled, until it does.
 """
@@ -93,6 +95,8 @@ class ClusterState:
         self._touched_jobs: set[str] = set()
         self._dropped_jobs: set[str] = set()
         self._had_orphans = False
+        # jobs with a pending task (what makes a period worth a session when nothing changed)
+        self._pending_jobs: set[str] = set()
         # the jobs the last session was told were not quiet: it may have written on their views
         self._last_unquiet: set[str] = set()
         self._carry: dict[str, tuple[int, Any]] = {}
@@ -122,6 +126,7 @@ class ClusterState:
             if job is not None:
                 job.add_task(task)
                 self._dirty_jobs.add(job.uid)
+                self._note_pending(job)
             else:
                 self._orphans.setdefault(task.job, {})[task.uid] = task
 
@@ -144,6 +149,7 @@ class ClusterState:
             if job is not None and task.uid in job.tasks:
                 job.delete_task(task)
                 self._dirty_jobs.add(job.uid)
+                self._note_pending(job)
                 if task.job in self.implicit_jobs and not job.tasks:
                     self._drop_job(task.job)
                     self.implicit_jobs.discard(task.job)
@@ -246,6 +252,7 @@ class ClusterState:
         for t in self._orphans.pop(job.uid, {}).values():
             job.add_task(t)
         self._put_job(job)
+        self._note_pending(job)
         self._dirty_jobs.add(job.uid)
         self.generation += 1
         return job
@@ -267,7 +274,18 @@ class ClusterState:
     def _drop_job(self, uid: str) -> JobInfo | None:
         self._job_position.pop(uid, None)
         self._dropped_jobs.add(uid)
+        self._pending_jobs.discard(uid)
         return self.jobs.pop(uid, None)
+
+    def _note_pending(self, job: JobInfo) -> None:
+        if job.task_status_index.get(TaskStatus.PENDING) and self.jobs.get(job.uid) is job:
+            self._pending_jobs.add(job.uid)
+        else:
+            self._pending_jobs.discard(job.uid)
+
+    def has_pending_tasks(self) -> bool:
+        """Some job has a pod waiting for a node (kept as pods come and go: no walk)."""
+        return bool(self._pending_jobs)
 
     def _implicit_job(self, task: TaskInfo) -> JobInfo:
         queue = task.pod.annotations.get(QUEUE_NAME_ANNOTATION) or self.options.default_queue

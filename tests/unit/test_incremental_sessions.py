@@ -262,6 +262,8 @@ def test_kept_sums_and_decisions_equal_a_from_scratch_session_after_random_chang
             _random_change(state, rng, serial)
         snap = state.snapshot()
         _assert_like_fresh(state, snap)
+        waiting = any(j.task_status_index.get(TaskStatus.PENDING) for j in state.jobs.values())
+        assert state.has_pending_tasks() == waiting, serial
         dirty = set(snap.dirty_jobs or ())
         ch = snap.job_changes
         assert ch is not None

@@ -6,24 +6,19 @@ job is tried once per cycle.
 
 from __future__ import annotations
 
-from scheduler.framework.pqueue import PriorityQueue
+from scheduler.actions.worklist import queue_worklist
 from scheduler.framework.session import Session
 from scheduler.model.job import JobInfo
-from scheduler.model.objects import PodGroupPhase, QueueInfo, TaskStatus
+from scheduler.model.objects import PodGroupPhase, TaskStatus
 
 
 def enqueue(ssn: Session) -> None:
-    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_compare)
-    jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
-    for q in ssn.queues_in_job_order():
-        queues.push(q)
     # a pending job is never quiet: the quiet running ones are not visited
-    for job in ssn.unquiet_jobs():
+    unquiet = list(ssn.unquiet_jobs())
+    for job in unquiet:
         if job.schedule_start == 0.0:
             job.schedule_start = ssn.now
-        q = ssn.queues.get(job.queue)
-        if q is not None and job.is_pending():
-            jobs_by_queue.setdefault(q.name, PriorityQueue(ssn.job_compare)).push(job)
+    queues, jobs_by_queue = queue_worklist(ssn, unquiet, JobInfo.is_pending, ssn.queues_in_job_order())
 
     while not queues.empty():
         q = queues.pop()

@@ -53,6 +53,7 @@ POINTS = (
     "preemptive",
     "preemptable",
     "reclaimable",
+    "unified_evictable",
     "victim_tasks",
     "target_job",
     "reserved_nodes",
@@ -61,7 +62,11 @@ POINTS = (
 )
 # PodGroup phases of jobs that nothing in a session can change unless they changed in the cluster
 # Points without a switch in Volcano: always consulted.
-_UNSWITCHED = frozenset({"job_valid", "victim_queue_order"})
+_UNSWITCHED = frozenset({"job_valid", "victim_queue_order", "unified_evictable"})
+
+# EvictionContext kinds: the gang-aware actions (their names are also the eviction reasons)
+GANG_PREEMPT = "gangpreempt"
+GANG_RECLAIM = "gangreclaim"
 
 
 @dataclass(slots=True)
@@ -103,6 +108,16 @@ class Eviction:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class EvictionContext:
+    """Who asks for victims in gang-aware eviction: the action (GANG_PREEMPT or GANG_RECLAIM),
+    the starving job (not one task) and the HyperNode domain searched."""
+
+    kind: str
+    job: JobInfo
+    hypernode: str
+
+
 @dataclass(slots=True)
 class SessionDecisions:
     """What the session decided; the daemon or the simulator carries it out."""
@@ -113,6 +128,13 @@ class SessionDecisions:
     node_locks: list[tuple[str, str, str]] = field(default_factory=list)
     # PodGroup events: (job uid, type, reason, message)
     job_events: list[tuple[str, str, str, str]] = field(default_factory=list)
+
+
+def _older_first(left_creation: float, left_uid: str, right_creation: float, right_uid: str) -> int:
+    """Volcano's order when every plugin ties: the older object first, then the smaller uid."""
+    if left_creation != right_creation:
+        return -1 if left_creation < right_creation else 1
+    return -1 if left_uid < right_uid else (1 if left_uid > right_uid else 0)
 
 
 class Session:
@@ -267,6 +289,13 @@ class Session:
     ) -> None:
         self._add("reclaimable", plugin, fn)
 
+    def add_unified_evictable_fn(
+        self, plugin: str, fn: Callable[[EvictionContext, list[TaskInfo]], tuple[list[TaskInfo], int]]
+    ) -> None:
+        """Victim filter of gangpreempt/gangreclaim (Volcano's UnifiedEvictableFn). Like Volcano,
+        consulted whatever the plugin's enablePreemptable/enableReclaimable switches say."""
+        self._add("unified_evictable", plugin, fn)
+
     def add_victim_tasks_fn(self, plugin: str, fn: Callable[[list[TaskInfo]], list[TaskInfo]]) -> None:
         self._add("victim_tasks", plugin, fn)
 
@@ -349,20 +378,14 @@ class Session:
         return 0
 
     def job_compare(self, left: JobInfo, right: JobInfo) -> int:
-        r = self._first_nonzero("job_order", left, right)
-        if r:
-            return r
-        if left.creation != right.creation:
-            return -1 if left.creation < right.creation else 1
-        return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
+        return self._first_nonzero("job_order", left, right) or _older_first(
+            left.creation, left.uid, right.creation, right.uid
+        )
 
     def queue_compare(self, left: QueueInfo, right: QueueInfo) -> int:
-        r = self._first_nonzero("queue_order", left, right)
-        if r:
-            return r
-        if left.creation != right.creation:
-            return -1 if left.creation < right.creation else 1
-        return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
+        return self._first_nonzero("queue_order", left, right) or _older_first(
+            left.creation, left.uid, right.creation, right.uid
+        )
 
     def task_compare(self, left: TaskInfo, right: TaskInfo) -> int:
         r = self._first_nonzero("task_order", left, right)
@@ -370,9 +393,7 @@ class Session:
             return r
         if left.index is not None and right.index is not None and left.index != right.index:
             return -1 if left.index < right.index else 1
-        if left.pod.creation != right.pod.creation:
-            return -1 if left.pod.creation < right.pod.creation else 1
-        return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
+        return _older_first(left.pod.creation, left.uid, right.pod.creation, right.uid)
 
     def victim_queue_compare(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> int:
         for fn in self._fns("victim_queue_order"):
@@ -549,11 +570,13 @@ class Session:
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return all(fn(queue, task) for fn in self._fns("preemptive"))
 
-    def _evictable(self, point: str, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+    def _evictable(self, point: str, asker: Any, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Tier by tier: the intersection of the votes of the first tier whose plugins vote;
+        a plugin voting with no victims empties that tier."""
         for tier in self._tiered[point]:
             victims: list[TaskInfo] | None = None
             for _, fn in tier:
-                got, vote = fn(preemptor, candidates)
+                got, vote = fn(asker, candidates)
                 if vote == ABSTAIN:
                     continue
                 if not got:
@@ -573,6 +596,9 @@ class Session:
 
     def reclaimable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return self._evictable("reclaimable", preemptor, candidates)
+
+    def unified_evictable(self, ctx: EvictionContext, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return self._evictable("unified_evictable", ctx, candidates)
 
     def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
         for tier in self._tiered["victim_tasks"]:

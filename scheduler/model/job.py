@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from scheduler.model.objects import (
     ALLOCATED_STATUSES,
+    READY_STATUSES,
     PodGroupPhase,
     PodGroupStatus,
     TaskInfo,
@@ -39,6 +40,7 @@ class JobInfo:
         "pending_request",
         "pg_exists",
         "pod_group_status",
+        "preemptable",
         "priority",
         "priority_class_name",
         "queue",
@@ -97,6 +99,9 @@ class JobInfo:
         # PodGroup spec.networkTopology and spec.subGroupPolicy (see model.topology)
         self.network_topology: NetworkTopologySpec | None = None
         self.subgroup_policies: tuple[SubGroupPolicy, ...] = ()
+        # the PodGroup's volcano.sh/preemptable (None: not set, which the gang-aware actions
+        # read as preemptable)
+        self.preemptable: bool | None = None
         self._shared = False
         # the cluster's job this is a session view of (None: not a view)
         self._origin: JobInfo | None = None
@@ -133,6 +138,7 @@ class JobInfo:
         j.schedule_start = self.schedule_start
         j.network_topology = self.network_topology
         j.subgroup_policies = self.subgroup_policies
+        j.preemptable = self.preemptable
         j._shared = True
         j._origin = self
         j._touched = touched
@@ -250,13 +256,7 @@ class JobInfo:
         return out
 
     def ready_task_num(self) -> int:
-        return self.count(
-            TaskStatus.BOUND,
-            TaskStatus.BINDING,
-            TaskStatus.RUNNING,
-            TaskStatus.ALLOCATED,
-            TaskStatus.SUCCEEDED,
-        )
+        return self.count(*READY_STATUSES)
 
     def waiting_task_num(self) -> int:
         return self.count(TaskStatus.PIPELINED)
@@ -268,15 +268,7 @@ class JobInfo:
         return sum(1 for t in pending.values() if t.best_effort)
 
     def valid_task_num(self) -> int:
-        return self.count(
-            TaskStatus.ALLOCATED,
-            TaskStatus.BINDING,
-            TaskStatus.BOUND,
-            TaskStatus.RUNNING,
-            TaskStatus.SUCCEEDED,
-            TaskStatus.PIPELINED,
-            TaskStatus.PENDING,
-        )
+        return self.count(*READY_STATUSES, TaskStatus.PIPELINED, TaskStatus.PENDING)
 
     def is_ready(self) -> bool:
         return self.ready_task_num() + self.pending_best_effort_num() >= self.min_available

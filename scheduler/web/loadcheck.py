@@ -23,7 +23,7 @@ from scheduler.framework.cycle import run_session_keep
 from scheduler.framework.session import SessionOptions
 from scheduler.model.cluster import ClusterState
 from scheduler.registry import default_configuration
-from scheduler.sim.bench import _pod, gen_nodes, gen_queues, gen_running
+from scheduler.sim.bench import _pod, add_gang, gen_nodes, gen_queues, gen_running
 from scheduler.web.explain import explain
 from scheduler.web.routes import WebView
 from scheduler.web.summary import SessionView, Summary
@@ -49,16 +49,8 @@ def build(nodes: int, running: int, pending: int) -> ClusterState:
     gang = 10
     for j in range(pending // gang):  # 64-CPU pods on 32-CPU nodes: they wait, with a reason
         name, ns = f"waiting-{j:06d}", f"pend-{j % 20}"
-        state.apply_podgroup(
-            {
-                "kind": "PodGroup",
-                "metadata": {"name": name, "namespace": ns, "creationTimestamp": float(j)},
-                "spec": {"minMember": gang, "queue": queues[j % len(queues)]},
-                "status": {"phase": "Inqueue"},
-            }
-        )
-        for k in range(gang):
-            state.apply_pod(_pod(f"{name}-{k}", ns, name, "64", "1Gi", idx=running + j * gang + k))
+        pods = [_pod(f"{name}-{k}", ns, name, "64", "1Gi", idx=running + j * gang + k) for k in range(gang)]
+        add_gang(state, name, ns, j, queues[j % len(queues)], "Inqueue", pods)
     return state
 
 

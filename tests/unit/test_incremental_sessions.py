@@ -10,6 +10,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
+
+from scheduler.conf import SchedulerConfiguration
 from scheduler.framework.cycle import close_session, open_session, run_actions
 from scheduler.framework.session import Session, SessionOptions
 from scheduler.framework.statement import Statement
@@ -18,10 +21,16 @@ from scheduler.model.job import JobInfo
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import TaskStatus
 from scheduler.model.snapshot import Snapshot
-from scheduler.registry import default_configuration
-from tests.builders import node, pod, podgroup, priority_class, queue
+from scheduler.registry import default_configuration, parse
+from tests.builders import node, pod, podgroup, priority_class, queue, tiers
 
 CONF = default_configuration()
+# the other queue-sharing plugin, which keeps its sums through the same helper
+CAPACITY = parse(
+    tiers(
+        "enqueue, allocate, backfill", ["priority", "gang"], ["overcommit", "drf", "predicates", "capacity"]
+    )
+)
 
 
 def _state(nodes: int = 4, jobs: int = 6) -> ClusterState:
@@ -81,8 +90,8 @@ def _assert_like_fresh(state: ClusterState, snap: Snapshot) -> None:
         assert _node_fields(view) == _node_fields(state.nodes[name].session_view()), name
 
 
-def _open(snap: Snapshot) -> Session:
-    return open_session(snap, CONF, SessionOptions(), random.Random(0))
+def _open(snap: Snapshot, conf: SchedulerConfiguration = CONF) -> Session:
+    return open_session(snap, conf, SessionOptions(), random.Random(0))
 
 
 def test_untouched_views_are_handed_out_again() -> None:
@@ -183,7 +192,7 @@ def test_a_change_between_sessions_is_seen() -> None:
 
 
 def _sums(ssn: Session) -> tuple[Any, ...]:
-    attrs = ssn.plugins["proportion"].attrs
+    attrs = (ssn.plugins.get("proportion") or ssn.plugins["capacity"]).attrs
     per_queue = {
         name: tuple(
             (r.milli_cpu, r.memory, r.pods, dict(r.scalars))
@@ -195,14 +204,14 @@ def _sums(ssn: Session) -> tuple[Any, ...]:
     return list(attrs), per_queue, dict(ssn.plugins["drf"].shares), priorities
 
 
-def _from_scratch(state: ClusterState) -> Session:
+def _from_scratch(state: ClusterState, conf: SchedulerConfiguration) -> Session:
     snap = Snapshot(
         nodes={n: v.session_view() for n, v in state.nodes.items()},
         jobs={u: j.session_view() for u, j in state.jobs.items()},
         queues=dict(state.queues),
         priority_classes=dict(state.priority_classes),
     )
-    return _open(snap)
+    return _open(snap, conf)
 
 
 def _random_change(state: ClusterState, rng: random.Random, serial: int) -> None:
@@ -253,8 +262,14 @@ def _all_active(ssn: Session, dirty: set[str]) -> list[str]:
     return [j.uid for j in ssn.jobs.values() if j.uid in dirty or not j._shared or not j.is_quiet()]
 
 
-def test_kept_sums_and_decisions_equal_a_from_scratch_session_after_random_changes() -> None:
+@pytest.mark.parametrize("conf", [CONF, CAPACITY], ids=["proportion", "capacity"])
+def test_kept_sums_and_decisions_equal_a_from_scratch_session_after_random_changes(
+    conf: SchedulerConfiguration,
+) -> None:
     rng = random.Random(20261123)
+    plugin = (
+        "proportion" if any(p.name == "proportion" for t in conf.tiers for p in t.plugins) else "capacity"
+    )
     state = _state()
     kept_rounds = 0
     for serial in range(60):
@@ -267,9 +282,9 @@ def test_kept_sums_and_decisions_equal_a_from_scratch_session_after_random_chang
         dirty = set(snap.dirty_jobs or ())
         ch = snap.job_changes
         assert ch is not None
-        kept_rounds += ch.carry.get("proportion", (0, None))[0] == ch.serial - 1
-        ssn = _open(snap)
-        scratch = _from_scratch(state)
+        kept_rounds += ch.carry.get(plugin, (0, None))[0] == ch.serial - 1
+        ssn = _open(snap, conf)
+        scratch = _from_scratch(state, conf)
         assert _sums(ssn) == _sums(scratch), serial
         run_actions(ssn)
         run_actions(scratch)

@@ -13,6 +13,7 @@ import functools
 import random
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -202,7 +203,16 @@ class Session:
         self.node_changes: list[str] = []
         # task uid -> node, for preemptors pipelined where evictions were made for them
         self.nominated: dict[str, str] = {}
-        self.last_preemption_victims = 0
+        # Volcano's eviction metrics count events, not sessions: the victims the plugins allowed on
+        # the last node preempt looked at (None: preempt looked at none), one attempt per node tried
+        # with valid victims, one transaction per committed statement that evicts (by action)
+        self.last_preemption_victims: int | None = None
+        self.preemption_attempts = 0
+        self.eviction_transactions: Counter[str] = Counter()
+        # True while preempt's topology-aware dry run takes victims off a node. Volcano tells a
+        # plugin about those removals (SimulateRemoveTask) only when its enablePreemptable or
+        # enabledAllocatable switch is on; see `follows_dry_run`.
+        self.victim_dry_run = False
         self.plugin_open_ms: dict[str, float] = {}
         self.plugin_close_ms: dict[str, float] = {}
 
@@ -357,6 +367,15 @@ class Session:
         """Whether the configuration turns on `enableHierarchy` for that plugin."""
         return any(
             opt.name == plugin and "hierarchy" in opt.enabled_extra
+            for tier in self.conf.tiers
+            for opt in tier.plugins
+        )
+
+    def follows_dry_run(self, plugin: str) -> bool:
+        """Whether `plugin` sees the victims a dry run takes off (Volcano's gate of
+        SimulateAddTask/SimulateRemoveTask: the plugin's preemptable or allocatable switch)."""
+        return any(
+            opt.name == plugin and (opt.enabled("preemptable") or opt.enabled("allocatable"))
             for tier in self.conf.tiers
             for opt in tier.plugins
         )
@@ -572,7 +591,9 @@ class Session:
 
     def _evictable(self, point: str, asker: Any, candidates: list[TaskInfo]) -> list[TaskInfo]:
         """Tier by tier: the intersection of the votes of the first tier whose plugins vote;
-        a plugin voting with no victims empties that tier."""
+        a plugin voting with no victims ends its tier undecided. As in Volcano, where an empty
+        list is nil, an empty intersection counts as no vote yet: the next plugin of the tier
+        starts afresh, and a tier left with none hands the question to the next tier."""
         for tier in self._tiered[point]:
             victims: list[TaskInfo] | None = None
             for _, fn in tier:
@@ -586,7 +607,7 @@ class Session:
                     victims = list(got)
                 else:
                     keep = {t.uid for t in got}
-                    victims = [t for t in victims if t.uid in keep]
+                    victims = [t for t in victims if t.uid in keep] or None
             if victims is not None:
                 return victims
         return []

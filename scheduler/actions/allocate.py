@@ -45,7 +45,7 @@ def allocate(ssn: Session) -> None:
     task_heaps: dict[str, PriorityQueue[TaskInfo]] = {}
     topo_jobs: dict[str, TopologyJob] = {}
 
-    for job in ssn.jobs.values():
+    for job in ssn.unquiet_jobs():
         if not job.task_status_index.get(TaskStatus.PENDING):
             continue
         if job.is_pending():

@@ -14,7 +14,7 @@ def backfill(ssn: Session) -> None:
     tasks: list[TaskInfo] = []
     by_queue: dict[str, list[JobInfo]] = {}
     pending, pipelined = TaskStatus.PENDING, TaskStatus.PIPELINED
-    for j in ssn.jobs.values():
+    for j in ssn.unquiet_jobs():
         idx = j.task_status_index
         if not idx.get(pending) and not idx.get(pipelined):
             continue  # nothing to backfill (checked first: most jobs of a busy cluster)

@@ -13,10 +13,12 @@ from scheduler.model.objects import PodGroupPhase, TaskStatus
 
 
 def enqueue(ssn: Session) -> None:
-    for job in ssn.jobs.values():
+    # a pending job is never quiet: the quiet running ones are not visited
+    unquiet = list(ssn.unquiet_jobs())
+    for job in unquiet:
         if job.schedule_start == 0.0:
             job.schedule_start = ssn.now
-    queues, jobs_by_queue = queue_worklist(ssn, ssn.jobs.values(), JobInfo.is_pending)
+    queues, jobs_by_queue = queue_worklist(ssn, unquiet, JobInfo.is_pending, ssn.queues_in_job_order())
 
     while not queues.empty():
         q = queues.pop()

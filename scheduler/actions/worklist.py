@@ -12,13 +12,21 @@ from scheduler.model.objects import QueueInfo
 
 
 def queue_worklist(
-    ssn: Session, jobs: Iterable[JobInfo], wanted: Callable[[JobInfo], bool]
+    ssn: Session,
+    jobs: Iterable[JobInfo],
+    wanted: Callable[[JobInfo], bool],
+    queue_order: Iterable[QueueInfo] | None = None,
 ) -> tuple[PriorityQueue[QueueInfo], dict[str, PriorityQueue[JobInfo]]]:
     """The queues of `jobs` (jobs of unknown queues are left out) and, by queue name, the jobs
-    for which `wanted` is true."""
+    for which `wanted` is true. `queue_order`, when given, are the queues instead (in the order
+    a walk over every job meets them), for a caller that passes only the jobs it may want."""
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_compare)
     seen: set[str] = set()
     by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+    if queue_order is not None:
+        for queue in queue_order:
+            seen.add(queue.name)
+            queues.push(queue)
     for job in jobs:
         queue = ssn.queues.get(job.queue)
         if queue is None:

@@ -62,6 +62,67 @@ class SessionResult:
     eviction_transactions: dict[str, int] = field(default_factory=dict)
 
 
+def _redo(snapshot: Snapshot, step: str, key: object) -> set[str] | None:
+    """The jobs `step` must redo: only those with a new view when the previous snapshot's
+    session did it for every job under the same `key`; None: every job."""
+    ch = snapshot.job_changes
+    if ch is None:
+        return None
+    kept = ch.carry.get(step)
+    return ch.fresh if kept is not None and kept[0] == ch.serial - 1 and kept[1] == key else None
+
+
+def _done(snapshot: Snapshot, step: str, key: object) -> None:
+    """`step` is done for every job of this snapshot under `key`."""
+    ch = snapshot.job_changes
+    if ch is not None:
+        ch.carry[step] = (ch.serial, key)
+
+
+def _admit_jobs(snapshot: Snapshot) -> list[tuple[TaskInfo, str]]:
+    """Leave out the jobs whose queue is not in the snapshot, as Volcano does, but not in silence:
+    their pending pods get a condition saying why (close_session). Returns those pods."""
+    unscheduled = list(snapshot.unattached)
+    queues = snapshot.queues
+    key = frozenset(queues)
+    redo = _redo(snapshot, "open:admit", key)
+    if redo is not None and all(
+        snapshot.jobs[uid].queue in queues and snapshot.jobs[uid].pg_exists for uid in redo
+    ):
+        _done(snapshot, "open:admit", key)  # no job was left out, and none is now
+        return unscheduled
+    for j in snapshot.jobs.values():
+        if j.queue not in queues and j.pg_exists:
+            why = snapshot.refused.get(f"Queue {j.queue}")
+            reason = (
+                f"queue {j.queue} of PodGroup {j.uid} is malformed and was skipped: {why}"
+                if why
+                else f"queue {j.queue} of PodGroup {j.uid} does not exist"
+            )
+            unscheduled += [(t, reason) for t in j.tasks_in(TaskStatus.PENDING) if not t.node_name]
+    kept = {uid: j for uid, j in snapshot.jobs.items() if j.queue in queues and j.pg_exists}
+    if len(kept) != len(snapshot.jobs):
+        # what is kept between sessions covers every job: it does not fit this session's
+        snapshot.job_changes = None
+    snapshot.jobs = kept
+    _done(snapshot, "open:admit", key)
+    return unscheduled
+
+
+def _set_priorities(snapshot: Snapshot) -> None:
+    """Each job's priority from its class (a view handed out again keeps the one it was given)."""
+    classes = snapshot.priority_classes
+    key = tuple(sorted((n, p.value, p.global_default) for n, p in classes.items()))
+    redo = _redo(snapshot, "open:priority", key)
+    # the global default class, looked up once instead of once per job
+    default_priority = next((p.value for p in classes.values() if p.global_default), 0)
+    jobs = snapshot.jobs.values() if redo is None else [snapshot.jobs[uid] for uid in redo]
+    for job in jobs:
+        pc = classes.get(job.priority_class_name) if job.priority_class_name else None
+        job.priority = pc.value if pc is not None else default_priority
+    _done(snapshot, "open:priority", key)
+
+
 def open_session(
     snapshot: Snapshot,
     conf: SchedulerConfiguration,
@@ -70,25 +131,8 @@ def open_session(
     now: float | None = None,
 ) -> Session:
     opts = options or SessionOptions()
-    # Jobs whose queue is not in the snapshot are left out, as Volcano does, but not in silence:
-    # their pending pods get a condition saying why (close_session).
-    unscheduled = list(snapshot.unattached)
-    for j in snapshot.jobs.values():
-        if j.queue not in snapshot.queues and j.pg_exists:
-            why = snapshot.refused.get(f"Queue {j.queue}")
-            reason = (
-                f"queue {j.queue} of PodGroup {j.uid} is malformed and was skipped: {why}"
-                if why
-                else f"queue {j.queue} of PodGroup {j.uid} does not exist"
-            )
-            unscheduled += [(t, reason) for t in j.tasks_in(TaskStatus.PENDING) if not t.node_name]
-    snapshot.jobs = {uid: j for uid, j in snapshot.jobs.items() if j.queue in snapshot.queues and j.pg_exists}
-    # the global default class, looked up once instead of once per job
-    default_priority = next((p.value for p in snapshot.priority_classes.values() if p.global_default), 0)
-    classes = snapshot.priority_classes
-    for job in snapshot.jobs.values():
-        pc = classes.get(job.priority_class_name) if job.priority_class_name else None
-        job.priority = pc.value if pc is not None else default_priority
+    unscheduled = _admit_jobs(snapshot)
+    _set_priorities(snapshot)
     ssn = Session(snapshot, conf, rng=rng, now=now, options=opts)
     ssn.warnings.extend(ssn.topology.problems)
     ssn.unscheduled = unscheduled
@@ -202,7 +246,7 @@ def close_session(ssn: Session) -> SessionResult:
         st.succeeded = job.count(TaskStatus.SUCCEEDED)
         st.failed = job.count(TaskStatus.FAILED)
         res.podgroup_status[job.uid] = st
-        old = ssn.pod_group_old_status.get(job.uid)
+        old = ssn.old_status(job.uid)
         changed = old is None or not st.same(old)
         if changed:
             res.podgroup_changed.add(job.uid)

@@ -21,7 +21,7 @@ from typing import Any
 from scheduler.conf import SchedulerConfiguration
 from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.status import AllocateError, Unfit, unresolvable
-from scheduler.model.job import JobInfo
+from scheduler.model.job import QUIET_PHASES, JobInfo
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import PodGroupStatus, PriorityClassInfo, QueueInfo, TaskInfo, TaskStatus
 from scheduler.model.policy import PdbInfo, ResourceQuotaInfo
@@ -62,7 +62,6 @@ POINTS = (
     "hyper_node_gradient",
 )
 # PodGroup phases of jobs that nothing in a session can change unless they changed in the cluster
-_QUIET_PHASES = ("Running", "Completed")
 # Points without a switch in Volcano: always consulted.
 _UNSWITCHED = frozenset({"job_valid", "victim_queue_order", "unified_evictable"})
 
@@ -168,9 +167,6 @@ class Session:
         self.total_resource = Resource()
         for n in self.node_list:
             self.total_resource.add(n.allocatable)
-        self.pod_group_old_status: dict[str, PodGroupStatus] = {
-            uid: j.base_status for uid, j in self.jobs.items()
-        }
         self.has_required_anti_affinity = snapshot.has_required_anti_affinity
         self.topology: Topology = snapshot.topology or build_topology(
             (), {n.name: n.labels for n in self.node_list}
@@ -183,6 +179,9 @@ class Session:
         # job uid -> the HyperNode allocate placed it in this session (the simulate table shows it)
         self.job_hypernodes: dict[str, str] = {}
         self._dirty_jobs = snapshot.dirty_jobs
+        self._job_changes = snapshot.job_changes
+        self._busy_jobs = snapshot.busy_jobs
+        self._job_position = snapshot.job_position
         # Tasks are shared with the cluster until the session changes them: uid -> private copy.
         self._owned: dict[str, TaskInfo] = {}
         self.plugins: dict[str, Any] = {}
@@ -326,6 +325,26 @@ class Session:
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
+
+    # ------------------------------------------------------------------ state kept between sessions --
+    def carried(self, plugin: str) -> tuple[set[str], set[str], Any] | None:
+        """(fresh, gone, state): what `plugin` kept from the previous snapshot's session, with the
+        jobs whose view is new and those that are gone since. None when there is nothing to build
+        on (no previous session of this plugin, a snapshot skipped, or jobs left out this time):
+        the plugin then computes from scratch."""
+        ch = self._job_changes
+        if ch is None:
+            return None
+        kept = ch.carry.get(plugin)
+        if kept is None or kept[0] != ch.serial - 1:
+            return None
+        return ch.fresh, ch.gone, kept[1]
+
+    def carry(self, plugin: str, state: Any) -> None:
+        """Keep `state`, computed over every job of this snapshot as it opened, for the next session."""
+        ch = self._job_changes
+        if ch is not None:
+            ch.carry[plugin] = (ch.serial, state)
 
     def finish_registration(self) -> None:
         """Freeze the per-point, per-tier callback lists from the configured tiers and switches."""
@@ -625,6 +644,43 @@ class Session:
             if h.deallocate is not None:
                 h.deallocate(ev)
 
+    def old_status(self, uid: str) -> PodGroupStatus | None:
+        """The PodGroup status as the cluster has it, which the session's result is compared with."""
+        job = self.jobs.get(uid)
+        return None if job is None else job.base_status
+
+    def unquiet_jobs(self) -> Iterable[JobInfo]:
+        """The jobs, in `jobs` order, that were not quiet (`JobInfo.is_quiet`) or had changed when
+        the session opened, and those whose tasks the session changed since: every job with a
+        pending or pipelined task, or whose status may change, is among them. The snapshot knows
+        the first ones, so an idle period on 15,000 quiet running jobs does not walk them all;
+        without that knowledge, every job."""
+        busy, position = self._busy_jobs, self._job_position
+        if busy is None or position is None:
+            return self.jobs.values()
+        jobs = self.jobs
+        uids = {t.job for t in self._owned.values()}
+        uids.update(busy)
+        return [jobs[uid] for uid in sorted((u for u in uids if u in jobs), key=position.__getitem__)]
+
+    def queues_in_job_order(self) -> list[QueueInfo]:
+        """The queues that have a job, in the order their first job comes in `jobs` (the order
+        in which a walk over the jobs meets them); the walk stops once every queue is met."""
+        out: list[QueueInfo] = []
+        seen: set[str] = set()
+        queues = self.queues
+        for job in self.jobs.values():
+            name = job.queue
+            if name in seen:
+                continue
+            seen.add(name)
+            q = queues.get(name)
+            if q is not None:
+                out.append(q)
+                if len(out) == len(queues):
+                    break
+        return out
+
     def active_jobs(self) -> list[JobInfo]:
         """Jobs whose status may change in this session: changed in the cluster since the last
         snapshot, changed by this session, or with work left. The others keep their status, so
@@ -633,15 +689,15 @@ class Session:
         if dirty is None:
             return list(self.jobs.values())
         # is_pending() is "no PodGroup, or phase '' / Pending": the phase part is already covered
-        # by the quiet-phase test, so only pg_exists is read (this loop visits every job).
+        # by the quiet-phase test, so only pg_exists is read.
         pending = TaskStatus.PENDING
         return [
             job
-            for uid, job in self.jobs.items()
-            if uid in dirty
+            for job in self.unquiet_jobs()
+            if job.uid in dirty
             or not job._shared
             or not job.pg_exists
-            or job.pod_group_status.phase not in _QUIET_PHASES
+            or job.pod_group_status.phase not in QUIET_PHASES
             or job.task_status_index.get(pending)
         ]
 

@@ -270,7 +270,7 @@ class SchedulerCache:
 
     def has_pending_work(self) -> bool:
         """Any of our pods still waiting for a node (a session may place them now)."""
-        return any(j.task_status_index.get(TaskStatus.PENDING) for j in self.state.jobs.values())
+        return self.state.has_pending_tasks()
 
     def is_real_podgroup(self, uid: str) -> bool:
         return uid in self.state.jobs and uid not in self.state.implicit_jobs

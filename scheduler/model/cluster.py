@@ -6,7 +6,9 @@ Fed by the informers (daemon) or by manifests (simulate); both call the same `ap
 
 Nodes and jobs are live records updated as pods come and go, so a snapshot is a set of
 copy-on-write views (see `NodeInfo.session_view`) rather than a deep copy: opening a session on
-5,000 nodes and 150,000 pods copies almost nothing. Pods of other schedulers still occupy their
+5,000 nodes and 150,000 pods copies almost nothing. The views are kept between snapshots: a
+session writes only on the views it changes (they note it) and on the jobs it was told are not
+quiet, so the next snapshot looks only at those and at what changed in the cluster. Pods of other schedulers still occupy their
 nodes; pods of ours without a PodGroup get a one-pod gang, as Volcano's PodGroup controller would
 give them; pods whose PodGroup has not arrived yet wait, unscheduled, until it does.
 """
@@ -31,7 +33,7 @@ from scheduler.model.job import JobInfo
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import ON_NODE_STATUSES, PriorityClassInfo, QueueInfo, TaskInfo, TaskStatus
 from scheduler.model.policy import PdbInfo, ResourceQuotaInfo, pdb_to_info, resource_quota_to_info
-from scheduler.model.snapshot import Snapshot
+from scheduler.model.snapshot import JobViewChanges, Snapshot
 from scheduler.model.topology import HyperNodeSpec, Topology, build_topology
 
 
@@ -79,6 +81,25 @@ class ClusterState:
         self._dirty_jobs: set[str] = set()
         # bumped on every change, so a caller can tell that nothing happened since the last cycle
         self.generation = 0
+        # the views handed to the last session, handed out again when neither the cluster nor
+        # that session changed them (see `snapshot`)
+        self._job_views: dict[str, JobInfo] = {}
+        self._node_views: dict[str, NodeInfo] = {}
+        self._snapshots = 0
+        # job uid -> a number growing with its place in `jobs` (lets a session order a few jobs
+        # as `jobs` has them without walking it), and the jobs whose last view was not quiet
+        self._job_position: dict[str, int] = {}
+        self._job_count = 0
+        self._busy: set[str] = set()
+        # views the sessions changed, and jobs dropped, since the last snapshot
+        self._touched_jobs: set[str] = set()
+        self._dropped_jobs: set[str] = set()
+        self._had_orphans = False
+        # jobs with a pending task (what makes a period worth a session when nothing changed)
+        self._pending_jobs: set[str] = set()
+        # the jobs the last session was told were not quiet: it may have written on their views
+        self._last_unquiet: set[str] = set()
+        self._carry: dict[str, tuple[int, Any]] = {}
 
     # ------------------------------------------------------------------ pods --
     def _ours(self, task: TaskInfo) -> bool:
@@ -100,11 +121,12 @@ class ClusterState:
             job = self.jobs.get(task.job)
             if job is None and not task.pod.annotations.get(GROUP_NAME_ANNOTATION):
                 job = self._implicit_job(task)
-                self.jobs[job.uid] = job
+                self._put_job(job)
                 self.implicit_jobs.add(job.uid)
             if job is not None:
                 job.add_task(task)
                 self._dirty_jobs.add(job.uid)
+                self._note_pending(job)
             else:
                 self._orphans.setdefault(task.job, {})[task.uid] = task
 
@@ -127,8 +149,9 @@ class ClusterState:
             if job is not None and task.uid in job.tasks:
                 job.delete_task(task)
                 self._dirty_jobs.add(job.uid)
+                self._note_pending(job)
                 if task.job in self.implicit_jobs and not job.tasks:
-                    del self.jobs[task.job]
+                    self._drop_job(task.job)
                     self.implicit_jobs.discard(task.job)
             orphans = self._orphans.get(task.job)
             if orphans is not None:
@@ -228,7 +251,8 @@ class ClusterState:
             job = old.with_spec_of(job)
         for t in self._orphans.pop(job.uid, {}).values():
             job.add_task(t)
-        self.jobs[job.uid] = job
+        self._put_job(job)
+        self._note_pending(job)
         self._dirty_jobs.add(job.uid)
         self.generation += 1
         return job
@@ -236,10 +260,32 @@ class ClusterState:
     def remove_podgroup(self, namespace: str, name: str) -> None:
         uid = f"{namespace}/{name}"
         self.pod_owned_groups.discard(uid)
-        job = self.jobs.pop(uid, None)
+        job = self._drop_job(uid)
         if job is not None and job.tasks:
             self._orphans.setdefault(uid, {}).update(job.tasks)
         self.generation += 1
+
+    def _put_job(self, job: JobInfo) -> None:
+        if job.uid not in self.jobs:  # a new key goes last in the dict, and so in the order
+            self._job_count += 1
+            self._job_position[job.uid] = self._job_count
+        self.jobs[job.uid] = job
+
+    def _drop_job(self, uid: str) -> JobInfo | None:
+        self._job_position.pop(uid, None)
+        self._dropped_jobs.add(uid)
+        self._pending_jobs.discard(uid)
+        return self.jobs.pop(uid, None)
+
+    def _note_pending(self, job: JobInfo) -> None:
+        if job.task_status_index.get(TaskStatus.PENDING) and self.jobs.get(job.uid) is job:
+            self._pending_jobs.add(job.uid)
+        else:
+            self._pending_jobs.discard(job.uid)
+
+    def has_pending_tasks(self) -> bool:
+        """Some job has a pod waiting for a node (kept as pods come and go: no walk)."""
+        return bool(self._pending_jobs)
 
     def _implicit_job(self, task: TaskInfo) -> JobInfo:
         queue = task.pod.annotations.get(QUEUE_NAME_ANNOTATION) or self.options.default_queue
@@ -342,13 +388,20 @@ class ClusterState:
 
     # ------------------------------------------------------------------ snapshot --
     def snapshot(self) -> Snapshot:
-        """Copy-on-write views of nodes and jobs that one session may change freely."""
+        """Copy-on-write views of nodes and jobs that one session may change freely.
+
+        A view the last session left as it found it is handed out again instead of a new one:
+        its shared task maps and totals follow the cluster's changes by themselves, so a period in
+        which little happened builds views only for what changed (or what that session touched)."""
         dirty, self._dirty_jobs = self._dirty_jobs, set()
         orphans = {uid for uid in self.pod_owned_groups if uid in self.jobs and not self.jobs[uid].tasks}
+        self._snapshots += 1
+        changes = JobViewChanges(self._snapshots, set(), set(), self._carry)
         return Snapshot(
-            nodes={name: n.session_view() for name, n in self.nodes.items()},
+            nodes=self._node_snapshot(),
             # an orphan PodGroup is no job: it reserves no queue resources and is not enqueued
-            jobs={uid: j.session_view() for uid, j in self.jobs.items() if uid not in orphans},
+            jobs=self._job_snapshot(dirty, orphans, changes),
+            job_changes=changes,
             orphan_groups=sorted(orphans),
             queues=dict(self.queues),
             priority_classes=dict(self.priority_classes),
@@ -358,6 +411,8 @@ class ClusterState:
             pdbs=list(self.pdbs.values()),
             has_required_anti_affinity=bool(self.anti_affinity_pods),
             dirty_jobs=dirty,
+            busy_jobs=self._unquiet(dirty),
+            job_position=self._job_position,
             topology=self.topology(),
             unattached=[
                 (t, self._missing_group(uid))
@@ -367,6 +422,85 @@ class ClusterState:
             ],
             refused=self.refused,
         )
+
+    def _node_snapshot(self) -> dict[str, NodeInfo]:
+        last = self._node_views
+        views: dict[str, NodeInfo] = {}
+        for name, node in self.nodes.items():
+            v = last.get(name)
+            if v is None or not v.reusable_view_of(node):
+                v = node.session_view()
+            elif v.devices:
+                v.devices = {}
+            views[name] = v
+        self._node_views = views
+        return dict(views)  # the session may add or drop entries of its own dict
+
+    def _job_snapshot(
+        self, dirty: set[str], orphans: set[str], changes: JobViewChanges
+    ) -> dict[str, JobInfo]:
+        """The last snapshot's job views, with new ones where the cluster or a session changed
+        them. A session writes only on the jobs it changes (noted by the views themselves) and on
+        those that were not quiet when it opened, so only these, and the changed jobs, are looked
+        at: an idle period on 15,000 running jobs visits a handful."""
+        views, jobs = self._job_views, self.jobs
+        recheck = dirty | self._touched_jobs | self._last_unquiet
+        self._touched_jobs.clear()
+        dropped, self._dropped_jobs = self._dropped_jobs, set()
+        popped = {uid for uid in dropped if uid in views}
+        joining = {uid for uid in dirty if uid in jobs and (uid not in views or uid in popped)}
+        if orphans or self._had_orphans or len(views) - len(popped) + len(joining) != len(jobs):
+            # an orphan's place in `jobs` is not the end, where it would join the views: walk
+            self._had_orphans = bool(orphans)
+            return self._job_snapshot_walk(dirty, orphans, changes)
+        for uid in popped:
+            del views[uid]
+        fresh = changes.fresh
+        position = self._job_position
+        # in `jobs` order: a job joining the views goes last, as it went last in `jobs`
+        for uid in sorted((u for u in recheck if u in jobs), key=position.__getitem__):
+            job = jobs[uid]
+            v = views.get(uid)
+            if v is None or uid in dirty or not v.reusable_view_of(job):
+                views[uid] = job.session_view(self._touched_jobs)
+                fresh.add(uid)
+        changes.gone = popped - views.keys()
+        self._update_busy(views, changes)
+        return dict(views)  # the session may add or drop entries of its own dict
+
+    def _job_snapshot_walk(
+        self, dirty: set[str], orphans: set[str], changes: JobViewChanges
+    ) -> dict[str, JobInfo]:
+        last = self._job_views
+        views: dict[str, JobInfo] = {}
+        fresh = changes.fresh
+        for uid, job in self.jobs.items():
+            if uid in orphans:
+                continue
+            v = last.get(uid)
+            # a job changed in the cluster gets a fresh view: its status is recomputed anyway
+            if v is None or uid in dirty or not v.reusable_view_of(job):
+                v = job.session_view(self._touched_jobs)
+                fresh.add(uid)
+            views[uid] = v
+        changes.gone = set(last.keys() - views.keys())
+        self._job_views = views
+        self._update_busy(views, changes)
+        return dict(views)
+
+    def _unquiet(self, dirty: set[str]) -> set[str]:
+        self._last_unquiet = self._busy | (dirty & self.jobs.keys())
+        return set(self._last_unquiet)
+
+    def _update_busy(self, views: dict[str, JobInfo], changes: JobViewChanges) -> None:
+        """A view handed out again is as quiet as it was: only the new ones are looked at."""
+        busy = self._busy
+        busy.difference_update(changes.gone)
+        for uid in changes.fresh:
+            if views[uid].is_quiet():
+                busy.discard(uid)
+            else:
+                busy.add(uid)
 
     def _missing_group(self, uid: str) -> str:
         ns, _, name = uid.partition("/")

@@ -18,10 +18,15 @@ from scheduler.model.objects import (
 from scheduler.model.resources import Resource
 from scheduler.model.topology import NetworkTopologySpec, SubGroupPolicy
 
+# the phases of a PodGroup whose status a session leaves as it is when nothing else changed
+QUIET_PHASES = (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED)
+
 
 class JobInfo:
     __slots__ = (
+        "_origin",
         "_shared",
+        "_touched",
         "allocated",
         "base_status",
         "creation",
@@ -98,10 +103,15 @@ class JobInfo:
         # read as preemptable)
         self.preemptable: bool | None = None
         self._shared = False
+        # the cluster's job this is a session view of (None: not a view)
+        self._origin: JobInfo | None = None
+        # where a view notes its uid when a session first changes it (None: nowhere)
+        self._touched: set[str] | None = None
 
     # -- copy-on-write ------------------------------------------------------------------------
-    def session_view(self) -> JobInfo:
-        """A view for one session: shares tasks and totals until the session changes them."""
+    def session_view(self, touched: set[str] | None = None) -> JobInfo:
+        """A view for one session: shares tasks and totals until the session changes them, and
+        then notes its uid in `touched`."""
         j = JobInfo.__new__(JobInfo)
         j.uid = self.uid
         j.name = self.name
@@ -130,7 +140,23 @@ class JobInfo:
         j.subgroup_policies = self.subgroup_policies
         j.preemptable = self.preemptable
         j._shared = True
+        j._origin = self
+        j._touched = touched
         return j
+
+    def reusable_view_of(self, origin: JobInfo) -> bool:
+        """True when this view of `origin` is still what a fresh `origin.session_view()` would be,
+        so the next snapshot can hand it out again. Tasks and totals are shared with `origin` until
+        a session changes them, so they follow `origin`'s changes by themselves; what a session may
+        have written is checked: the shared maps, the fit errors and the status it recomputes.
+        (The priority is set by every session open; `schedule_start` only feeds a metric.)"""
+        return (
+            self._origin is origin
+            and self._shared
+            and not self.fit_error
+            and not self.nodes_fit_errors
+            and self.pod_group_status.same_as(origin.pod_group_status)
+        )
 
     def _own(self) -> None:
         self.tasks = dict(self.tasks)
@@ -139,6 +165,8 @@ class JobInfo:
         self.total_request = self.total_request.clone()
         self.pending_request = self.pending_request.clone()
         self._shared = False
+        if self._touched is not None:
+            self._touched.add(self.uid)
 
     def replace_task(self, old: TaskInfo, new: TaskInfo) -> None:
         """Swap a task object for its session-private copy (same uid, same status)."""
@@ -256,6 +284,15 @@ class JobInfo:
 
     def is_pending(self) -> bool:
         return not self.pg_exists or self.pod_group_status.phase in ("", PodGroupPhase.PENDING)
+
+    def is_quiet(self) -> bool:
+        """Nothing for a session to do or to write: a PodGroup Running or Completed with no
+        pending task. A session leaves such a job as it is unless it changes its tasks."""
+        return (
+            self.pg_exists
+            and self.pod_group_status.phase in QUIET_PHASES
+            and not self.task_status_index.get(TaskStatus.PENDING)
+        )
 
     def has_pending_tasks(self) -> bool:
         return bool(self.task_status_index.get(TaskStatus.PENDING))

@@ -15,6 +15,7 @@ from scheduler.model.resources import Resource
 
 class NodeInfo:
     __slots__ = (
+        "_origin",
         "_shared",
         "allocatable",
         "annotations",
@@ -63,6 +64,8 @@ class NodeInfo:
         self.devices: dict[str, Any] = {}
         self.raw_capacity: dict[str, Any] = {}
         self._shared = False
+        # the cluster's node this is a session view of (None: not a view)
+        self._origin: NodeInfo | None = None
 
     def session_view(self) -> NodeInfo:
         n = NodeInfo.__new__(NodeInfo)
@@ -83,7 +86,14 @@ class NodeInfo:
         n.devices = {}
         n.raw_capacity = self.raw_capacity
         n._shared = True
+        n._origin = self
         return n
+
+    def reusable_view_of(self, origin: NodeInfo) -> bool:
+        """True when this view of `origin` has not been changed by a session: its task map and
+        totals are still `origin`'s own (which follow the cluster's changes by themselves). Device
+        ledgers are rebuilt by every session, so the caller empties them."""
+        return self._origin is origin and self._shared
 
     def _own(self) -> None:
         self.tasks = dict(self.tasks)

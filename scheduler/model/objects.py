@@ -263,6 +263,16 @@ class PodGroupStatus:
         """Conditions are replaced, never mutated in place, so sharing them is safe."""
         return PodGroupStatus(self.phase, list(self.conditions), self.running, self.succeeded, self.failed)
 
+    def same_as(self, other: PodGroupStatus) -> bool:
+        """Exactly equal, conditions included (a shallow copy nobody changed compares by identity)."""
+        return (
+            self.phase == other.phase
+            and self.running == other.running
+            and self.succeeded == other.succeeded
+            and self.failed == other.failed
+            and self.conditions == other.conditions
+        )
+
     def same(self, other: PodGroupStatus) -> bool:
         if (self.phase, self.running, self.succeeded, self.failed) != (
             other.phase,

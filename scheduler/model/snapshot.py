@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from scheduler.model.job import JobInfo
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import PriorityClassInfo, QueueInfo, TaskInfo
 from scheduler.model.policy import PdbInfo, ResourceQuotaInfo
 from scheduler.model.topology import Topology
+
+
+@dataclass(slots=True)
+class JobViewChanges:
+    """Which job views are new since the previous snapshot of the same cluster state, so that a
+    plugin can keep per-job or per-queue sums from one session to the next and redo only these.
+
+    A view is handed out again only when neither the cluster nor the last session changed it, so
+    every job not in `fresh` looks exactly as it did to the previous session when it opened."""
+
+    serial: int  # this snapshot's number; the previous one is serial - 1
+    fresh: set[str]  # jobs whose view is new: new or changed in the cluster, or touched by a session
+    gone: set[str]  # jobs of the previous snapshot that are not in this one
+    # plugin name -> (serial of the snapshot it was computed on, what the plugin keeps)
+    carry: dict[str, tuple[int, Any]]
 
 
 @dataclass(slots=True)
@@ -27,6 +43,12 @@ class Snapshot:
     has_required_anti_affinity: bool = True
     # jobs that changed in the cluster since the previous snapshot; None = treat every job as changed
     dirty_jobs: set[str] | None = None
+    # jobs not quiet (see JobInfo.is_quiet) or changed since the last snapshot; None = unknown
+    busy_jobs: set[str] | None = None
+    # job uid -> a number growing with the job's place in `jobs`; None = unknown
+    job_position: dict[str, int] | None = None
+    # how the job views differ from the previous snapshot's; None = unknown (compute from scratch)
+    job_changes: JobViewChanges | None = None
     # the HyperNode tree; None = built by the session from the nodes alone (no HyperNodes)
     topology: Topology | None = None
     # pending pods of ours in no job (their PodGroup is missing or was refused as malformed),

@@ -28,28 +28,50 @@ def share_of(allocated: Resource, total: Resource) -> float:
     return share
 
 
+def _total_key(total: Resource) -> tuple[float, float, float, tuple[tuple[str, float], ...]]:
+    return total.milli_cpu, total.memory, total.pods, tuple(total.scalars.items())
+
+
+def _job_shares(ssn: Session, total: Resource) -> tuple[dict[str, Resource], dict[str, float]]:
+    """Every job's allocation and dominant share as the session opens. The previous session's
+    figures are kept for the jobs whose view is the same (their allocation is the same object,
+    unchanged) while the cluster's total is; only the others are computed."""
+    key = _total_key(total)
+    prev = ssn.carried("drf")
+    if prev is not None and prev[2][0] == key:
+        fresh, gone, (_, allocated, shares) = prev  # copies: the session changes its own
+        for uid in gone:
+            allocated.pop(uid, None)
+            shares.pop(uid, None)
+        jobs = [ssn.jobs[uid] for uid in fresh]
+    else:
+        allocated, shares = {}, {}
+        jobs = list(ssn.jobs.values())
+    # Jobs of the same size have the same share: computed once per (cpu, memory) allocation.
+    memo: dict[tuple[float, float], float] = {}
+    for job in jobs:
+        a = job.allocated
+        allocated[job.uid] = a
+        if a.scalars:
+            shares[job.uid] = share_of(a, total)
+            continue
+        k = (a.milli_cpu, a.memory)
+        s = memo.get(k)
+        if s is None:
+            s = memo[k] = share_of(a, total)
+        shares[job.uid] = s
+    ssn.carry("drf", (key, dict(allocated), dict(shares)))
+    return allocated, shares
+
+
 class DrfPlugin(Plugin):
     name = "drf"
 
     def on_session_open(self, ssn: Session) -> None:
         total = ssn.total_resource
         # Each job's allocation, shared with the job until an event changes it (then copied).
-        allocated: dict[str, Resource] = {}
+        allocated, shares = _job_shares(ssn, total)
         owned: set[str] = set()
-        shares: dict[str, float] = {}
-        # Jobs of the same size have the same share: computed once per (cpu, memory) allocation.
-        memo: dict[tuple[float, float], float] = {}
-        for job in ssn.jobs.values():
-            a = job.allocated
-            allocated[job.uid] = a
-            if a.scalars:
-                shares[job.uid] = share_of(a, total)
-                continue
-            k = (a.milli_cpu, a.memory)
-            s = memo.get(k)
-            if s is None:
-                s = memo[k] = share_of(a, total)
-            shares[job.uid] = s
         self.shares = shares
 
         def mine(uid: str) -> Resource | None:

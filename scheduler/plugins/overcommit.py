@@ -9,9 +9,26 @@ from scheduler.framework.shortfall import explain_sum
 from scheduler.model.job import JobInfo
 from scheduler.model.objects import PodGroupPhase
 from scheduler.model.resources import Resource
+from scheduler.plugins.queuesums import queue_sums
 
 FACTOR_KEY = "overcommit-factor"
 DEFAULT_FACTOR = 1.2
+
+
+def _whole_cluster(_job: JobInfo) -> str:
+    return ""
+
+
+def _admitted(job: JobInfo) -> list[tuple[int, Resource]]:
+    """What an admitted job holds back: all its minResources while Inqueue, the rest once running."""
+    if job.min_resources is None:
+        return []
+    phase = job.pod_group_status.phase
+    if phase == PodGroupPhase.INQUEUE:
+        return [(0, job.min_resources)]
+    if phase == PodGroupPhase.RUNNING and job.ready_task_num() >= job.min_available:
+        return [(0, job.min_resources.clone().sub(job.allocated).clip_at_zero())]
+    return []
 
 
 class OvercommitPlugin(Plugin):
@@ -35,15 +52,9 @@ class OvercommitPlugin(Plugin):
         for n in ssn.node_list:
             used.add(n.used)
         idle = ceiling.clone().sub(used)
-        inqueue = Resource()
-        for job in ssn.jobs.values():
-            if job.min_resources is None:
-                continue
-            phase = job.pod_group_status.phase
-            if phase == PodGroupPhase.INQUEUE:
-                inqueue.add(job.min_resources)
-            elif phase == PodGroupPhase.RUNNING and job.ready_task_num() >= job.min_available:
-                inqueue.add(job.min_resources.clone().sub(job.allocated).clip_at_zero())
+        # one sum over every job, kept between sessions like the queues' sums
+        summed = queue_sums(ssn, self.name, 1, _admitted, _whole_cluster).get("")
+        inqueue = Resource() if summed is None else summed[0].clone()
 
         def job_enqueueable(job: JobInfo) -> int:
             if job.min_resources is None:

@@ -15,6 +15,7 @@ from scheduler.framework.shortfall import explain_sum
 from scheduler.model.job import JobInfo
 from scheduler.model.objects import ALLOCATED_STATUSES, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 from scheduler.model.resources import Infinity, Resource
+from scheduler.plugins.queuesums import queue_sums
 
 
 @dataclass(slots=True)
@@ -100,6 +101,24 @@ def _reservation(job: JobInfo, min_resources: Resource) -> Resource:
     return _without_gated(job, min_resources.clone().sub(job.allocated).clip_at_zero())
 
 
+def _part(job: JobInfo) -> list[tuple[int, Resource]]:
+    """What a job adds to its queue's allocated (0), request (1), inqueue (2) and elastic (3)."""
+    part = [(0, job.allocated), (1, job.allocated)]
+    p = job.pending_request
+    # adding an all-zero vector without scalars changes nothing: skipped for running jobs
+    if p.milli_cpu or p.memory or p.pods or p.scalars:
+        part.append((1, p))
+    phase = job.pod_group_status.phase
+    if job.min_resources is not None and (
+        phase == PodGroupPhase.INQUEUE
+        or (phase == PodGroupPhase.RUNNING and job.ready_task_num() >= job.min_available)
+    ):
+        part.append((2, _reservation(job, job.min_resources)))
+    if job.min_available < len(job.tasks):
+        part.append((3, _elastic(job)))
+    return part
+
+
 def water_fill(attrs: dict[str, QueueAttr], total: Resource) -> None:
     remaining = total.clone()
     met: set[str] = set()
@@ -140,31 +159,15 @@ class ProportionPlugin(Plugin):
         total_guarantee = Resource()
         for q in ssn.queues.values():
             total_guarantee.add(q.guarantee)
-        for job in ssn.jobs.values():
-            q = ssn.queues.get(job.queue)
-            if q is None:
-                continue
-            a = attrs.get(q.name)
-            if a is None:
-                real = total.clone().sub(total_guarantee).clip_at_zero().add(q.guarantee)
-                cap = _unlimited_capability(q.capability, total)
-                real.min_dimension(cap, Infinity.INFINITY)
-                a = QueueAttr(q, max(q.weight, 0), q.capability, real, q.guarantee.clone())
-                attrs[q.name] = a
-            a.allocated.add(job.allocated)
-            a.request.add(job.allocated)
-            p = job.pending_request
-            # adding an all-zero vector without scalars changes nothing: skipped for running jobs
-            if p.milli_cpu or p.memory or p.pods or p.scalars:
-                a.request.add(p)
-            phase = job.pod_group_status.phase
-            if job.min_resources is not None and (
-                phase == PodGroupPhase.INQUEUE
-                or (phase == PodGroupPhase.RUNNING and job.ready_task_num() >= job.min_available)
-            ):
-                a.inqueue.add(_reservation(job, job.min_resources))
-            if job.min_available < len(job.tasks):
-                a.elastic.add(_elastic(job))
+        for name, (allocated, request, inqueue, elastic) in queue_sums(ssn, self.name, 4, _part).items():
+            q = ssn.queues[name]
+            real = total.clone().sub(total_guarantee).clip_at_zero().add(q.guarantee)
+            cap = _unlimited_capability(q.capability, total)
+            real.min_dimension(cap, Infinity.INFINITY)
+            a = QueueAttr(q, max(q.weight, 0), q.capability, real, q.guarantee.clone())
+            a.allocated, a.request = allocated.clone(), request.clone()
+            a.inqueue, a.elastic = inqueue.clone(), elastic.clone()
+            attrs[name] = a
         water_fill(attrs, total)
         for a in attrs.values():
             a.share = share_of(a.allocated, a.deserved)

@@ -32,13 +32,22 @@ from scheduler.framework.session import (
 from scheduler.model.job import JobInfo
 from scheduler.model.objects import QueueInfo, TaskInfo
 from scheduler.model.resources import Infinity, Resource
-from scheduler.plugins.capacity.attrs import ROOT, QueueAttr, Tree, build_flat, build_tree, deduct_gated
+from scheduler.plugins.capacity.attrs import (
+    ROOT,
+    QueueAttr,
+    Tree,
+    build_flat,
+    build_tree,
+    deduct_gated,
+    job_part,
+)
 from scheduler.plugins.capacity.compare import (
     above_on_relevant,
     over_on_requested,
     present_names,
     room_on_some_requested,
 )
+from scheduler.plugins.queuesums import queue_sums
 
 ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"
 
@@ -99,7 +108,8 @@ class CapacityPlugin(Plugin):
             ssn.add_queue_order_fn(self.name, self._tree_queue_order)
             ssn.add_victim_queue_order_fn(self.name, self._victim_queue_order)
         else:
-            self.attrs = build_flat(ssn.queues, ssn.jobs, ssn.total_resource)
+            sums = queue_sums(ssn, self.name, 4, job_part)  # kept between sessions
+            self.attrs = build_flat(ssn.queues, ssn.jobs, ssn.total_resource, sums)
             ssn.add_queue_order_fn(self.name, self._flat_queue_order)
         self.ssn = ssn
         if self.broken:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from scheduler.model.job import JobInfo
 from scheduler.model.objects import ALLOCATED_STATUSES, PodGroupPhase, QueueInfo, TaskStatus
 from scheduler.model.resources import Infinity, Resource
-from scheduler.plugins.capacity.compare import INF, add_exceeded, exceeded_part, less_partly, max_of, share
+from scheduler.plugins.capacity.compare import INF, exceeded_part, less_partly, max_of, share
 
 ROOT = "root"
 
@@ -91,55 +91,72 @@ def inqueue_resource(job: JobInfo) -> Resource:
     return deduct_gated(job, out)
 
 
-def _count_job(attr: QueueAttr, job: JobInfo) -> None:
-    """Add a job's allocated, requested, admitted and elastic amounts to its queue."""
+def job_part(job: JobInfo) -> list[tuple[int, Resource]]:
+    """What a job adds to its queue's allocated (0), request (1), inqueue (2) and elastic (3)."""
     # the job keeps both sums up to date: no walk over its tasks (150,000 of them at scale)
-    attr.allocated.add(job.allocated)
-    attr.request.add(job.allocated)
+    part = [(0, job.allocated), (1, job.allocated)]
     pending = job.pending_request
     if pending.milli_cpu or pending.memory or pending.scalars:
-        attr.request.add(pending)
+        part.append((1, pending))
     phase = job.pod_group_status.phase
     if job.min_resources is not None:
         if phase == PodGroupPhase.INQUEUE:
-            attr.inqueue.add(inqueue_resource(job))
+            part.append((2, inqueue_resource(job)))
         elif phase == PodGroupPhase.RUNNING:
             held = sum(len(job.task_status_index.get(s, {})) for s in ALLOCATED_STATUSES)
             if held >= job.min_available:
-                attr.inqueue.add(inqueue_resource(job))
+                part.append((2, inqueue_resource(job)))
     if job.min_resources is None:
-        attr.elastic.add(job.allocated)  # nothing is the job's minimum: all it holds is elastic
+        part.append((3, job.allocated))  # nothing is the job's minimum: all it holds is elastic
     else:
-        add_exceeded(attr.elastic, job.allocated, job.min_resources)
+        part.append((3, exceeded_part(job.allocated, job.min_resources)))
+    return part
+
+
+def _count_job(attr: QueueAttr, job: JobInfo) -> None:
+    """Add a job's allocated, requested, admitted and elastic amounts to its queue."""
+    sums = (attr.allocated, attr.request, attr.inqueue, attr.elastic)
+    for i, r in job_part(job):
+        sums[i].add(r)
 
 
 def build_flat(
-    queues: dict[str, QueueInfo], jobs: dict[str, JobInfo], total: Resource
+    queues: dict[str, QueueInfo],
+    jobs: dict[str, JobInfo],
+    total: Resource,
+    sums: dict[str, list[Resource]] | None = None,
 ) -> dict[str, QueueAttr]:
+    """Every queue that has a job, with its amounts: `sums` (queue -> the four sums of
+    `job_part` over its jobs, in the order a walk over the jobs meets the queues) when the
+    caller kept them, else a walk over `jobs`."""
+    if sums is None:
+        sums = {}
+        for job in jobs.values():
+            if job.queue in queues:
+                s = sums.setdefault(job.queue, [Resource(), Resource(), Resource(), Resource()])
+                for i, r in job_part(job):
+                    s[i].add(r)
     total_guarantee = Resource()
     for q in queues.values():
         total_guarantee.add(q.guarantee)
     attrs: dict[str, QueueAttr] = {}
-    for job in jobs.values():
-        q = queues.get(job.queue)
-        if q is None:
-            continue
-        attr = attrs.get(q.name)
-        if attr is None:
-            deserved, cap, guarantee = _spec(q)
-            real = exceeded_part(total, total_guarantee).add(guarantee)
-            if cap is None:
-                cap = Resource()
-            else:
-                # a capability without cpu or memory leaves that dimension unlimited
-                if cap.milli_cpu <= 0:
-                    cap.milli_cpu = INF
-                if cap.memory <= 0:
-                    cap.memory = INF
-                real.min_dimension(cap, Infinity.INFINITY)
-            attr = QueueAttr(q.name, deserved, cap, guarantee, real, weight=q.weight)
-            attrs[q.name] = attr
-        _count_job(attr, job)
+    for name, (allocated, request, inqueue, elastic) in sums.items():
+        q = queues[name]
+        deserved, cap, guarantee = _spec(q)
+        real = exceeded_part(total, total_guarantee).add(guarantee)
+        if cap is None:
+            cap = Resource()
+        else:
+            # a capability without cpu or memory leaves that dimension unlimited
+            if cap.milli_cpu <= 0:
+                cap.milli_cpu = INF
+            if cap.memory <= 0:
+                cap.memory = INF
+            real.min_dimension(cap, Infinity.INFINITY)
+        attr = QueueAttr(q.name, deserved, cap, guarantee, real, weight=q.weight)
+        attr.allocated, attr.request = allocated.clone(), request.clone()
+        attr.inqueue, attr.elastic = inqueue.clone(), elastic.clone()
+        attrs[name] = attr
     for attr in attrs.values():
         attr.deserved.min_dimension(attr.real_capability, Infinity.INFINITY)
         attr.deserved = max_of(attr.deserved, attr.guarantee)

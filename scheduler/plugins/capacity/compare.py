@@ -26,22 +26,6 @@ def exceeded_part(left: Resource, right: Resource) -> Resource:
     return out
 
 
-def add_exceeded(into: Resource, left: Resource, right: Resource) -> None:
-    """into += exceeded_part(left, right), without building the intermediate vector."""
-    d = left.milli_cpu - right.milli_cpu
-    if d > 0:
-        into.milli_cpu += d
-    d = left.memory - right.memory
-    if d > 0:
-        into.memory += d
-    if left.scalars:
-        s, r = into.scalars, right.scalars
-        for k, v in left.scalars.items():
-            d = v - r.get(k, 0.0)
-            if d > 0:
-                s[k] = s.get(k, 0.0) + d
-
-
 def max_of(left: Resource, right: Resource) -> Resource:
     """Per-dimension maximum; negative scalars are dropped."""
     out = Resource(max(left.milli_cpu, right.milli_cpu), max(left.memory, right.memory))

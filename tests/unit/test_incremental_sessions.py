@@ -1,0 +1,299 @@
+"""Sessions on views kept from the previous snapshot decide as sessions on fresh views would.
+
+The snapshot hands out again a job or node view the last session left untouched, and drf and
+proportion keep their per-job and per-queue sums between sessions. These tests change the cluster
+and the views the way sessions do, and compare with what a from-scratch snapshot gives.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from scheduler.conf import SchedulerConfiguration
+from scheduler.framework.cycle import close_session, open_session, run_actions
+from scheduler.framework.session import Session, SessionOptions
+from scheduler.framework.statement import Statement
+from scheduler.model.cluster import ClusterState
+from scheduler.model.job import JobInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import TaskStatus
+from scheduler.model.snapshot import Snapshot
+from scheduler.registry import default_configuration, parse
+from tests.builders import node, pod, podgroup, priority_class, queue, tiers
+
+CONF = default_configuration()
+# the other queue-sharing plugin, which keeps its sums through the same helper
+CAPACITY = parse(
+    tiers(
+        "enqueue, allocate, backfill", ["priority", "gang"], ["overcommit", "drf", "predicates", "capacity"]
+    )
+)
+
+
+def _state(nodes: int = 4, jobs: int = 6) -> ClusterState:
+    state = ClusterState()
+    state.apply_queue(queue("default"))
+    state.apply_queue(queue("q2", weight=2))
+    state.apply_priority_class(priority_class("hi", 100))
+    state.apply_priority_class(priority_class("lo", 1))
+    for i in range(nodes):
+        state.apply_node(node(f"n{i}", cpu="8", memory="16Gi"))
+    for j in range(jobs):
+        q = "default" if j % 2 else "q2"
+        state.apply_podgroup(podgroup(f"run{j}", min_member=2, queue=q, phase="Running"))
+        for k in range(3):
+            state.apply_pod(
+                pod(f"run{j}-{k}", cpu="1", group=f"run{j}", node_name=f"n{(j + k) % nodes}", phase="Running")
+            )
+    return state
+
+
+def _job_fields(j: JobInfo) -> tuple[Any, ...]:
+    return (
+        j.uid,
+        j.queue,
+        j.min_available,
+        {uid: (t.status, t.node_name) for uid, t in j.tasks.items()},
+        {s: sorted(d) for s, d in j.task_status_index.items() if d},
+        (j.allocated.milli_cpu, j.allocated.memory),
+        (j.total_request.milli_cpu, j.total_request.memory),
+        (j.pending_request.milli_cpu, j.pending_request.memory),
+        j.pod_group_status.to_manifest(),
+        j.fit_error,
+        dict(j.nodes_fit_errors),
+    )
+
+
+def _node_fields(n: NodeInfo) -> tuple[Any, ...]:
+    return (
+        n.name,
+        {uid: t.status for uid, t in n.tasks.items()},
+        (n.idle.milli_cpu, n.idle.memory),
+        (n.used.milli_cpu, n.used.memory),
+        (n.releasing.milli_cpu, n.releasing.memory),
+        (n.pipelined.milli_cpu, n.pipelined.memory),
+        dict(n.used_ports),
+        n.devices,
+    )
+
+
+def _assert_like_fresh(state: ClusterState, snap: Snapshot) -> None:
+    """Every view of `snap` reads as a fresh view of the cluster's object would."""
+    assert list(snap.jobs) == [u for u in state.jobs if u in snap.jobs]
+    for uid, view in snap.jobs.items():
+        assert _job_fields(view) == _job_fields(state.jobs[uid].session_view()), uid
+    assert list(snap.nodes) == list(state.nodes)
+    for name, view in snap.nodes.items():
+        assert _node_fields(view) == _node_fields(state.nodes[name].session_view()), name
+
+
+def _open(snap: Snapshot, conf: SchedulerConfiguration = CONF) -> Session:
+    return open_session(snap, conf, SessionOptions(), random.Random(0))
+
+
+def test_untouched_views_are_handed_out_again() -> None:
+    state = _state()
+    first = state.snapshot()
+    close_session(_open(first))  # the first session sees every job as changed and writes statuses
+    second = state.snapshot()
+    close_session(_open(second))
+    third = state.snapshot()
+    assert all(third.jobs[u] is second.jobs[u] for u in third.jobs)
+    assert all(third.nodes[n] is second.nodes[n] for n in third.nodes)
+    assert third.job_changes is not None and not third.job_changes.fresh
+    _assert_like_fresh(state, third)
+    # a session writes fit errors and the status of a job it was told is not quiet, without
+    # changing the job's tasks: a pod no node can hold stays pending, with its reasons
+    state.apply_podgroup(podgroup("stuck", min_member=1, queue="default", phase="Inqueue"))
+    state.apply_pod(pod("stuck-0", cpu="100", group="stuck"))
+    state.snapshot()
+    stuck = state.snapshot()
+    ssn = _open(stuck)
+    assert "c1/stuck" in [j.uid for j in ssn.unquiet_jobs()]
+    run_actions(ssn)
+    res = close_session(ssn)
+    assert stuck.jobs["c1/stuck"].nodes_fit_errors and any(
+        c.task.name == "stuck-0" for c in res.pod_conditions
+    )
+    stuck.nodes["n0"].devices["gpu"] = object()
+    after = state.snapshot()
+    assert after.job_changes is not None and "c1/stuck" in after.job_changes.fresh
+    assert after.jobs["c1/stuck"] is not stuck.jobs["c1/stuck"]
+    assert after.nodes["n0"] is stuck.nodes["n0"]  # device ledgers are rebuilt by every session
+    _assert_like_fresh(state, after)
+
+
+def test_allocate_then_discard_leaves_the_next_view_correct() -> None:
+    state = _state()
+    state.apply_podgroup(podgroup("new", min_member=2, queue="default", phase="Inqueue"))
+    for k in range(2):
+        state.apply_pod(pod(f"new-{k}", cpu="1", group="new"))
+    state.snapshot()
+    snap = state.snapshot()
+    ssn = _open(snap)
+    job = ssn.jobs["c1/new"]
+    stmt = Statement(ssn)
+    on_n0 = ssn.nodes["n0"].pod_count()
+    for t, n in zip(job.tasks_in(TaskStatus.PENDING), ("n0", "n1"), strict=True):
+        stmt.allocate(t, ssn.nodes[n])
+    assert job.count(TaskStatus.ALLOCATED) == 2 and ssn.nodes["n0"].pod_count() == on_n0 + 1
+    stmt.discard()
+    job.fit_error = "tried and gave up"
+    nxt = state.snapshot()
+    assert nxt.jobs["c1/new"] is not job and nxt.nodes["n0"] is not ssn.nodes["n0"]
+    _assert_like_fresh(state, nxt)
+
+
+def test_pipeline_and_evict_in_a_session_do_not_leak_into_the_next() -> None:
+    state = _state()
+    state.apply_podgroup(podgroup("wait", min_member=1, queue="q2", phase="Inqueue"))
+    state.apply_pod(pod("wait-0", cpu="2", group="wait"))
+    state.snapshot()
+    snap = state.snapshot()
+    ssn = _open(snap)
+    victim = next(iter(ssn.jobs["c1/run0"].tasks_in(TaskStatus.RUNNING)))
+    stmt = Statement(ssn)
+    stmt.evict(victim, "make room")
+    stmt.pipeline(next(iter(ssn.jobs["c1/wait"].tasks_in(TaskStatus.PENDING))), ssn.nodes[victim.node_name])
+    stmt.commit()  # the eviction is decided, but nothing is carried out: the cluster is unchanged
+    # the quiet running job whose task the session evicted gets its status recomputed
+    assert "c1/run0" in [j.uid for j in ssn.active_jobs()]
+    assert [j.uid for j in ssn.active_jobs()] == _all_active(ssn, set(snap.dirty_jobs or ()))
+    close_session(ssn)
+    nxt = state.snapshot()
+    assert nxt.jobs["c1/run0"].count(TaskStatus.RELEASING) == 0
+    assert nxt.nodes[victim.node_name].pipelined.milli_cpu == 0
+    _assert_like_fresh(state, nxt)
+
+
+def test_a_change_between_sessions_is_seen() -> None:
+    state = _state()
+    state.snapshot()
+    before = state.snapshot()
+    idle = before.nodes["n3"].idle.milli_cpu
+    state.apply_pod(pod("run1-3", cpu="2", group="run1", node_name="n3", phase="Running"))
+    state.remove_pod("c1", "run2-0")
+    after = state.snapshot()
+    assert after.nodes["n3"].idle.milli_cpu == idle - 2000
+    assert len(after.jobs["c1/run1"].tasks) == 4 and len(after.jobs["c1/run2"].tasks) == 2
+    assert after.job_changes is not None and {"c1/run1", "c1/run2"} <= after.job_changes.fresh
+    state.remove_podgroup("c1", "run3")
+    state.remove_pod("c1", "run3-0")
+    later = state.snapshot()
+    assert "c1/run3" not in later.jobs
+    assert later.job_changes is not None and later.job_changes.gone == {"c1/run3"}
+    state.apply_node(node("n3", cpu="16", memory="16Gi"))
+    last = state.snapshot()
+    assert last.nodes["n3"].allocatable.milli_cpu == 16000
+    _assert_like_fresh(state, last)
+
+
+def _sums(ssn: Session) -> tuple[Any, ...]:
+    attrs = (ssn.plugins.get("proportion") or ssn.plugins["capacity"]).attrs
+    per_queue = {
+        name: tuple(
+            (r.milli_cpu, r.memory, r.pods, dict(r.scalars))
+            for r in (a.allocated, a.request, a.inqueue, a.elastic, a.deserved)
+        )
+        for name, a in attrs.items()
+    }
+    priorities = {u: j.priority for u, j in ssn.jobs.items()}
+    return list(attrs), per_queue, dict(ssn.plugins["drf"].shares), priorities
+
+
+def _from_scratch(state: ClusterState, conf: SchedulerConfiguration) -> Session:
+    snap = Snapshot(
+        nodes={n: v.session_view() for n, v in state.nodes.items()},
+        jobs={u: j.session_view() for u, j in state.jobs.items()},
+        queues=dict(state.queues),
+        priority_classes=dict(state.priority_classes),
+    )
+    return _open(snap, conf)
+
+
+def _random_change(state: ClusterState, rng: random.Random, serial: int) -> None:
+    jobs = sorted(state.jobs)
+    pick = rng.random()
+    if pick < 0.3:
+        j = rng.choice(jobs)
+        state.apply_pod(
+            pod(
+                f"x{serial}",
+                cpu=str(rng.randint(1, 3)),
+                memory=f"{rng.randint(1, 4)}Gi",
+                group=j.split("/")[1],
+            )
+        )
+    elif pick < 0.5:
+        pending = [t for t in state.tasks.values() if t.status == TaskStatus.PENDING]
+        if pending:
+            t = rng.choice(pending)
+            state.assume_bound(t.key, f"n{rng.randrange(4)}", {})
+    elif pick < 0.65:
+        t = rng.choice(sorted(state.tasks.values(), key=lambda t: t.key))
+        state.remove_pod(t.namespace, t.name)
+    elif pick < 0.8:
+        name = f"g{serial}"
+        phase = rng.choice(["Pending", "Inqueue", "Running"])
+        state.apply_podgroup(
+            podgroup(name, min_member=rng.randint(1, 3), queue=rng.choice(["default", "q2"]), phase=phase,
+                     min_resources={"cpu": str(rng.randint(1, 4)), "memory": "2Gi"},
+                     priority_class=rng.choice(["", "hi", "lo"]))
+        )  # fmt: skip
+        for k in range(rng.randint(0, 3)):
+            running = rng.random() < 0.5
+            state.apply_pod(
+                pod(f"{name}-{k}", cpu="1", group=name, node_name=f"n{k}" if running else "",
+                    phase="Running" if running else "Pending")
+            )  # fmt: skip
+    elif pick < 0.85:
+        state.apply_priority_class(priority_class(rng.choice(["hi", "lo"]), rng.randint(0, 200)))
+    else:
+        j = state.jobs[rng.choice(jobs)]
+        if j.uid not in state.implicit_jobs:
+            state.apply_podgroup(podgroup(j.name, min_member=j.min_available, queue=j.queue, phase="Running"))
+
+
+def _all_active(ssn: Session, dirty: set[str]) -> list[str]:
+    """What `active_jobs` is meant to be, by a walk over every job."""
+    return [j.uid for j in ssn.jobs.values() if j.uid in dirty or not j._shared or not j.is_quiet()]
+
+
+@pytest.mark.parametrize("conf", [CONF, CAPACITY], ids=["proportion", "capacity"])
+def test_kept_sums_and_decisions_equal_a_from_scratch_session_after_random_changes(
+    conf: SchedulerConfiguration,
+) -> None:
+    rng = random.Random(20261123)
+    plugin = (
+        "proportion" if any(p.name == "proportion" for t in conf.tiers for p in t.plugins) else "capacity"
+    )
+    state = _state()
+    kept_rounds = 0
+    for serial in range(60):
+        for _ in range(rng.randint(0, 3)):
+            _random_change(state, rng, serial)
+        snap = state.snapshot()
+        _assert_like_fresh(state, snap)
+        waiting = any(j.task_status_index.get(TaskStatus.PENDING) for j in state.jobs.values())
+        assert state.has_pending_tasks() == waiting, serial
+        dirty = set(snap.dirty_jobs or ())
+        ch = snap.job_changes
+        assert ch is not None
+        kept_rounds += ch.carry.get(plugin, (0, None))[0] == ch.serial - 1
+        ssn = _open(snap, conf)
+        scratch = _from_scratch(state, conf)
+        assert _sums(ssn) == _sums(scratch), serial
+        run_actions(ssn)
+        run_actions(scratch)
+        assert [(t.key, t.node_name) for t in ssn.decisions.binds] == [
+            (t.key, t.node_name) for t in scratch.decisions.binds
+        ], serial
+        assert [j.uid for j in ssn.active_jobs()] == _all_active(ssn, dirty), serial
+        if rng.random() < 0.5:
+            res = close_session(ssn)  # or dropped unclosed, as a failed session would be
+            for b in res.binds[: rng.randint(0, len(res.binds))]:
+                state.assume_bound(b.task.key, b.node, b.annotations)
+    assert kept_rounds > 20  # the kept state was built on, not recomputed every time

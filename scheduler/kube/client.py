@@ -280,12 +280,14 @@ class KubeClient:
         timeout: float | None = None,
         fenced: bool = True,
         term: int | None = None,
+        decode: bool = True,
     ) -> Any:
         """One call; the decoded JSON answer, or ApiError carrying the server's Status.
 
         A write (any method but GET) with `fenced` goes only while `write_guard` allows it (for
         the fence `term` it was decided in, if given); the lease's own requests pass
-        `fenced=False`, or a leader could never renew.
+        `fenced=False`, or a leader could never renew. `decode=False` skips decoding a successful
+        answer nobody reads (a Binding's).
         """
         resp = await self._send(
             method, path, query, body, content_type, timeout or self.options.request_timeout, fenced, term
@@ -298,7 +300,7 @@ class KubeClient:
             resp.release()
         if not 200 <= resp.status < 300:
             raise _status_error(resp.status, data, resp.headers)
-        if not data:
+        if not data or not decode:
             return None
         try:
             return json_loads(data)
@@ -341,7 +343,11 @@ class KubeClient:
         validation and serialisation cost more CPU than the request itself at 1,000 binds a second.
         """
         await self.request(
-            "POST", resource_path("/api/v1", "pods", namespace, name, "binding"), body=body, term=term
+            "POST",
+            resource_path("/api/v1", "pods", namespace, name, "binding"),
+            body=body,
+            term=term,
+            decode=False,
         )
 
 

@@ -62,3 +62,21 @@ async def test_stop_ends_the_wait_at_once() -> None:
     stop = asyncio.Event()
     asyncio.get_running_loop().call_later(0.05, stop.set)
     await asyncio.wait_for(pacer.pause((stop,)), 1.0)
+
+
+async def test_the_next_session_waits_for_the_last_ones_bindings() -> None:
+    loop = asyncio.get_running_loop()
+    pacer = Pacer(0.3)
+    done_at = loop.time() + 0.5  # after the period, before the period and one more
+    t0 = loop.time()
+    await pacer.pause((asyncio.Event(),), lambda: loop.time() < done_at)
+    assert loop.time() - t0 >= 0.45
+    assert pacer.held == 1
+
+
+async def test_bindings_that_never_finish_hold_the_session_one_more_period_at_most() -> None:
+    loop = asyncio.get_running_loop()
+    pacer = Pacer(0.2)
+    t0 = loop.time()
+    await asyncio.wait_for(pacer.pause((asyncio.Event(),), lambda: True), 2.0)
+    assert 0.35 <= loop.time() - t0 < 1.5

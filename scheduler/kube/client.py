@@ -315,24 +315,32 @@ class KubeClient:
         try:
             if not 200 <= resp.status < 300:
                 raise _status_error(resp.status, await resp.read(), resp.headers)
+            # whatever the socket has is read at once and split into events: one await per
+            # network read instead of one per event (a burst's thousands of events), and an event
+            # of any size (aiohttp's readline refuses lines over 128 KiB)
+            partial: list[bytes] = []  # the start of an event whose newline has not come yet
             while True:
                 try:
-                    line = await resp.content.readline()
+                    chunk = await resp.content.readany()
                 except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
                     raise ApiError(
                         0, "ConnectionError", f"watch {path}: {type(exc).__name__}: {exc}"
                     ) from None
-                if not line:
-                    return
-                line = line.strip()
-                if not line:
+                if not chunk:
+                    lines = [b"".join(partial)]  # the stream ended: a last event may lack its newline
+                elif b"\n" not in chunk:
+                    partial.append(chunk)
                     continue
-                try:
-                    event = json_loads(line)
-                except ValueError:
-                    raise ApiError(0, "BadResponse", f"watch {path}: undecodable event") from None
-                if isinstance(event, dict):
-                    yield event
+                else:
+                    head, *lines, tail = chunk.split(b"\n")
+                    lines.insert(0, b"".join(partial) + head if partial else head)
+                    partial = [tail] if tail else []
+                for line in lines:
+                    event = _watch_event(line, path)
+                    if event is not None:
+                        yield event
+                if not chunk:
+                    return
         finally:
             resp.release()
 
@@ -349,6 +357,17 @@ class KubeClient:
             term=term,
             decode=False,
         )
+
+
+def _watch_event(line: bytes, path: str) -> dict[str, Any] | None:
+    line = line.strip()
+    if not line:
+        return None
+    try:
+        event = json_loads(line)
+    except ValueError:
+        raise ApiError(0, "BadResponse", f"watch {path}: undecodable event") from None
+    return event if isinstance(event, dict) else None
 
 
 def resource_path(prefix: str, plural: str, namespace: str = "", name: str = "", sub: str = "") -> str:

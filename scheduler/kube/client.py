@@ -5,8 +5,8 @@ kubernetes_asyncio supplies what is hard to get right — kubeconfig contexts, e
 refresh, in-cluster service-account tokens, TLS — and we stop there: responses are read as plain
 JSON (`_preload_content=False`) instead of being deserialised into generated model classes,
 because the cache only keeps slim records and model objects for 150,000 pods would cost gigabytes
-and seconds. Every request, watches included, first takes a token from the bucket, as client-go's
-rate limiter does for `--kube-api-qps` / `--kube-api-burst`.
+and seconds. Every request, watches included, first takes a token from its clientset's bucket
+(`bucket_for`), as client-go's rate limiter does for `--kube-api-qps` / `--kube-api-burst`.
 """
 
 from __future__ import annotations
@@ -203,7 +203,15 @@ class KubeClient:
         _resolve_env_once(api)
         self.core = k8s.CoreV1Api(api)
         self.options = options
+        # Volcano's scheduler talks through four clientsets built from one configuration, each
+        # with its own --kube-api-qps/--kube-api-burst bucket: core (lists, watches, Bindings, pod
+        # conditions), Volcano's CRDs (PodGroup and Queue status), events and the leader lease.
+        # One shared bucket would let a burst's Scheduled events and PodGroup writes take the
+        # Bindings' tokens, which Volcano never does.
         self.bucket = TokenBucket(options.qps, options.burst)
+        self._buckets = {
+            kind: TokenBucket(options.qps, options.burst) for kind in ("volcano", "events", "lease")
+        }
         self.requests = 0  # every request sent, for logs and tests
         # asked before every write is sent (after any wait for a token; not reads, not the lease
         # itself) with the fence term the write belongs to, if any: False refuses it (fencing)
@@ -215,6 +223,17 @@ class KubeClient:
         api = k8s.ApiClient(configuration=cfg)
         api.user_agent = options.user_agent
         return cls(api, options)
+
+    def bucket_for(self, path: str) -> TokenBucket:
+        """The token bucket of the Volcano clientset that would send this request."""
+        if path.startswith("/apis/") and ".volcano.sh/" in path:
+            return self._buckets["volcano"]
+        if path.startswith("/apis/coordination.k8s.io/"):
+            return self._buckets["lease"]
+        parts = path.split("/", 6)  # "", "api", "v1", "namespaces", ns, "events", name
+        if len(parts) > 5 and parts[1] == "api" and parts[3] == "namespaces" and parts[5] == "events":
+            return self._buckets["events"]
+        return self.bucket
 
     @property
     def host(self) -> str:
@@ -234,7 +253,7 @@ class KubeClient:
         fenced: bool = False,
         term: int | None = None,
     ) -> aiohttp.ClientResponse:
-        await self.bucket.acquire()
+        await self.bucket_for(path).acquire()
         # checked after the token wait: a write queued behind the bucket across a pause must not go
         if fenced and method != "GET" and self.write_guard is not None and not self.write_guard(term):
             raise Fenced(method, path)

@@ -19,7 +19,8 @@ and a session started then cannot place the pods being bound but stops their Bin
 events for its whole duration. At 20,000 nodes, where a session takes seconds, sessions every
 period left the Bindings a sliver of the loop (17 binds a second).
 
-Nothing about a session's decisions depends on when it starts; only how long pods wait.
+A session decides as it always did; only which pods it sees, and so how long pods wait, depends
+on when it starts.
 """
 
 from __future__ import annotations

@@ -254,16 +254,17 @@ class KubeClient:
         term: int | None = None,
     ) -> aiohttp.ClientResponse:
         await self.bucket_for(path).acquire()
-        # checked after the token wait: a write queued behind the bucket across a pause must not go
-        if fenced and method != "GET" and self.write_guard is not None and not self.write_guard(term):
-            raise Fenced(method, path)
-        self.requests += 1
         headers = {**self.api.default_headers, "Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
         cfg = self.api.configuration
         if "BearerToken" in cfg.api_key:  # an exec/OIDC token is refreshed by this call when due
             headers["authorization"] = await cfg.get_api_key_with_prefix("BearerToken")
+        # checked after every wait (the token, a token refresh) and with none before the send: a
+        # write held up across a pause must not go
+        if fenced and method != "GET" and self.write_guard is not None and not self.write_guard(term):
+            raise Fenced(method, path)
+        self.requests += 1
         url = cfg.host + path
         if query:
             url += "?" + urlencode([(k, v) for k, v in query.items() if v is not None])

@@ -52,10 +52,17 @@ SWITCHES: dict[str, tuple[str, ...]] = {
 # Switches that are NOT defaulted to true (absent = off).
 OFF_BY_DEFAULT = {"enableHierarchy": "hierarchy", "enabledClusterOrder": "cluster_order"}
 
-KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
-# Volcano registers these too; like its plugins we do not implement, they load with a warning and
-# are skipped (a configuration Volcano accepts is not refused).
-VOLCANO_ONLY_ACTIONS = ("shuffle", "gangpreempt", "gangreclaim")
+# every action Volcano registers (pkg/scheduler/actions/factory.go)
+KNOWN_ACTIONS = (
+    "enqueue",
+    "allocate",
+    "backfill",
+    "preempt",
+    "reclaim",
+    "gangpreempt",
+    "gangreclaim",
+    "shuffle",
+)
 
 # Every plugin Volcano registers (pkg/scheduler/plugins/factory.go) loads: those we do not
 # implement load with a warning and do nothing, so a configuration Volcano accepts is not refused.
@@ -208,10 +215,6 @@ def parse_with(catalogue: Catalogue, text: str, source: str = "<config>") -> Sch
         name = raw.strip()
         if name in KNOWN_ACTIONS:
             actions.append(name)
-        elif name in VOLCANO_ONLY_ACTIONS:
-            warnings.append(
-                f"action {name!r} is a Volcano action that vc-scheduler does not implement; it is skipped"
-            )
         else:
             shown = repr(name) if name else "'' (empty name: a trailing or doubled comma?)"
             errors.append(
@@ -282,8 +285,6 @@ def parse_with(catalogue: Catalogue, text: str, source: str = "<config>") -> Sch
             errors.append(f"{where_c}: unknown field {sorted(extra)[0]!r}; allowed: arguments, name")
             continue
         aname = entry["name"]
-        if aname in VOLCANO_ONLY_ACTIONS:
-            continue  # arguments of an action we skip
         if aname not in KNOWN_ACTIONS:
             errors.append(
                 f"{where_c}: unknown action {aname!r}; allowed: {', '.join(KNOWN_ACTIONS)}"

@@ -13,8 +13,12 @@ from typing import TYPE_CHECKING
 from scheduler.actions.allocate import allocate
 from scheduler.actions.backfill import backfill
 from scheduler.actions.enqueue import enqueue
+from scheduler.actions.gangevict import GangEvictOptions
+from scheduler.actions.gangpreempt import gangpreempt
+from scheduler.actions.gangreclaim import gangreclaim
 from scheduler.actions.preempt import PreemptOptions, preempt
 from scheduler.actions.reclaim import reclaim
+from scheduler.actions.shuffle import shuffle
 from scheduler.conf import DEFAULT_CONF, Catalogue, ConfigError, SchedulerConfiguration, parse_with
 from scheduler.plugins.binpack import BinpackPlugin
 from scheduler.plugins.capacity import CapacityPlugin
@@ -42,6 +46,9 @@ ACTIONS: dict[str, Callable[[Session], None]] = {
     "backfill": backfill,
     "preempt": preempt,
     "reclaim": reclaim,
+    "gangpreempt": gangpreempt,
+    "gangreclaim": gangreclaim,
+    "shuffle": shuffle,
 }
 
 PLUGINS: dict[str, type[Plugin]] = {
@@ -65,7 +72,15 @@ PLUGINS: dict[str, type[Plugin]] = {
     )
 }
 
-CATALOGUE = Catalogue(actions=ACTIONS, plugins=PLUGINS, action_arguments={"preempt": PreemptOptions.parse})
+CATALOGUE = Catalogue(
+    actions=ACTIONS,
+    plugins=PLUGINS,
+    action_arguments={
+        "preempt": PreemptOptions.parse,
+        "gangpreempt": GangEvictOptions.parse,
+        "gangreclaim": GangEvictOptions.parse,
+    },
+)
 
 
 def parse(text: str, source: str = "<config>") -> SchedulerConfiguration:

@@ -107,15 +107,15 @@ def job_ready(ssn: Session, tj: TopologyJob) -> bool:
     return ssn.job_ready(tj.job) and subgroups_satisfied(tj.job, tj.subjobs)
 
 
-def _job_pipelined(ssn: Session, tj: TopologyJob) -> bool:
+def job_pipelined(ssn: Session, tj: TopologyJob) -> bool:
     return ssn.job_pipelined(tj.job) and subgroups_satisfied(tj.job, tj.subjobs, pipelined=True)
 
 
-def _subjob_ready(ssn: Session, job: JobInfo, sj: SubJob) -> bool:
+def subjob_ready(ssn: Session, job: JobInfo, sj: SubJob) -> bool:
     return sj.is_ready(job) if job.subgroup_policies else ssn.job_ready(job)
 
 
-def _subjob_pipelined(ssn: Session, job: JobInfo, sj: SubJob) -> bool:
+def subjob_pipelined(ssn: Session, job: JobInfo, sj: SubJob) -> bool:
     return sj.is_pipelined(job) if job.subgroup_policies else ssn.job_pipelined(job)
 
 
@@ -136,7 +136,7 @@ def prepare(ssn: Session, job: JobInfo, pending: list[TaskInfo]) -> TopologyJob 
     ready_count: dict[str, int] = {}
     waiting: list[SubJob] = []
     for sj in subjobs.values():
-        if _subjob_ready(ssn, job, sj):
+        if subjob_ready(ssn, job, sj):
             ready_count[sj.gid] = ready_count.get(sj.gid, 0) + 1
         else:
             waiting.append(sj)
@@ -229,7 +229,7 @@ def allocate_for_job(ssn: Session, queue: QueueInfo, tj: TopologyJob, placer: Pl
             for u, sj in tj.subjobs.items():
                 sj.allocated_hypernode = saved[u]
             ops = _ops(stmts, ssn)
-            works = bool(ops) and (job_ready(ssn, tj) or _job_pipelined(ssn, tj))
+            works = bool(ops) and (job_ready(ssn, tj) or job_pipelined(ssn, tj))
             if works and fast:
                 # the first HyperNode that works is the best: keep its placements as they are
                 stmt = Statement(ssn)
@@ -353,9 +353,9 @@ def _allocate_tasks_in(
             leaf = topo.leaf_of.get(node_name, "")
             if leaf:
                 allocated = topo.lca(allocated, leaf)
-        if _subjob_ready(ssn, job, sj):
+        if subjob_ready(ssn, job, sj):
             break
-    if _subjob_ready(ssn, job, sj) or _subjob_pipelined(ssn, job, sj):
+    if subjob_ready(ssn, job, sj) or subjob_pipelined(ssn, job, sj):
         return stmt
     stmt.discard()
     return None

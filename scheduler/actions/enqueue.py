@@ -6,27 +6,17 @@ job is tried once per cycle.
 
 from __future__ import annotations
 
-from scheduler.framework.pqueue import PriorityQueue
+from scheduler.actions.worklist import queue_worklist
 from scheduler.framework.session import Session
 from scheduler.model.job import JobInfo
-from scheduler.model.objects import PodGroupPhase, QueueInfo, TaskStatus
+from scheduler.model.objects import PodGroupPhase, TaskStatus
 
 
 def enqueue(ssn: Session) -> None:
-    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_compare)
-    seen: set[str] = set()
-    jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
     for job in ssn.jobs.values():
         if job.schedule_start == 0.0:
             job.schedule_start = ssn.now
-        q = ssn.queues.get(job.queue)
-        if q is None:
-            continue
-        if q.name not in seen:
-            seen.add(q.name)
-            queues.push(q)
-        if job.is_pending():
-            jobs_by_queue.setdefault(q.name, PriorityQueue(ssn.job_compare)).push(job)
+    queues, jobs_by_queue = queue_worklist(ssn, ssn.jobs.values(), JobInfo.is_pending)
 
     while not queues.empty():
         q = queues.pop()

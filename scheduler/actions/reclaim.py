@@ -7,6 +7,7 @@ Victims are Running tasks of jobs in other, reclaimable queues, chosen by the Re
 from __future__ import annotations
 
 from scheduler.actions.victims import candidate_nodes, evict_until_fit, victims_cover
+from scheduler.actions.worklist import queue_worklist
 from scheduler.framework.pqueue import PriorityQueue
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
@@ -15,30 +16,25 @@ from scheduler.model.objects import QueueInfo, TaskInfo, TaskStatus
 
 
 def reclaim(ssn: Session) -> None:
-    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_compare)
-    seen: set[str] = set()
-    preemptors: dict[str, PriorityQueue[JobInfo]] = {}
     task_heaps: dict[str, PriorityQueue[TaskInfo]] = {}
-    for job in ssn.jobs.values():
-        if not job.task_status_index.get(TaskStatus.PENDING):
-            continue  # nothing to reclaim for
-        if job.is_pending() or ssn.job_valid(job) is not None:
-            continue
-        q = ssn.queues.get(job.queue)
-        if q is None:
-            continue
-        if q.name not in seen:
-            seen.add(q.name)
-            queues.push(q)
-        if ssn.job_starving(job):
-            pending = [
-                t
-                for t in job.task_status_index.get(TaskStatus.PENDING, {}).values()
-                if not t.scheduling_gated
-            ]
-            if pending:
-                preemptors.setdefault(q.name, PriorityQueue(ssn.job_compare)).push(job)
-                task_heaps[job.uid] = PriorityQueue(ssn.task_compare, pending)
+
+    def reclaimer(job: JobInfo) -> bool:
+        if not ssn.job_starving(job):
+            return False
+        pending = [
+            t for t in job.task_status_index.get(TaskStatus.PENDING, {}).values() if not t.scheduling_gated
+        ]
+        if pending:
+            task_heaps[job.uid] = PriorityQueue(ssn.task_compare, pending)
+        return bool(pending)
+
+    candidates = (
+        j
+        for j in ssn.jobs.values()
+        # a job with nothing pending has nothing to reclaim for
+        if j.task_status_index.get(TaskStatus.PENDING) and not j.is_pending() and ssn.job_valid(j) is None
+    )
+    queues, preemptors = queue_worklist(ssn, candidates, reclaimer)
 
     while not queues.empty():
         queue = queues.pop()

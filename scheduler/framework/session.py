@@ -53,6 +53,7 @@ POINTS = (
     "preemptive",
     "preemptable",
     "reclaimable",
+    "unified_evictable",
     "victim_tasks",
     "target_job",
     "reserved_nodes",
@@ -62,7 +63,11 @@ POINTS = (
 # PodGroup phases of jobs that nothing in a session can change unless they changed in the cluster
 _QUIET_PHASES = ("Running", "Completed")
 # Points without a switch in Volcano: always consulted.
-_UNSWITCHED = frozenset({"job_valid", "victim_queue_order"})
+_UNSWITCHED = frozenset({"job_valid", "victim_queue_order", "unified_evictable"})
+
+# EvictionContext kinds: the gang-aware actions (their names are also the eviction reasons)
+GANG_PREEMPT = "gangpreempt"
+GANG_RECLAIM = "gangreclaim"
 
 
 @dataclass(slots=True)
@@ -102,6 +107,16 @@ class ValidateResult:
 class Eviction:
     task: TaskInfo
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionContext:
+    """Who asks for victims in gang-aware eviction: the action (GANG_PREEMPT or GANG_RECLAIM),
+    the starving job (not one task) and the HyperNode domain searched."""
+
+    kind: str
+    job: JobInfo
+    hypernode: str
 
 
 @dataclass(slots=True)
@@ -267,6 +282,13 @@ class Session:
         self, plugin: str, fn: Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
     ) -> None:
         self._add("reclaimable", plugin, fn)
+
+    def add_unified_evictable_fn(
+        self, plugin: str, fn: Callable[[EvictionContext, list[TaskInfo]], tuple[list[TaskInfo], int]]
+    ) -> None:
+        """Victim filter of gangpreempt/gangreclaim (Volcano's UnifiedEvictableFn). Like Volcano,
+        consulted whatever the plugin's enablePreemptable/enableReclaimable switches say."""
+        self._add("unified_evictable", plugin, fn)
 
     def add_victim_tasks_fn(self, plugin: str, fn: Callable[[list[TaskInfo]], list[TaskInfo]]) -> None:
         self._add("victim_tasks", plugin, fn)
@@ -530,11 +552,13 @@ class Session:
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return all(fn(queue, task) for fn in self._fns("preemptive"))
 
-    def _evictable(self, point: str, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+    def _evictable(self, point: str, asker: Any, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Tier by tier: the intersection of the votes of the first tier whose plugins vote;
+        a plugin voting with no victims empties that tier."""
         for tier in self._tiered[point]:
             victims: list[TaskInfo] | None = None
             for _, fn in tier:
-                got, vote = fn(preemptor, candidates)
+                got, vote = fn(asker, candidates)
                 if vote == ABSTAIN:
                     continue
                 if not got:
@@ -554,6 +578,9 @@ class Session:
 
     def reclaimable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return self._evictable("reclaimable", preemptor, candidates)
+
+    def unified_evictable(self, ctx: EvictionContext, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return self._evictable("unified_evictable", ctx, candidates)
 
     def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
         for tier in self._tiered["victim_tasks"]:

@@ -492,6 +492,9 @@ def podgroup_to_job(pg: dict[str, Any], default_queue: str = "default") -> JobIn
         waiting_time=sla_waiting_time(_str_map(md, "annotations", where)),
     )
     job.network_topology = network_topology(spec.get("networkTopology"), where, "spec.networkTopology")
+    annotations, labels = _str_map(md, "annotations", where), _str_map(md, "labels", where)
+    pre_raw = annotations.get(PREEMPTABLE_KEY, labels.get(PREEMPTABLE_KEY))
+    job.preemptable = None if pre_raw is None else pre_raw in GO_TRUE
     job.subgroup_policies = tuple(
         _subgroup_policy(p, where, f"spec.subGroupPolicy[{i}]")
         for i, p in enumerate(_list(spec, "subGroupPolicy", where))

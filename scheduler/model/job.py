@@ -34,6 +34,7 @@ class JobInfo:
         "pending_request",
         "pg_exists",
         "pod_group_status",
+        "preemptable",
         "priority",
         "priority_class_name",
         "queue",
@@ -92,6 +93,9 @@ class JobInfo:
         # PodGroup spec.networkTopology and spec.subGroupPolicy (see model.topology)
         self.network_topology: NetworkTopologySpec | None = None
         self.subgroup_policies: tuple[SubGroupPolicy, ...] = ()
+        # the PodGroup's volcano.sh/preemptable (None: not set, which the gang-aware actions
+        # read as preemptable)
+        self.preemptable: bool | None = None
         self._shared = False
 
     # -- copy-on-write ------------------------------------------------------------------------
@@ -123,6 +127,7 @@ class JobInfo:
         j.schedule_start = self.schedule_start
         j.network_topology = self.network_topology
         j.subgroup_policies = self.subgroup_policies
+        j.preemptable = self.preemptable
         j._shared = True
         return j
 

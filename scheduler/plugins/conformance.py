@@ -27,3 +27,4 @@ class ConformancePlugin(Plugin):
 
         ssn.add_preemptable_fn(self.name, victims)
         ssn.add_reclaimable_fn(self.name, victims)
+        ssn.add_unified_evictable_fn(self.name, lambda _ctx, candidates: (evictable(candidates), PERMIT))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from scheduler.framework.messages import job_fit_error
 from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import PERMIT, REJECT, Session, ValidateResult
+from scheduler.framework.session import PERMIT, REJECT, EvictionContext, Session, ValidateResult
 from scheduler.model.job import JobInfo
 from scheduler.model.objects import ALLOCATED_STATUSES, Condition, TaskInfo, TaskStatus
 
@@ -77,7 +77,12 @@ class GangPlugin(Plugin):
         def job_starving(job: JobInfo) -> bool:
             return job.is_starving()
 
+        def gang_evictable(_ctx: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            # gangpreempt/gangreclaim keep gangs whole through their victim bundles
+            return candidates, PERMIT
+
         ssn.add_job_valid_fn(self.name, job_valid)
+        ssn.add_unified_evictable_fn(self.name, gang_evictable)
         ssn.add_preemptable_fn(self.name, preemptable)
         ssn.add_reclaimable_fn(self.name, preemptable)
         ssn.add_job_order_fn(self.name, job_order)

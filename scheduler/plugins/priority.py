@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import PERMIT, Session
+from scheduler.framework.session import GANG_RECLAIM, PERMIT, EvictionContext, Session
 from scheduler.model.job import JobInfo
 from scheduler.model.objects import TaskInfo
 
@@ -36,10 +36,21 @@ class PriorityPlugin(Plugin):
                     victims.append(t)
             return victims, PERMIT
 
+        def gang_evictable(ctx: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            if ctx.kind == GANG_RECLAIM:
+                return candidates, PERMIT  # reclaim is about queue shares, not priority
+            victims = []
+            for t in candidates:
+                vjob = ssn.jobs.get(t.job)
+                if vjob is not None and vjob.priority < ctx.job.priority:
+                    victims.append(t)
+            return victims, PERMIT
+
         def job_starving(job: JobInfo) -> bool:
             return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
 
         ssn.add_task_order_fn(self.name, task_order)
         ssn.add_job_order_fn(self.name, job_order)
         ssn.add_preemptable_fn(self.name, preemptable)
+        ssn.add_unified_evictable_fn(self.name, gang_evictable)
         ssn.add_job_starving_fn(self.name, job_starving)

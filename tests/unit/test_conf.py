@@ -95,14 +95,15 @@ VOLCANO_REGISTERED_PLUGINS = [
 ]
 
 
-def test_a_volcano_action_we_do_not_implement_loads_with_a_warning_and_is_skipped() -> None:
+def test_every_action_volcano_registers_loads_and_runs() -> None:
     conf = parse(
-        'actions: "enqueue, allocate, gangpreempt, shuffle"\ntiers: []\n'
-        "configurations:\n- name: gangpreempt\n  arguments: {}\n"
+        'actions: "enqueue, allocate, backfill, preempt, reclaim, gangpreempt, gangreclaim, shuffle"\n'
+        "tiers: []\nconfigurations:\n- name: gangpreempt\n  arguments: {maxDomains: 2}\n"
     )
-    assert conf.actions == ["enqueue", "allocate"]
-    assert any("'gangpreempt'" in w and "skipped" in w for w in conf.warnings)
-    assert any("'shuffle'" in w for w in conf.warnings)
+    assert conf.actions == [
+        "enqueue", "allocate", "backfill", "preempt", "reclaim", "gangpreempt", "gangreclaim", "shuffle"
+    ]  # fmt: skip
+    assert conf.warnings == []
 
 
 def test_every_plugin_volcano_registers_loads() -> None:

@@ -20,7 +20,15 @@ from typing import ClassVar
 from scheduler.actions.victims import victim_order
 from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import PERMIT, REJECT, EventHandler, Session, ValidateResult
+from scheduler.framework.session import (
+    GANG_RECLAIM,
+    PERMIT,
+    REJECT,
+    EventHandler,
+    EvictionContext,
+    Session,
+    ValidateResult,
+)
 from scheduler.model.job import JobInfo
 from scheduler.model.objects import QueueInfo, TaskInfo
 from scheduler.model.resources import Infinity, Resource
@@ -97,6 +105,7 @@ class CapacityPlugin(Plugin):
         if self.broken:
             ssn.add_job_valid_fn(self.name, self._job_valid)
         ssn.add_reclaimable_fn(self.name, self._reclaimable)
+        ssn.add_unified_evictable_fn(self.name, self._gang_evictable)
         ssn.add_preemptive_fn(self.name, self._preemptive)
         ssn.add_allocatable_fn(self.name, self._allocatable)
         ssn.add_job_enqueueable_fn(self.name, self._job_enqueueable)
@@ -286,6 +295,27 @@ class CapacityPlugin(Plugin):
             for a in touched:
                 a.sub(t.resreq)
             victims.append(t)
+        return victims, PERMIT
+
+    def _gang_evictable(self, ctx: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        """gangreclaim's victims, in the order given: none that would take its queue below its
+        guarantee, and only from queues above their deserved share on what the victim holds (or
+        deserving none of it). Volcano checks neither the reclaimer's request nor ancestors here."""
+        if ctx.kind != GANG_RECLAIM:
+            return candidates, PERMIT  # as for preempt, capacity does not filter preemption
+        running: dict[str, Resource] = {}
+        victims: list[TaskInfo] = []
+        for t in candidates:
+            attr = self._attr_of_job(t.job)
+            if attr is None:
+                continue
+            alloc = running.setdefault(attr.name, attr.allocated.clone())
+            if not attr.guarantee.less_equal(alloc.clone().sub(t.resreq), Infinity.ZERO):
+                continue
+            immediate = not (present_names(t.resreq) & present_names(attr.deserved))
+            if immediate or above_on_relevant(alloc, attr.deserved, t.resreq):
+                alloc.sub(t.resreq)
+                victims.append(t)
         return victims, PERMIT
 
     # ------------------------------------------------------------------ enqueue --

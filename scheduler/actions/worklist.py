@@ -1,0 +1,31 @@
+"""The loop head Volcano's enqueue, reclaim, gangpreempt and gangreclaim share: every queue that
+has a job, once, in queue order; and per queue the jobs the action works for, in job order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from scheduler.framework.pqueue import PriorityQueue
+from scheduler.framework.session import Session
+from scheduler.model.job import JobInfo
+from scheduler.model.objects import QueueInfo
+
+
+def queue_worklist(
+    ssn: Session, jobs: Iterable[JobInfo], wanted: Callable[[JobInfo], bool]
+) -> tuple[PriorityQueue[QueueInfo], dict[str, PriorityQueue[JobInfo]]]:
+    """The queues of `jobs` (jobs of unknown queues are left out) and, by queue name, the jobs
+    for which `wanted` is true."""
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_compare)
+    seen: set[str] = set()
+    by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+    for job in jobs:
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            continue
+        if queue.name not in seen:
+            seen.add(queue.name)
+            queues.push(queue)
+        if wanted(job):
+            by_queue.setdefault(queue.name, PriorityQueue(ssn.job_compare)).push(job)
+    return queues, by_queue

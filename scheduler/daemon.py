@@ -246,7 +246,8 @@ class Daemon:
 
     def _watched(self, created: float) -> None:
         self.metrics.task_latency.labels("Watched").observe(max(time.time() - created, 0.0) * 1000)
-        self.pacer.arrived.set()
+        if self.synced.is_set():  # the initial list's pending pods wait for the first session anyway
+            self.pacer.arrived.set()
 
     def _on_leading(self) -> None:
         self.metrics.is_leader.set(1)

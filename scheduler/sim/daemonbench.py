@@ -291,11 +291,12 @@ async def serve(args: argparse.Namespace) -> None:
                 t0 = time.time()
                 await steady(srv.store, float(words[1]), float(words[2]), int(words[3]), created)
                 print(json.dumps({"start": t0, "end": time.time()}), flush=True)
-            elif words == [b"latencies"]:
-                print(
-                    json.dumps({"n": len(latencies), "waiting": len(created), "seconds": latencies}),
-                    flush=True,
-                )
+            elif words == [b"latencies"]:  # a summary: one pipe line holds at most 64 KiB
+                from scheduler.sim.bench import pct
+
+                ms = [x * 1000 for x in latencies] or [0.0]
+                summary = {"n": len(latencies), "p50": pct(ms, 50), "p99": pct(ms, 99), "max": max(ms)}
+                print(json.dumps(summary), flush=True)
     finally:
         await srv.stop()
 
@@ -562,17 +563,14 @@ async def _steady(args: argparse.Namespace, sin: Any, sout: Any, stats: Any) -> 
         await asyncio.sleep(0.05)
     sin.write(b"latencies\n")
     await sin.drain()
-    from scheduler.sim.bench import pct
-
-    lat = json.loads(await sout.readline())["seconds"]
-    ms = [x * 1000 for x in lat]
+    lat = json.loads(await sout.readline())
     return {
         "steady_rate": args.arrival_rate,
         "steady_seconds": args.arrival_seconds,
-        "steady_pods": len(ms),
-        "steady_p50_ms": round(pct(ms, 50)),
-        "steady_p99_ms": round(pct(ms, 99)),
-        "steady_max_ms": round(max(ms)),
+        "steady_pods": lat["n"],
+        "steady_p50_ms": round(lat["p50"]),
+        "steady_p99_ms": round(lat["p99"]),
+        "steady_max_ms": round(lat["max"]),
     }
 
 

@@ -386,14 +386,14 @@ class SchedulerMetrics:
             self.job_share.labels(ns, name).set(v)
 
     def _observe_evictions(self, res: Any) -> None:
-        reasons = {reason for _t, reason in res.evictions}
-        for reason in reasons:
-            if reason in ("preempt", "reclaim", "gangpreempt", "gangreclaim"):
-                self.eviction_transactions.labels(reason).inc()
-        n_preempt = sum(1 for _t, reason in res.evictions if reason == "preempt")
-        if n_preempt:
-            self.preemption_attempts.inc()
-            self.preemption_victims.set(n_preempt)
+        # counted as Volcano counts them: per committed eviction transaction, per preemption
+        # attempt on a node, and the victims allowed on the last node preempt looked at
+        for action, n in res.eviction_transactions.items():
+            self.eviction_transactions.labels(action).inc(n)
+        if res.preemption_attempts:
+            self.preemption_attempts.inc(amount=res.preemption_attempts)
+        if res.preemption_victims is not None:
+            self.preemption_victims.set(res.preemption_victims)
 
     def observe_job_placed(
         self, name: str, queue: str, namespace: str, creation: float, start: float, done: bool

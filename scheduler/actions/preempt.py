@@ -11,6 +11,12 @@ order until the preemptor fits, then the victims are given back, highest priorit
 as the preemptor still fits; the node whose remaining victims matter least is chosen. So only what
 is needed is evicted (a pod in the way of an anti-affinity rule, not its neighbours), and nothing
 where evicting every victim would still leave the preemptor unfit.
+
+As in Volcano, a preemptor's inter-pod affinity and spread counts are those of its pre-predicate:
+evicting the pod its anti-affinity refuses does not make it fit, so without topology-aware
+preemption nothing is evicted for such a conflict. The dry run's removals do reach the inter-pod
+affinity counts when the predicates plugin's enablePreemptable or enabledAllocatable switch is on
+(`Session.follows_dry_run`, Volcano's SimulateRemoveTask).
 """
 
 from __future__ import annotations
@@ -151,6 +157,7 @@ def _preempt_task(
         victims = _victims_on(ssn, task, node, extra)
         if not victims or not victims_cover(task, node, victims):
             continue
+        ssn.preemption_attempts += 1
         if evict_until_fit(ssn, stmt, queue, task, node, victims, "preempt"):
             return True
     return False
@@ -158,9 +165,7 @@ def _preempt_task(
 
 def _victims_on(ssn: Session, task: TaskInfo, node: NodeInfo, extra: Filter) -> list[TaskInfo]:
     preemptees = [v for v in node.tasks.values() if _base_filter(task, v) and extra(v)]
-    if not preemptees:
-        return []
-    victims = ssn.preemptable(task, preemptees)
+    victims = ssn.preemptable(task, preemptees) if preemptees else []
     ssn.last_preemption_victims = len(victims)
     return victims
 
@@ -193,6 +198,7 @@ def _topology_aware_preempt(
     trial = Statement(ssn)
     for v in victims:
         trial.evict(v, "preempt")
+    ssn.preemption_attempts += 1
     try:
         trial.pipeline(task, node)
     except AllocateError:
@@ -213,11 +219,12 @@ def _minimal_victims(
     if not victims or not victims_cover(task, node, victims):
         return []
     trial = Statement(ssn)
-    for v in sorted(victims, key=victim_order(ssn, queue)):
-        trial.evict(v, "preempt")
-        if fits_after(ssn, queue, task, node):
-            break
+    ssn.victim_dry_run = True
     try:
+        for v in sorted(victims, key=victim_order(ssn, queue)):
+            trial.evict(v, "preempt")
+            if fits_after(ssn, queue, task, node):
+                break
         if ssn.predicate(task, node) is not None:
             return []
         chosen: list[TaskInfo] = []
@@ -231,6 +238,7 @@ def _minimal_victims(
         return chosen
     finally:
         trial.discard()
+        ssn.victim_dry_run = False
 
 
 def _candidate_cost(candidate: tuple[NodeInfo, list[TaskInfo]]) -> tuple[int, int, int, float]:

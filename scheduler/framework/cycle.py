@@ -56,6 +56,10 @@ class SessionResult:
     jobs: dict[str, JobInfo] = field(default_factory=dict)
     # job uid -> the HyperNode allocate placed it in (jobs with a network topology)
     job_hypernodes: dict[str, str] = field(default_factory=dict)
+    # Volcano's preemption metrics as the session's actions counted them (see Session)
+    preemption_victims: int | None = None
+    preemption_attempts: int = 0
+    eviction_transactions: dict[str, int] = field(default_factory=dict)
 
 
 def open_session(
@@ -181,6 +185,9 @@ def close_session(ssn: Session) -> SessionResult:
     for task in ssn.decisions.binds:
         res.binds.append(BindDecision(task, task.node_name, dict(task.bind_annotations)))
     res.evictions = [(e.task, e.reason) for e in ssn.decisions.evictions]
+    res.preemption_victims = ssn.last_preemption_victims
+    res.preemption_attempts = ssn.preemption_attempts
+    res.eviction_transactions = dict(ssn.eviction_transactions)
     res.node_locks = list(ssn.decisions.node_locks)
     res.job_events = list(ssn.decisions.job_events)
     res.plugin_open_ms = ssn.plugin_open_ms

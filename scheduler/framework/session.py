@@ -13,6 +13,7 @@ import functools
 import random
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,6 +132,13 @@ class SessionDecisions:
     job_events: list[tuple[str, str, str, str]] = field(default_factory=list)
 
 
+def _older_first(left_creation: float, left_uid: str, right_creation: float, right_uid: str) -> int:
+    """Volcano's order when every plugin ties: the older object first, then the smaller uid."""
+    if left_creation != right_creation:
+        return -1 if left_creation < right_creation else 1
+    return -1 if left_uid < right_uid else (1 if left_uid > right_uid else 0)
+
+
 class Session:
     def __init__(
         self,
@@ -196,7 +204,16 @@ class Session:
         self.node_changes: list[str] = []
         # task uid -> node, for preemptors pipelined where evictions were made for them
         self.nominated: dict[str, str] = {}
-        self.last_preemption_victims = 0
+        # Volcano's eviction metrics count events, not sessions: the victims the plugins allowed on
+        # the last node preempt looked at (None: preempt looked at none), one attempt per node tried
+        # with valid victims, one transaction per committed statement that evicts (by action)
+        self.last_preemption_victims: int | None = None
+        self.preemption_attempts = 0
+        self.eviction_transactions: Counter[str] = Counter()
+        # True while preempt's topology-aware dry run takes victims off a node. Volcano tells a
+        # plugin about those removals (SimulateRemoveTask) only when its enablePreemptable or
+        # enabledAllocatable switch is on; see `follows_dry_run`.
+        self.victim_dry_run = False
         self.plugin_open_ms: dict[str, float] = {}
         self.plugin_close_ms: dict[str, float] = {}
 
@@ -335,6 +352,15 @@ class Session:
             for opt in tier.plugins
         )
 
+    def follows_dry_run(self, plugin: str) -> bool:
+        """Whether `plugin` sees the victims a dry run takes off (Volcano's gate of
+        SimulateAddTask/SimulateRemoveTask: the plugin's preemptable or allocatable switch)."""
+        return any(
+            opt.name == plugin and (opt.enabled("preemptable") or opt.enabled("allocatable"))
+            for tier in self.conf.tiers
+            for opt in tier.plugins
+        )
+
     def has(self, point: str) -> bool:
         return any(self._tiered.get(point, []))
 
@@ -352,20 +378,14 @@ class Session:
         return 0
 
     def job_compare(self, left: JobInfo, right: JobInfo) -> int:
-        r = self._first_nonzero("job_order", left, right)
-        if r:
-            return r
-        if left.creation != right.creation:
-            return -1 if left.creation < right.creation else 1
-        return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
+        return self._first_nonzero("job_order", left, right) or _older_first(
+            left.creation, left.uid, right.creation, right.uid
+        )
 
     def queue_compare(self, left: QueueInfo, right: QueueInfo) -> int:
-        r = self._first_nonzero("queue_order", left, right)
-        if r:
-            return r
-        if left.creation != right.creation:
-            return -1 if left.creation < right.creation else 1
-        return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
+        return self._first_nonzero("queue_order", left, right) or _older_first(
+            left.creation, left.uid, right.creation, right.uid
+        )
 
     def task_compare(self, left: TaskInfo, right: TaskInfo) -> int:
         r = self._first_nonzero("task_order", left, right)
@@ -373,9 +393,7 @@ class Session:
             return r
         if left.index is not None and right.index is not None and left.index != right.index:
             return -1 if left.index < right.index else 1
-        if left.pod.creation != right.pod.creation:
-            return -1 if left.pod.creation < right.pod.creation else 1
-        return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
+        return _older_first(left.pod.creation, left.uid, right.pod.creation, right.uid)
 
     def victim_queue_compare(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> int:
         for fn in self._fns("victim_queue_order"):
@@ -554,7 +572,9 @@ class Session:
 
     def _evictable(self, point: str, asker: Any, candidates: list[TaskInfo]) -> list[TaskInfo]:
         """Tier by tier: the intersection of the votes of the first tier whose plugins vote;
-        a plugin voting with no victims empties that tier."""
+        a plugin voting with no victims ends its tier undecided. As in Volcano, where an empty
+        list is nil, an empty intersection counts as no vote yet: the next plugin of the tier
+        starts afresh, and a tier left with none hands the question to the next tier."""
         for tier in self._tiered[point]:
             victims: list[TaskInfo] | None = None
             for _, fn in tier:
@@ -568,7 +588,7 @@ class Session:
                     victims = list(got)
                 else:
                     keep = {t.uid for t in got}
-                    victims = [t for t in victims if t.uid in keep]
+                    victims = [t for t in victims if t.uid in keep] or None
             if victims is not None:
                 return victims
         return []

@@ -55,6 +55,8 @@ class Statement:
         self.operations.clear()
 
     def commit(self) -> None:
+        for reason in {op.reason for op in self.operations if op.kind == EVICT}:
+            self.ssn.eviction_transactions[reason] += 1
         for op in self.operations:
             if op.kind == EVICT:
                 self.ssn.evict_committed(op.task, op.reason)

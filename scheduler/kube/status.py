@@ -303,6 +303,10 @@ QUEUE_PHASES = (
 )
 
 
+# the log field that names the object of each kind of remembered write
+_LOG_KEYS = {"PodGroup status": "podgroup", "pod condition": "pod"}
+
+
 class StatusWriter:
     """Turns a SessionResult into status writes and events; skips what is already true."""
 
@@ -367,6 +371,32 @@ class StatusWriter:
             )
         return out
 
+    async def _remembered_write(
+        self,
+        written: dict[str, Any],
+        key: str,
+        decision: Any,
+        rv_then: str,
+        send: Callable[[], Awaitable[Any]],
+        what: str,
+    ) -> bool:
+        """Send one write of `decision` for `key`; True when it went through. On failure the record
+        of it is dropped, so that the next session writes again; on success it is completed with the
+        resourceVersion the write produced, so that the watch's echo of our own write is not taken
+        for a change by someone else."""
+        try:
+            out = await send()
+        except ApiError as exc:
+            written.pop(key, None)
+            if _worth_a_warning(exc):
+                log.warning(f"{what} write failed", **{_LOG_KEYS[what]: key}, error=str(exc))
+            return False
+        rv = str(((out or {}).get("metadata") or {}).get("resourceVersion") or "")
+        prev = written.get(key)
+        if prev is not None and prev[0] == decision:
+            written[key] = (decision, rv_then, rv)
+        return True
+
     # ----------------------------------------------------------------- PodGroups --
     def podgroup_status(self, uid: str, st: PodGroupStatus) -> bool:
         """Queue a status write for one PodGroup unless it is what we last wrote and still see."""
@@ -384,22 +414,16 @@ class StatusWriter:
         path = resource_path(PG_PREFIX, "podgroups", ns, name, "status")
         object_path = resource_path(PG_PREFIX, "podgroups", ns, name)
 
+        async def send() -> Any:
+            return await self._patch_status(
+                "podgroups",
+                lambda: client.request("PATCH", path, body=body, content_type=MERGE_PATCH),
+                lambda: client.request("PATCH", object_path, body=body, content_type=MERGE_PATCH),
+            )
+
         async def write() -> None:
-            try:
-                out = await self._patch_status(
-                    "podgroups",
-                    lambda: client.request("PATCH", path, body=body, content_type=MERGE_PATCH),
-                    lambda: client.request("PATCH", object_path, body=body, content_type=MERGE_PATCH),
-                )
-            except ApiError as exc:
-                self._pg_written.pop(uid, None)
-                if _worth_a_warning(exc):
-                    log.warning("PodGroup status write failed", podgroup=uid, error=str(exc))
-                return
-            self.podgroup_writes += 1
-            rv = str(((out or {}).get("metadata") or {}).get("resourceVersion") or "")
-            if self._pg_written.get(uid, ("",))[0] == decision:
-                self._pg_written[uid] = (decision, cur_rv, rv)
+            if await self._remembered_write(self._pg_written, uid, decision, cur_rv, send, "PodGroup status"):
+                self.podgroup_writes += 1
 
         self.queue.submit(f"pg/{uid}", write)
         return True
@@ -447,21 +471,15 @@ class StatusWriter:
         rv_then = pod.resource_version
         path = resource_path("/api/v1", "pods", task.namespace, task.name, "status")
 
+        async def send() -> Any:
+            # strategic merge: conditions merge by type, as kube-scheduler patches them
+            return await with_retry(
+                lambda: client.request("PATCH", path, body=body, content_type=STRATEGIC_MERGE_PATCH)
+            )
+
         async def write() -> None:
-            try:
-                # strategic merge: conditions merge by type, as kube-scheduler patches them
-                out = await with_retry(
-                    lambda: client.request("PATCH", path, body=body, content_type=STRATEGIC_MERGE_PATCH)
-                )
-            except ApiError as exc:
-                self._pod_written.pop(key, None)
-                if _worth_a_warning(exc):
-                    log.warning("pod condition write failed", pod=key, error=str(exc))
-                return
-            self.pod_writes += 1
-            rv = str(((out or {}).get("metadata") or {}).get("resourceVersion") or "")
-            if self._pod_written.get(key, ((),))[0] == desired:
-                self._pod_written[key] = (desired, rv_then, rv)
+            if await self._remembered_write(self._pod_written, key, desired, rv_then, send, "pod condition"):
+                self.pod_writes += 1
 
         self.queue.submit(f"pod/{key}", write)
         self.recorder.record(pod_ref(task), "Warning", "FailedScheduling", message)

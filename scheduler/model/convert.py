@@ -205,6 +205,17 @@ _SHAPES: dict[tuple[Any, ...], _Shape] = {}
 _SHAPES_MAX = 4096
 
 
+def _containers(raw: list[Any], where: str, field: str) -> tuple[list[Container], list[Resource]]:
+    """The containers of one list of the pod spec, and each one's requests, in spec order."""
+    containers: list[Container] = []
+    requests: list[Resource] = []
+    for i, c in enumerate(raw):
+        cont, r = _container(c, where, f"{field}[{i}]")
+        containers.append(cont)
+        requests.append(r)
+    return containers, requests
+
+
 def _shape_key(raw_containers: list[Any], raw_inits: list[Any], overhead: Any) -> tuple[Any, ...] | None:
     """A cheap exact key of everything `_shape` reads, or None when something is not a dict."""
     key: list[Any] = []
@@ -221,18 +232,8 @@ def _shape_key(raw_containers: list[Any], raw_inits: list[Any], overhead: Any) -
 
 
 def _shape(raw_containers: list[Any], raw_inits: list[Any], spec: dict[str, Any], where: str) -> _Shape:
-    containers: list[Container] = []
-    creqs: list[Resource] = []
-    for i, c in enumerate(raw_containers):
-        cont, r = _container(c, where, f"spec.containers[{i}]")
-        containers.append(cont)
-        creqs.append(r)
-    inits: list[Container] = []
-    ireqs: list[Resource] = []
-    for i, c in enumerate(raw_inits):
-        cont, r = _container(c, where, f"spec.initContainers[{i}]")
-        inits.append(cont)
-        ireqs.append(r)
+    containers, creqs = _containers(raw_containers, where, "spec.containers")
+    inits, ireqs = _containers(raw_inits, where, "spec.initContainers")
     overhead = _resources(_dict(spec, "overhead", where), where, "spec.overhead")
     resreq, init_resreq = pod_requests(creqs, ireqs, overhead)
     host_ports: list[tuple[str, str, int]] = []
@@ -406,13 +407,8 @@ def pod_to_task(
 
 
 def node_to_info(node: dict[str, Any]) -> NodeInfo:
-    where = object_name({**node, "kind": "Node"}) if isinstance(node, dict) else "Node"
-    md = _dict(node, "metadata", where)
-    spec = _dict(node, "spec", where)
+    where, md, spec, name = _named(node, "Node")
     status = _dict(node, "status", where)
-    name = md.get("name")
-    if not name:
-        raise ConvertError(f"{where}: metadata.name is required")
     capacity_raw = _dict(status, "capacity", where)
     alloc_raw = _dict(status, "allocatable", where) or capacity_raw
     allocatable = _resources(alloc_raw, where, "status.allocatable")
@@ -442,13 +438,8 @@ def _int(v: Any, where: str, field: str, default: int) -> int:
 
 
 def podgroup_to_job(pg: dict[str, Any], default_queue: str = "default") -> JobInfo:
-    where = object_name({**pg, "kind": "PodGroup"})
-    md = _dict(pg, "metadata", where)
-    spec = _dict(pg, "spec", where)
+    where, md, spec, name = _named(pg, "PodGroup")
     status = _dict(pg, "status", where)
-    name = md.get("name")
-    if not name:
-        raise ConvertError(f"{where}: metadata.name is required")
     ns = str(md.get("namespace") or "default")
     min_member = _int(spec.get("minMember"), where, "spec.minMember", 0)
     if min_member < 0:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from scheduler.model.objects import (
     ALLOCATED_STATUSES,
+    READY_STATUSES,
     PodGroupPhase,
     PodGroupStatus,
     TaskInfo,
@@ -227,13 +228,7 @@ class JobInfo:
         return out
 
     def ready_task_num(self) -> int:
-        return self.count(
-            TaskStatus.BOUND,
-            TaskStatus.BINDING,
-            TaskStatus.RUNNING,
-            TaskStatus.ALLOCATED,
-            TaskStatus.SUCCEEDED,
-        )
+        return self.count(*READY_STATUSES)
 
     def waiting_task_num(self) -> int:
         return self.count(TaskStatus.PIPELINED)
@@ -245,15 +240,7 @@ class JobInfo:
         return sum(1 for t in pending.values() if t.best_effort)
 
     def valid_task_num(self) -> int:
-        return self.count(
-            TaskStatus.ALLOCATED,
-            TaskStatus.BINDING,
-            TaskStatus.BOUND,
-            TaskStatus.RUNNING,
-            TaskStatus.SUCCEEDED,
-            TaskStatus.PIPELINED,
-            TaskStatus.PENDING,
-        )
+        return self.count(*READY_STATUSES, TaskStatus.PIPELINED, TaskStatus.PENDING)
 
     def is_ready(self) -> bool:
         return self.ready_task_num() + self.pending_best_effort_num() >= self.min_available

@@ -34,6 +34,14 @@ class TaskStatus(IntEnum):
 ALLOCATED_STATUSES = frozenset(
     {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING}
 )
+# Volcano's ReadyTaskNum: tasks that hold, or held, their place on a node.
+READY_STATUSES = (
+    TaskStatus.BOUND,
+    TaskStatus.BINDING,
+    TaskStatus.RUNNING,
+    TaskStatus.ALLOCATED,
+    TaskStatus.SUCCEEDED,
+)
 PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 COMPLETED_STATUSES = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 SCHEDULED_STATUSES = frozenset(

@@ -13,17 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.model.job import JobInfo
-from scheduler.model.objects import ALLOCATED_STATUSES, TaskInfo, TaskStatus
+from scheduler.model.objects import ALLOCATED_STATUSES, READY_STATUSES, TaskInfo, TaskStatus
 from scheduler.model.resources import Resource
 from scheduler.model.topology import NetworkTopologySpec, SubGroupPolicy, Topology
-
-_READY = (
-    TaskStatus.BOUND,
-    TaskStatus.BINDING,
-    TaskStatus.RUNNING,
-    TaskStatus.ALLOCATED,
-    TaskStatus.SUCCEEDED,
-)
 
 
 class TopologyError(ValueError):
@@ -58,12 +50,16 @@ class SubJob:
 
     def is_ready(self, job: JobInfo) -> bool:
         tasks = self.tasks(job)
-        n = sum(1 for t in tasks if t.status in _READY or (t.status == TaskStatus.PENDING and t.best_effort))
+        n = sum(
+            1
+            for t in tasks
+            if t.status in READY_STATUSES or (t.status == TaskStatus.PENDING and t.best_effort)
+        )
         return n >= self.min_available
 
     def is_pipelined(self, job: JobInfo) -> bool:
         tasks = self.tasks(job)
-        ok = (TaskStatus.PIPELINED, *_READY)
+        ok = (TaskStatus.PIPELINED, *READY_STATUSES)
         n = sum(1 for t in tasks if t.status in ok or (t.status == TaskStatus.PENDING and t.best_effort))
         return n >= self.min_available
 

@@ -23,6 +23,12 @@ answer here is therefore its first unresolvable failure if it has one (so that p
 keeps a node that a selector or taint rules out just because the pod count failed first), else
 its first resolvable failure.
 
+A task's inter-pod affinity and spread counts are computed once per attempt (its pre-predicate,
+Volcano's PreFilter cycle state): pods evicted for it are not seen to leave, so preemption never
+cures an affinity or spread conflict, except in preempt's topology-aware dry run
+(`Session.victim_dry_run`), whose removals reach the inter-pod affinity counts when this plugin's
+`enablePreemptable` or `enabledAllocatable` switch is on (Volcano's SimulateRemoveTask).
+
 Accepted for compatibility and validated as booleans, without effect because the model has no
 volumes, CSI drivers or resource claims, and caches nothing across nodes:
 `predicate.NodeVolumeLimitsEnable`, `predicate.VolumeZoneEnable`, `predicate.VolumeBindingEnable`,
@@ -110,12 +116,6 @@ class _TaskState:
             if cs:
                 self.spread = SpreadState(sp, pod, cs)
 
-    def update(self, pod: PodInfo, node_name: str, delta: int) -> None:
-        if self.interpod is not None:
-            self.interpod.update(pod, node_name, delta)
-        if self.spread is not None:
-            self.spread.update(pod, node_name, delta)
-
 
 class PredicatesPlugin(Plugin):
     name = "predicates"
@@ -134,11 +134,16 @@ class PredicatesPlugin(Plugin):
         sp = session_pods(ssn)
         # The state of the task being scheduled; a new task replaces it.
         current: list[_TaskState | None] = [None]
+        # A task's affinity and spread counts are those of its pre-predicate: evictions made for
+        # it are not seen (Volcano's cycle state), except by the inter-pod affinity counts in
+        # preempt's topology-aware dry run, which Volcano replays into this plugin only when its
+        # preemptable or allocatable switch is on (SimulateAddTask/SimulateRemoveTask).
+        follows_dry_run = ssn.follows_dry_run(self.name)
 
         def follow(pod: PodInfo, node_name: str, delta: int) -> None:
             st = current[0]
-            if st is not None:
-                st.update(pod, node_name, delta)
+            if st is not None and st.interpod is not None and ssn.victim_dry_run and follows_dry_run:
+                st.interpod.update(pod, node_name, delta)
 
         sp.listeners.append(follow)
 
@@ -149,8 +154,8 @@ class PredicatesPlugin(Plugin):
 
         def pre_predicate(task: TaskInfo) -> Unfit | None:
             # The task's state is built on its first node check, which placement caches often
-            # answer without asking; built later it is the same state, since `follow` keeps a
-            # prepared state in step with every pod move the session makes.
+            # answer without asking; the actions move no pod between a task's pre-predicate and
+            # its first check, so a state built later is the one built here would have been.
             current[0] = None
             return None
 

@@ -123,6 +123,33 @@ def _pod(
     }
 
 
+def add_gang(
+    state: ClusterState,
+    name: str,
+    ns: str,
+    order: int,
+    queue: str,
+    phase: str,
+    pods: list[dict[str, Any]],
+    network_topology: dict[str, Any] | None = None,
+) -> None:
+    """One PodGroup whose minMember is all its pods (created `order` seconds in), then the pods."""
+    state.apply_podgroup(
+        {
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": ns, "creationTimestamp": float(order)},
+            "spec": {
+                "minMember": len(pods),
+                "queue": queue,
+                **({"networkTopology": network_topology} if network_topology else {}),
+            },
+            "status": {"phase": phase},
+        }
+    )
+    for pod in pods:
+        state.apply_pod(pod)
+
+
 def gen_pending_jobs(
     state: ClusterState,
     pods: int,
@@ -137,20 +164,8 @@ def gen_pending_jobs(
         ns = f"team-{j % 20}"
         name = f"job-{j:06d}"
         cpu, mem = rng.choice(shapes)
-        state.apply_podgroup(
-            {
-                "kind": "PodGroup",
-                "metadata": {"name": name, "namespace": ns, "creationTimestamp": float(j)},
-                "spec": {
-                    "minMember": gang,
-                    "queue": queues[j % len(queues)],
-                    **({"networkTopology": network_topology} if network_topology else {}),
-                },
-                "status": {"phase": "Inqueue"},
-            }
-        )
-        for k in range(gang):
-            state.apply_pod(_pod(f"{name}-{k}", ns, name, cpu, mem, idx=j * gang + k))
+        pods = [_pod(f"{name}-{k}", ns, name, cpu, mem, idx=j * gang + k) for k in range(gang)]
+        add_gang(state, name, ns, j, queues[j % len(queues)], "Inqueue", pods, network_topology)
     return jobs * gang
 
 
@@ -159,28 +174,21 @@ def gen_running(state: ClusterState, pods: int, nodes: int, queues: list[str]) -
     for j in range(pods // per_job):
         ns = f"run-{j % 20}"
         name = f"running-{j:06d}"
-        state.apply_podgroup(
-            {
-                "kind": "PodGroup",
-                "metadata": {"name": name, "namespace": ns, "creationTimestamp": float(j)},
-                "spec": {"minMember": per_job, "queue": queues[j % len(queues)]},
-                "status": {"phase": "Running"},
-            }
-        )
-        for k in range(per_job):
-            i = j * per_job + k
-            state.apply_pod(
-                _pod(
-                    f"{name}-{k}",
-                    ns,
-                    name,
-                    "100m",
-                    "256Mi",
-                    node=f"node-{i % nodes:05d}",
-                    phase="Running",
-                    idx=i,
-                )
+        first = j * per_job
+        pods = [
+            _pod(
+                f"{name}-{k}",
+                ns,
+                name,
+                "100m",
+                "256Mi",
+                node=f"node-{(first + k) % nodes:05d}",
+                phase="Running",
+                idx=first + k,
             )
+            for k in range(per_job)
+        ]
+        add_gang(state, name, ns, j, queues[j % len(queues)], "Running", pods)
 
 
 def _progress(enabled: bool, text: str, end: str = "\n") -> None:

@@ -29,6 +29,7 @@ from scheduler.model.convert import (
 from scheduler.model.resources import QuantityError, format_quantity
 from scheduler.model.topology import build_topology
 from scheduler.model.vcjob import JOB_NAME_KEY, JOB_VERSION_KEY, TASK_SPEC_KEY, expand_job, job_uid
+from scheduler.sim.reconcile_queue import ReconcileQueue
 from scheduler.sim.restclient import HYPERNODES, NODES, PODGROUPS, PODS, QUEUES, VCJOBS, ApiError, RestClient
 
 log = logging.getLogger(__name__)
@@ -105,15 +106,13 @@ class JobController:
         self.events: dict[str, list[tuple[str, str | None, str]]] = {}  # job key -> (event, task, pod)
         self.killing: set[str] = set()  # uids of pods this controller deleted
         self._created: set[str] = set()
-        self._dirty: set[str] = set()
-        self._wake = asyncio.Event()
+        self._queue: ReconcileQueue[None] = ReconcileQueue(0.02)  # one pass for a burst of pod events
 
     async def run(self) -> None:
         await asyncio.gather(self._watch_jobs(), self._watch_pods(), self._loop())
 
     def _mark(self, key: str) -> None:
-        self._dirty.add(key)
-        self._wake.set()
+        self._queue.mark(key, None)
 
     async def _watch_jobs(self) -> None:
         async for kind, job in self.client.watch(VCJOBS):
@@ -130,11 +129,7 @@ class JobController:
 
     async def _loop(self) -> None:
         while True:
-            await self._wake.wait()
-            self._wake.clear()
-            await asyncio.sleep(0.02)  # one pass for a burst of pod events
-            dirty, self._dirty = self._dirty, set()
-            for key in dirty:
+            for key in await self._queue.batch():
                 job = self.jobs.get(key)
                 if job is None:
                     continue

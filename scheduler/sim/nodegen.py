@@ -22,40 +22,45 @@ import yaml
 
 from scheduler.plugins.deviceshare import annotations as ann
 
-# model -> (memory MiB as NVML reports it, registered type string)
-GPU_MODELS: dict[str, tuple[int, str]] = {
-    "A100-80GB": (81920, "NVIDIA-A100-SXM4-80GB"),
-    "A100-40GB": (40960, "NVIDIA-A100-SXM4-40GB"),
-    "H100-80GB": (81559, "NVIDIA-H100-80GB-HBM3"),
-    "A30": (24576, "NVIDIA-A30"),
-    "V100-32GB": (32768, "NVIDIA-Tesla V100-PCIE-32GB"),
-    "T4": (15360, "NVIDIA-Tesla T4"),
-    "L4": (23034, "NVIDIA-L4"),
-    "L40S": (46068, "NVIDIA-L40S"),
-    "A10": (23028, "NVIDIA-A10"),
-    "H200": (143771, "NVIDIA-H200"),
-    "B200": (183359, "NVIDIA-B200"),
-    "MI300X": (196592, "AMD-Instinct-MI300X"),
-}
-# GPU feature discovery's nvidia.com/gpu.family per model (the CUDA architecture)
-GPU_FAMILIES = {
-    "A100-80GB": "ampere",
-    "A100-40GB": "ampere",
-    "A30": "ampere",
-    "A10": "ampere",
-    "H100-80GB": "hopper",
-    "H200": "hopper",
-    "B200": "blackwell",
-    "V100-32GB": "volta",
-    "T4": "turing",
-    "L4": "ada-lovelace",
-    "L40S": "ada-lovelace",
+# model -> (memory MiB as NVML reports it, registered type string, GPU feature discovery's
+# nvidia.com/gpu.family: the CUDA architecture, "" for AMD)
+GPU_MODELS: dict[str, tuple[int, str, str]] = {
+    "A100-80GB": (81920, "NVIDIA-A100-SXM4-80GB", "ampere"),
+    "A100-40GB": (40960, "NVIDIA-A100-SXM4-40GB", "ampere"),
+    "H100-80GB": (81559, "NVIDIA-H100-80GB-HBM3", "hopper"),
+    "A30": (24576, "NVIDIA-A30", "ampere"),
+    "V100-32GB": (32768, "NVIDIA-Tesla V100-PCIE-32GB", "volta"),
+    "T4": (15360, "NVIDIA-Tesla T4", "turing"),
+    "L4": (23034, "NVIDIA-L4", "ada-lovelace"),
+    "L40S": (46068, "NVIDIA-L40S", "ada-lovelace"),
+    "A10": (23028, "NVIDIA-A10", "ampere"),
+    "H200": (143771, "NVIDIA-H200", "hopper"),
+    "B200": (183359, "NVIDIA-B200", "blackwell"),
+    "MI300X": (196592, "AMD-Instinct-MI300X", ""),
 }
 AMD_MODELS = frozenset({"MI300X"})
 MODES = ("gpushare", "hami-core", "mig", "mps", "nvidia")
 WHOLE_GPU = "nvidia.com/gpu"
 AMD_GPU = "amd.com/gpu"
 SPLIT_COUNT = 10
+
+
+def _mig_models(models: list[str], *groups: list[tuple[str, int, int]]) -> dict[str, Any]:
+    """One knownMigGeometries entry: group N lists the (name, memory MiB, count) instances of
+    the N-th way to split these models."""
+    return {
+        "models": models,
+        "allowedGeometries": [
+            {
+                "group": f"group{i}",
+                "geometries": [
+                    {"name": name, "memory": memory, "count": count} for name, memory, count in group
+                ],
+            }
+            for i, group in enumerate(groups, 1)
+        ],
+    }
+
 
 # The MIG geometries HAMi's volcano-vgpu-device-plugin ships in its device-config ConfigMap.
 DEVICE_CONFIG = {
@@ -65,94 +70,74 @@ DEVICE_CONFIG = {
         "resourceMemoryPercentageName": ann.VGPU_MEMORY_PERCENTAGE,
         "resourceCoreName": ann.VGPU_CORES,
         "knownMigGeometries": [
-            {
-                "models": ["A30"],
-                "allowedGeometries": [
-                    {"group": "group1", "geometries": [{"name": "1g.6gb", "memory": 6144, "count": 4}]},
-                    {"group": "group2", "geometries": [{"name": "2g.12gb", "memory": 12288, "count": 2}]},
-                    {"group": "group3", "geometries": [{"name": "4g.24gb", "memory": 24576, "count": 1}]},
-                ],
-            },
-            {
-                "models": ["A100-SXM4-40GB", "A100-40GB-PCIe", "A100-PCIE-40GB", "A100-SXM4-40GB"],
-                "allowedGeometries": [
-                    {"group": "group1", "geometries": [{"name": "1g.5gb", "memory": 5120, "count": 7}]},
-                    {
-                        "group": "group2",
-                        "geometries": [
-                            {"name": "2g.10gb", "memory": 10240, "count": 3},
-                            {"name": "1g.5gb", "memory": 5120, "count": 1},
-                        ],
-                    },
-                    {"group": "group3", "geometries": [{"name": "3g.20gb", "memory": 20480, "count": 2}]},
-                    {"group": "group4", "geometries": [{"name": "7g.40gb", "memory": 40960, "count": 1}]},
-                ],
-            },
-            {
-                "models": ["A100-SXM4-80GB", "A100-80GB-PCIe", "A100-PCIE-80GB"],
-                "allowedGeometries": [
-                    {"group": "group1", "geometries": [{"name": "1g.10gb", "memory": 9728, "count": 7}]},
-                    {
-                        "group": "group2",
-                        "geometries": [
-                            {"name": "2g.20gb", "memory": 19968, "count": 3},
-                            {"name": "1g.10gb", "memory": 9728, "count": 1},
-                        ],
-                    },
-                    {"group": "group3", "geometries": [{"name": "3g.40gb", "memory": 40192, "count": 2}]},
-                    {"group": "group4", "geometries": [{"name": "7g.80gb", "memory": 80896, "count": 1}]},
-                ],
-            },
+            _mig_models(["A30"], [("1g.6gb", 6144, 4)], [("2g.12gb", 12288, 2)], [("4g.24gb", 24576, 1)]),
+            _mig_models(
+                ["A100-SXM4-40GB", "A100-40GB-PCIe", "A100-PCIE-40GB", "A100-SXM4-40GB"],
+                [("1g.5gb", 5120, 7)],
+                [("2g.10gb", 10240, 3), ("1g.5gb", 5120, 1)],
+                [("3g.20gb", 20480, 2)],
+                [("7g.40gb", 40960, 1)],
+            ),
+            _mig_models(
+                ["A100-SXM4-80GB", "A100-80GB-PCIe", "A100-PCIE-80GB"],
+                [("1g.10gb", 9728, 7)],
+                [("2g.20gb", 19968, 3), ("1g.10gb", 9728, 1)],
+                [("3g.40gb", 40192, 2)],
+                [("7g.80gb", 80896, 1)],
+            ),
         ],
     }
 }
 
 
+def _ascend_chip(
+    chip_name: str,
+    word: str,
+    allocatable: int,
+    capacity: int,
+    ai_core: int,
+    templates: list[tuple[str, int, int, int]],
+) -> dict[str, Any]:
+    """One chip of the `vnpus` section; templates are (name, memory MiB, aiCore, aiCPU)."""
+    return {
+        "chipName": chip_name,
+        "commonWord": word,
+        "resourceName": ann.ascend_huawei_key(word),
+        "resourceMemoryName": f"{ann.ascend_huawei_key(word)}-memory",
+        "memoryAllocatable": allocatable,
+        "memoryCapacity": capacity,
+        "aiCore": ai_core,
+        "aiCPU": 7,  # the same on every chip HAMi's config lists
+        "templates": [{"name": n, "memory": m, "aiCore": c, "aiCPU": p} for n, m, c, p in templates],
+    }
+
+
 # HAMi Ascend chips (the `vnpus` section of HAMi's device-config.yaml for these chips)
 VNPU_CHIPS: list[dict[str, Any]] = [
-    {
-        "chipName": "310P3",
-        "commonWord": "Ascend310P",
-        "resourceName": "huawei.com/Ascend310P",
-        "resourceMemoryName": "huawei.com/Ascend310P-memory",
-        "memoryAllocatable": 21527,
-        "memoryCapacity": 24576,
-        "aiCore": 8,
-        "aiCPU": 7,
-        "templates": [
-            {"name": "vir01", "memory": 3072, "aiCore": 1, "aiCPU": 1},
-            {"name": "vir02", "memory": 6144, "aiCore": 2, "aiCPU": 2},
-            {"name": "vir04", "memory": 12288, "aiCore": 4, "aiCPU": 4},
-        ],
-    },
-    {
-        "chipName": "910B3",
-        "commonWord": "Ascend910B3",
-        "resourceName": "huawei.com/Ascend910B3",
-        "resourceMemoryName": "huawei.com/Ascend910B3-memory",
-        "memoryAllocatable": 65536,
-        "memoryCapacity": 65536,
-        "aiCore": 20,
-        "aiCPU": 7,
-        "templates": [
-            {"name": "vir05_1c_16g", "memory": 16384, "aiCore": 5, "aiCPU": 1},
-            {"name": "vir10_3c_32g", "memory": 32768, "aiCore": 10, "aiCPU": 3},
-        ],
-    },
-    {
-        "chipName": "910B4",
-        "commonWord": "Ascend910B4",
-        "resourceName": "huawei.com/Ascend910B4",
-        "resourceMemoryName": "huawei.com/Ascend910B4-memory",
-        "memoryAllocatable": 32768,
-        "memoryCapacity": 32768,
-        "aiCore": 20,
-        "aiCPU": 7,
-        "templates": [
-            {"name": "vir05_1c_8g", "memory": 8192, "aiCore": 5, "aiCPU": 1},
-            {"name": "vir10_3c_16g", "memory": 16384, "aiCore": 10, "aiCPU": 3},
-        ],
-    },
+    _ascend_chip(
+        "310P3",
+        "Ascend310P",
+        21527,
+        24576,
+        8,
+        [("vir01", 3072, 1, 1), ("vir02", 6144, 2, 2), ("vir04", 12288, 4, 4)],
+    ),
+    _ascend_chip(
+        "910B3",
+        "Ascend910B3",
+        65536,
+        65536,
+        20,
+        [("vir05_1c_16g", 16384, 5, 1), ("vir10_3c_32g", 32768, 10, 3)],
+    ),
+    _ascend_chip(
+        "910B4",
+        "Ascend910B4",
+        32768,
+        32768,
+        20,
+        [("vir05_1c_8g", 8192, 5, 1), ("vir10_3c_16g", 16384, 10, 3)],
+    ),
 ]
 NPU_CHIPS = {c["commonWord"]: c for c in VNPU_CHIPS}
 DEVICE_CONFIG["vnpus"] = VNPU_CHIPS
@@ -278,7 +263,7 @@ def register_gpus(
     name: str, spec: NodeSpec, alloc: dict[str, str], annotations: dict[str, str], labels: dict[str, str]
 ) -> None:
     """Capacity, annotations and labels of the device plugin the spec's mode stands for."""
-    mem, gtype = GPU_MODELS[spec.model]
+    mem, gtype, family = GPU_MODELS[spec.model]
     if spec.model in AMD_MODELS:
         # AMD's device plugin: whole GPUs; its node labeller: the product and VRAM
         alloc[AMD_GPU] = str(spec.gpus)
@@ -302,7 +287,7 @@ def register_gpus(
                 ).replace(" ", "-"),
                 "nvidia.com/gpu.memory": str(mem),
                 "nvidia.com/gpu.count": str(spec.gpus),
-                "nvidia.com/gpu.family": GPU_FAMILIES.get(spec.model, ""),
+                "nvidia.com/gpu.family": family,
                 "nvidia.com/gpu.present": "true",
             }
         )

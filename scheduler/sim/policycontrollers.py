@@ -20,6 +20,8 @@ import math
 from typing import Any
 
 from scheduler.model.resources import QuantityError, format_quantity, quantity_in_unit
+from scheduler.sim.apiserver.selectors import selector_terms
+from scheduler.sim.reconcile_queue import ReconcileQueue
 from scheduler.sim.restclient import PODS, ApiError, Resource, RestClient
 
 log = logging.getLogger(__name__)
@@ -37,8 +39,8 @@ class _StatusController:
     def __init__(self, client: RestClient) -> None:
         self.client = client
         self.objects: dict[str, dict[str, Any]] = {}
-        self._dirty: set[str] = set()  # namespaces to recompute
-        self._wake = asyncio.Event()
+        # namespaces to recompute; a burst of pod changes is one recomputation
+        self._queue: ReconcileQueue[None] = ReconcileQueue(0.05)
 
     async def run(self) -> None:
         await asyncio.gather(self._watch(self.kind), self._watch(PODS), self._settle())
@@ -53,15 +55,11 @@ class _StatusController:
                     self.objects.pop(key, None)
                     continue
                 self.objects[key] = obj
-            self._dirty.add(ns)
-            self._wake.set()
+            self._queue.mark(ns, None)
 
     async def _settle(self) -> None:
         while True:
-            await self._wake.wait()
-            self._wake.clear()
-            await asyncio.sleep(0.05)  # a burst of pod changes is one recomputation
-            dirty, self._dirty = self._dirty, set()
+            dirty = await self._queue.batch()
             for key, obj in list(self.objects.items()):
                 if key.split("/", 1)[0] in dirty:
                     with contextlib.suppress(ApiError):
@@ -85,23 +83,14 @@ class _StatusController:
 
 # ------------------------------------------------------------------ disruption budgets --
 def selector_string(selector: dict[str, Any] | None) -> str | None:
-    """A LabelSelector as the `labelSelector` query string; None when it selects nothing."""
+    """A LabelSelector as the `labelSelector` query string; None when it selects nothing or has
+    an operator the query grammar lacks."""
     if not isinstance(selector, dict):
         return None
-    parts = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
-    for e in selector.get("matchExpressions") or []:
-        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
-        if op == "In":
-            parts.append(f"{key} in ({','.join(values)})")
-        elif op == "NotIn":
-            parts.append(f"{key} notin ({','.join(values)})")
-        elif op == "Exists":
-            parts.append(str(key))
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-        else:
-            return None
-    return ",".join(parts) if parts else None
+    terms = selector_terms(selector)
+    if not terms or None in terms:
+        return None
+    return ",".join(t for t in terms if t is not None)
 
 
 def _amount(value: Any, total: int) -> int:

@@ -31,6 +31,7 @@ from scheduler.sim.controllers import (
     PodGroupController,
     ensure_default_queues,
 )
+from scheduler.sim.defaultscheduler import DefaultScheduler
 from scheduler.sim.gc import GarbageCollector
 from scheduler.sim.kubelet import SimulatedKubelets
 from scheduler.sim.manifests import ManifestError, Skipped, load_files
@@ -83,6 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tls", action="store_true", help="serve HTTPS with a generated self-signed CA")
     p.add_argument("--kubeconfig-out", help="where to write the kubeconfig (default: a temporary file)")
     p.add_argument("--no-scheduler", action="store_true", help="do not start the scheduler daemon")
+    p.add_argument(
+        "--default-scheduler",
+        action="store_true",
+        help="also bind pods of the default scheduler (a stand-in for kube-scheduler: requests, "
+        "nodeSelector, taints), so ordinary Deployments run, e.g. an install of deploy/",
+    )
     p.add_argument(
         "--pod-start-delay", type=float, default=0.2, help="seconds before a bound pod turns Running"
     )
@@ -344,6 +351,7 @@ async def run_sandbox(args: argparse.Namespace, daemon_args: list[str]) -> int:
             GarbageCollector(server.store).run(),
             DisruptionController(client).run(),
             QuotaController(client).run(),
+            *([DefaultScheduler(client).run()] if args.default_scheduler else []),
         ):
             components.append(asyncio.ensure_future(comp))
         await jobs_expanded(server.store)

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from scheduler.sim.reconcile_queue import ReconcileQueue
 from scheduler.sim.restclient import (
     BATCH_JOBS,
     DEPLOYMENTS,
@@ -207,8 +208,8 @@ class WorkloadControllers:
             self.statefulsets: self._sync_statefulset,
             self.jobs: self._sync_job,
         }
-        self._dirty: dict[str, Informer] = {}
-        self._wake = asyncio.Event()
+        # let a burst of watch events settle into one pass per owner
+        self._queue: ReconcileQueue[Informer] = ReconcileQueue(0.02)
         self._succeeded: dict[str, set[str]] = {}  # job uid -> uids of its pods that succeeded
         self._failed: dict[str, set[str]] = {}
         self._deadlines: set[str] = set()  # job uids with a wake-up at their activeDeadlineSeconds
@@ -221,8 +222,7 @@ class WorkloadControllers:
     def _mark(self, inf: Informer, obj: Obj) -> None:
         uid = _md(obj).get("uid")
         if uid:
-            self._dirty[uid] = inf
-            self._wake.set()
+            self._queue.mark(uid, inf)
 
     def _child_changed(self, _type: str, obj: Obj) -> None:
         ref = controller_of(obj)
@@ -238,12 +238,7 @@ class WorkloadControllers:
 
     async def _loop(self) -> None:
         while True:
-            await self._wake.wait()
-            self._wake.clear()
-            # let a burst of watch events settle into one pass per owner
-            await asyncio.sleep(0.02)
-            dirty, self._dirty = self._dirty, {}
-            for uid, inf in dirty.items():
+            for uid, inf in (await self._queue.batch()).items():
                 owner = inf.objects.get(uid)
                 if owner is None or _md(owner).get("deletionTimestamp"):
                     continue

@@ -8,6 +8,7 @@ reasons with counts, the closest nodes and what they lack, and cards that nearly
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 from scheduler.framework.fiterrors import FitErrors
@@ -22,30 +23,91 @@ from scheduler.web.summary import SessionView, resource_json
 CLOSEST = 5
 
 
-def _find(view: SessionView, key: str) -> tuple[JobInfo, TaskInfo] | None:
-    for job in view.result.jobs.values():
-        for t in job.tasks.values():
-            if t.key == key:
-                return job, t
-    return None
+class _Index:
+    """What `explain` looks up in one session, built on the first question that needs it and kept
+    with the session's view: a click on a pod then costs a dictionary lookup, not a scan of
+    150,000 pods and 5,000 nodes' resources."""
+
+    def __init__(self, view: SessionView) -> None:
+        self.view = view
+        self._pods: dict[str, dict[str, tuple[JobInfo, TaskInfo]]] = {}
+        self._outcome: tuple[dict[str, str], dict[str, str]] | None = None
+        self._columns: dict[str, tuple[list[float], list[float]]] = {}
+
+    @staticmethod
+    def of(view: SessionView) -> _Index:
+        idx = view.derived.get("explain")
+        if idx is None:
+            idx = view.derived["explain"] = _Index(view)
+        return idx
+
+    def find(self, namespace: str, name: str) -> tuple[JobInfo, TaskInfo] | None:
+        # a pod's job is always of its namespace (a PodGroup or the pod's own gang), so one
+        # namespace's pods are indexed at a time
+        pods = self._pods.get(namespace)
+        if pods is None:
+            pods = self._pods[namespace] = {}
+            for job in self.view.result.jobs.values():
+                if job.namespace == namespace:
+                    for t in job.tasks.values():
+                        pods[t.name] = (job, t)
+        return pods.get(name)
+
+    def outcome(self, task: TaskInfo) -> tuple[str, str]:
+        """(node this session binds the pod to, the message of its condition), "" for none."""
+        if self._outcome is None:
+            res = self.view.result
+            self._outcome = (
+                {b.task.uid: b.node for b in res.binds},
+                {c.task.uid: c.message for c in res.pod_conditions},
+            )
+        bound, messages = self._outcome
+        return bound.get(task.uid, ""), messages.get(task.uid, "")
+
+    def column(self, name: str) -> tuple[list[float], list[float]]:
+        """(future idle, allocatable) of one resource for every node, in the view's node order."""
+        col = self._columns.get(name)
+        if col is None:
+            nodes = self.view.nodes
+            col = self._columns[name] = (
+                [n.idle.get(name) + n.releasing.get(name) - n.pipelined.get(name) for n in nodes],
+                [n.allocatable.get(name) for n in nodes],
+            )
+        return col
+
+    def closest(self, task: TaskInfo) -> tuple[list[NodeInfo], bool]:
+        """The nodes nearest to fitting the pod (least missing, as a share of each node's
+        allocatable; by name on ties) and whether its request exceeds every node's allocatable."""
+        nodes = self.view.nodes
+        score = [0.0] * len(nodes)
+        never = [False] * len(nodes)
+        for name, want in task.resreq.items():
+            if want <= 0:
+                continue
+            free, alloc = self.column(name)
+            for i, have in enumerate(free):
+                if want > have + 0.1:
+                    score[i] += (want - have) / (alloc[i] or want)
+                    if want > alloc[i] + 0.1:
+                        never[i] = True
+        near = heapq.nsmallest(CLOSEST, range(len(nodes)), key=lambda i: (score[i], nodes[i].name))
+        return [nodes[i] for i in near], bool(nodes) and all(never)
 
 
-def _lack(task: TaskInfo, node: NodeInfo) -> tuple[float, dict[str, str], bool]:
-    """(how far from fitting, what is missing per resource, whether it can never fit the node)."""
+def _lack(task: TaskInfo, node: NodeInfo) -> dict[str, str]:
+    """What the node is missing for the pod, per resource, in words."""
     free = node.future_idle()
-    score, missing, never = 0.0, {}, False
+    missing = {}
     for name, want in task.resreq.items():
         if want <= 0:
             continue
         have = free.get(name)
         if want > have + 0.1:
             alloc = node.allocatable.get(name)
-            score += (want - have) / (alloc or want)
             missing[name] = f"needs {human(name, want)}, free {human(name, max(have, 0))}"
             if want > alloc + 0.1:
-                never = True
                 missing[name] += f" (allocatable {human(name, alloc)})"
-    return score, missing, never
+    return missing
 
 
 def _near_cards(task: TaskInfo, nodes: list[NodeInfo]) -> list[dict[str, Any]]:
@@ -119,15 +181,14 @@ def _card_never(task: TaskInfo, nodes: list[NodeInfo]) -> str:
 
 
 def explain(view: SessionView, namespace: str, name: str) -> dict[str, Any] | None:
-    key = f"{namespace}/{name}"
-    found = _find(view, key)
+    index = _Index.of(view)
+    found = index.find(namespace, name)
     if found is None:
         return None
     job, task = found
-    res = view.result
-    st = res.podgroup_status.get(job.uid) or job.pod_group_status
-    bound = next((b.node for b in res.binds if b.task.key == key), "")
-    message = next((c.message for c in res.pod_conditions if c.task.key == key), "")
+    key = task.key
+    st = view.result.podgroup_status.get(job.uid) or job.pod_group_status
+    bound, message = index.outcome(task)
     out: dict[str, Any] = {
         "pod": key,
         "status": task.status.label,
@@ -165,16 +226,9 @@ def explain(view: SessionView, namespace: str, name: str) -> dict[str, Any] | No
     out["node_reasons"] = dict(sorted(fe.histogram().items(), key=lambda kv: -kv[1])) if per_node else {}
     if isinstance(fe, FitErrors) and fe.err:
         out["error"] = fe.err
-    ranked = []
-    never_everywhere = bool(view.nodes)
-    for n in view.nodes:
-        score, missing, never = _lack(task, n)
-        never_everywhere &= never
-        ranked.append((score, n.name, missing, per_node.get(n.name, [])))
-    ranked.sort(key=lambda r: (r[0], r[1]))
+    closest, never_everywhere = index.closest(task)
     out["closest_nodes"] = [
-        {"node": name, "lacks": missing, "reasons": reasons}
-        for _s, name, missing, reasons in ranked[:CLOSEST]
+        {"node": n.name, "lacks": _lack(task, n), "reasons": per_node.get(n.name, [])} for n in closest
     ]
     out["cards"] = _near_cards(task, view.nodes)
     card_never = _card_never(task, view.nodes)

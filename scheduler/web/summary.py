@@ -36,6 +36,8 @@ class SessionView:
     queues: dict[str, QueueInfo]
     queue_attrs: dict[str, Any] | None
     at: float = field(default_factory=time.time)
+    # answers derived from this session on demand (explain's indexes), dropped with the view
+    derived: dict[str, Any] = field(default_factory=dict)
 
 
 def resource_json(r: Resource | None) -> dict[str, float] | None:
@@ -126,6 +128,11 @@ class Summary:
                 "unplaced": len(res.pod_conditions),
             }
         )
+
+    def forget(self) -> None:
+        """Drop the last view (the daemon never does; loadcheck times sessions without one held)."""
+        self.view = None
+        self._cache = {}
 
     def _cached(self, key: str, build: Any) -> Any:
         v = self._cache.get(key)

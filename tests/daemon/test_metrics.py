@@ -44,6 +44,9 @@ def test_volcano_metric_names_and_types() -> None:
             podgroup_status={},
             uid="u",
             evictions=[],
+            preemption_victims=None,
+            preemption_attempts=0,
+            eviction_transactions={},
         )
     )
     t = text(m)
@@ -122,6 +125,9 @@ def test_unschedulable_counts_and_preemption() -> None:
         pod_conditions=[SimpleNamespace(task=task, reason="Unschedulable")] * 3,
         podgroup_status={"ns/j1": st, "ns/j2": PodGroupStatus("Running")},
         evictions=[(object(), "preempt"), (object(), "preempt")],
+        preemption_victims=2,
+        preemption_attempts=1,
+        eviction_transactions={"preempt": 1},
     )
     m.observe_session(res)
     t = text(m)
@@ -175,6 +181,9 @@ def _session(uid: str, unschedulable: list[str]) -> SimpleNamespace:
         pod_conditions=[],
         podgroup_status=st,
         evictions=[],
+        preemption_victims=None,
+        preemption_attempts=0,
+        eviction_transactions={},
         jobs={j: SimpleNamespace(name=j.rpartition("/")[2]) for j in unschedulable},
     )
 

@@ -38,12 +38,14 @@ def helm_installs(text: str) -> list[list[str]]:
 
 
 def site_overlay(tmp_path: Path) -> Path:
-    """The guide's `my-site` overlay, written next to a `vc-scheduler` clone (this repository)."""
-    (block,) = [b for b in code_blocks(DOC.read_text(), "yaml") if "kind: Kustomization" in b]
-    (tmp_path / "vc-scheduler").symlink_to(REPO)
+    """The guide's `~/my-site` overlay (its kustomization.yaml as the guide writes it), reaching
+    this repository through the link `vc-scheduler` the guide makes."""
+    (block,) = [b for b in code_blocks(DOC.read_text(), "sh") if "kind: Kustomization" in b]
+    kustomization = block.split("<<'EOF'\n", 1)[1].split("\nEOF\n", 1)[0] + "\n"
     site = tmp_path / "my-site"
     site.mkdir()
-    (site / "kustomization.yaml").write_text(block)
+    (site / "vc-scheduler").symlink_to(REPO)
+    (site / "kustomization.yaml").write_text(kustomization)
     (site / "volcano-scheduler.conf").write_text('actions: "enqueue, allocate"\ntiers: []\n')
     return site
 
@@ -92,7 +94,7 @@ def test_every_name_the_install_guide_uses_is_created_by_its_manifests(
         assert chart == "deploy/helm/vc-scheduler", args
         extra = [a for a in extra if a not in ("-n", "volcano-system", "--create-namespace")]
         # the guide's relative file is the site overlay's
-        extra = [a.replace("my-site/", f"{tmp_path}/my-site/") for a in extra]
+        extra = [a.replace("$HOME/my-site/", f"{tmp_path}/my-site/") for a in extra]
         rendered += render_helm(helm, extra, release)
     known = object_names(rendered)
     used = names_used(text)

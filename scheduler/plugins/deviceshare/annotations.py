@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -79,32 +80,14 @@ HAMI_BIND_TIME = "hami.io/bind-time"
 ASCEND910_PREFIX = "Ascend910"
 
 
-def ascend_register_key(common_word: str) -> str:
-    return f"hami.io/node-register-{common_word}"
-
-
-def ascend_handshake_key(common_word: str) -> str:
-    return f"hami.io/node-handshake-{common_word}"
-
-
-def ascend_to_allocate_key(common_word: str) -> str:
-    return f"hami.io/{common_word}-devices-to-allocate"
-
-
-def ascend_allocated_key(common_word: str) -> str:
-    return f"hami.io/{common_word}-devices-allocated"
-
-
-def ascend_use_uuid_key(common_word: str) -> str:
-    return f"hami.io/use-{common_word}-uuid"
-
-
-def ascend_nouse_uuid_key(common_word: str) -> str:
-    return f"hami.io/no-use-{common_word}-uuid"
-
-
-def ascend_huawei_key(common_word: str) -> str:
-    return f"huawei.com/{common_word}"
+# Per-chip keys: HAMi builds each from the chip's commonWord (e.g. "Ascend310P").
+ascend_register_key: Callable[[str], str] = "hami.io/node-register-{}".format
+ascend_handshake_key: Callable[[str], str] = "hami.io/node-handshake-{}".format
+ascend_to_allocate_key: Callable[[str], str] = "hami.io/{}-devices-to-allocate".format
+ascend_allocated_key: Callable[[str], str] = "hami.io/{}-devices-allocated".format
+ascend_use_uuid_key: Callable[[str], str] = "hami.io/use-{}-uuid".format
+ascend_nouse_uuid_key: Callable[[str], str] = "hami.io/no-use-{}-uuid".format
+ascend_huawei_key: Callable[[str], str] = "huawei.com/{}".format
 
 
 ASCEND_COMMON_KEYS = (

@@ -30,6 +30,7 @@ from typing import Any
 from scheduler.framework.status import Unfit
 from scheduler.model.objects import PodInfo
 from scheduler.plugins.k8s.labels import Selector, compile_selector
+from scheduler.plugins.k8s.nodeaffinity import weighted_entries
 from scheduler.plugins.k8s.podindex import SessionPods
 
 AFFINITY_REASON = "node(s) didn't match pod affinity rules"
@@ -109,17 +110,8 @@ def _required(pod: PodInfo, section: Mapping[str, Any]) -> list[AffinityTerm]:
 
 
 def _preferred(pod: PodInfo, section: Mapping[str, Any]) -> list[AffinityTerm]:
-    raw = section.get("preferredDuringSchedulingIgnoredDuringExecution") or []
     out: list[AffinityTerm] = []
-    if not isinstance(raw, list):
-        return out
-    for w in raw:
-        if not isinstance(w, dict):
-            continue
-        try:
-            weight = int(w.get("weight") or 0)
-        except (TypeError, ValueError):
-            continue
+    for weight, w in weighted_entries(section):
         t = _term(pod, w.get("podAffinityTerm"), weight)
         if t is not None and weight != 0:
             out.append(t)

@@ -10,7 +10,7 @@ is the sum of the weights of the preferred terms it matches (terms of weight 0 a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 _LABEL_OPS = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
@@ -141,19 +141,27 @@ def required_node_affinity(
     return RequiredNodeAffinity(node_selector or {}, terms)
 
 
-def preferred_terms(affinity: Mapping[str, Any]) -> list[tuple[int, Term]]:
-    """(weight, term) of the preferred node affinity terms that can ever match."""
-    raw = _node_affinity(affinity).get("preferredDuringSchedulingIgnoredDuringExecution") or []
-    out: list[tuple[int, Term]] = []
+def weighted_entries(section: Mapping[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(weight, entry) of a `preferredDuringSchedulingIgnoredDuringExecution` list (node, pod and
+    pod anti-affinity share its shape); entries that are not objects or whose weight is not a
+    number are skipped, as they can never add to a score."""
+    raw = section.get("preferredDuringSchedulingIgnoredDuringExecution") or []
     if not isinstance(raw, list):
-        return out
-    for p in raw:
-        if not isinstance(p, dict):
+        return
+    for entry in raw:
+        if not isinstance(entry, dict):
             continue
         try:
-            weight = int(p.get("weight") or 0)
+            weight = int(entry.get("weight") or 0)
         except (TypeError, ValueError):
             continue
+        yield weight, entry
+
+
+def preferred_terms(affinity: Mapping[str, Any]) -> list[tuple[int, Term]]:
+    """(weight, term) of the preferred node affinity terms that can ever match."""
+    out: list[tuple[int, Term]] = []
+    for weight, p in weighted_entries(_node_affinity(affinity)):
         term = compile_term(p.get("preference"))
         if weight != 0 and term is not None:
             out.append((weight, term))

@@ -20,6 +20,7 @@ express, so that substitution is not made here.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from scheduler.model.node import NodeInfo
 from scheduler.model.resources import CPU, MEMORY, Resource
@@ -42,27 +43,33 @@ def _alloc_and_requested(node: NodeInfo, req: Resource, name: str) -> tuple[int,
     return int(node.allocatable.scalars.get(name, 0.0)), int(node.used.scalars.get(name, 0.0) + pod_req)
 
 
-def least_allocated(node: NodeInfo, req: Resource) -> int:
-    score = weights = 0
-    for name, w in LEAST_ALLOCATED_RESOURCES:
+def _weighted_mean(
+    node: NodeInfo, req: Resource, weighted: tuple[tuple[str, int], ...], score: Callable[[int, int], int]
+) -> int:
+    """The integer weighted mean of score(allocatable, requested) over the resources the node has."""
+    total = weights = 0
+    for name, w in weighted:
         alloc, requested = _alloc_and_requested(node, req, name)
         if alloc == 0:
             continue
-        s = 0 if requested > alloc else (alloc - requested) * 100 // alloc
-        score += s * w
+        total += score(alloc, requested) * w
         weights += w
-    return score // weights if weights else 0
+    return total // weights if weights else 0
+
+
+def least_allocated(node: NodeInfo, req: Resource) -> int:
+    return _weighted_mean(
+        node,
+        req,
+        LEAST_ALLOCATED_RESOURCES,
+        lambda alloc, requested: 0 if requested > alloc else (alloc - requested) * 100 // alloc,
+    )
 
 
 def most_allocated(node: NodeInfo, req: Resource) -> int:
-    score = weights = 0
-    for name, w in MOST_ALLOCATED_RESOURCES:
-        alloc, requested = _alloc_and_requested(node, req, name)
-        if alloc == 0:
-            continue
-        score += min(requested, alloc) * 100 // alloc * w
-        weights += w
-    return score // weights if weights else 0
+    return _weighted_mean(
+        node, req, MOST_ALLOCATED_RESOURCES, lambda alloc, requested: min(requested, alloc) * 100 // alloc
+    )
 
 
 def requests_none_of(req: Resource, names: tuple[str, ...] = BALANCED_RESOURCES) -> bool:

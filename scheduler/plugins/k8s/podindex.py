@@ -10,8 +10,8 @@ plugins ask for it, and offers what the affinity and spread rules need:
 * lazily, an index of the counted pods by namespace and by (namespace, label, value), plus the
   set of pods carrying pod (anti-)affinity, so that matching a selector reads the pods that can
   match instead of all 150,000;
-* listeners, so that a task's precomputed affinity/spread state follows placements and evictions
-  made while that task is being scheduled (preemption), as kube-scheduler's AddPod/RemovePod do.
+* listeners, told of every pod added or removed, so that preempt's topology-aware dry run can
+  replay its victims' removals into the preemptor's affinity state (Volcano's SimulateRemoveTask).
 """
 
 from __future__ import annotations

@@ -96,12 +96,8 @@ class _Policy:
         return not (c.honor_taints and find_untolerated_taint(node.taints, self.pod.tolerations) is not None)
 
 
-def _counted(pod: PodInfo, other: PodInfo) -> bool:
-    return other.namespace == pod.namespace and not other.deleting
-
-
 class SpreadState:
-    """DoNotSchedule domain counts of one incoming pod; follows placements through `update`."""
+    """DoNotSchedule domain counts of one incoming pod, as its pre-predicate sees the cluster."""
 
     __slots__ = ("_min", "constraints", "counts", "pod", "policy", "self_match", "sp")
 
@@ -129,18 +125,6 @@ class SpreadState:
                 if self.policy.has_keys(node) and self.policy.includes(c, node):
                     v = node.labels[c.topology_key]
                     counts[v] = counts.get(v, 0) + 1
-
-    def update(self, other: PodInfo, node_name: str, delta: int) -> None:
-        if other.uid == self.pod.uid or not _counted(self.pod, other):
-            return
-        node = self.sp.ssn.nodes.get(node_name)
-        if node is None or not self.policy.has_keys(node):
-            return
-        for i, c in enumerate(self.constraints):
-            if c.selector.matches(other.labels) and self.policy.includes(c, node):
-                v = node.labels[c.topology_key]
-                self.counts[i][v] = self.counts[i].get(v, 0) + delta
-                self._min[i] = None
 
     def min_match(self, i: int) -> int | None:
         """The global minimum of constraint i (None: no domain at all, nothing to compare)."""

@@ -11,27 +11,18 @@ from typing import Any
 from scheduler.sim.apiserver.errors import ApiError, bad_request
 from scheduler.sim.apiserver.patch import json_patch, merge_patch
 from scheduler.sim.apiserver.resources import ResourceInfo
+from scheduler.sim.apiserver.selectors import selector_terms
 from scheduler.sim.apiserver.store import Store
 
 Obj = dict[str, Any]
 
 
 def selector_text(selector: Any) -> str:
-    """A LabelSelector as the label-selector string a Scale reports (matchLabels and expressions)."""
+    """A LabelSelector as the label-selector string a Scale reports (matchLabels sorted; an
+    expression with an unknown operator is left out)."""
     if not isinstance(selector, dict):
         return ""
-    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
-    for e in selector.get("matchExpressions") or []:
-        op, key, values = e.get("operator"), e.get("key"), ",".join(e.get("values") or [])
-        if op == "In":
-            parts.append(f"{key} in ({values})")
-        elif op == "NotIn":
-            parts.append(f"{key} notin ({values})")
-        elif op == "Exists":
-            parts.append(str(key))
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-    return ",".join(parts)
+    return ",".join(t for t in selector_terms(selector, sort_labels=True) if t is not None)
 
 
 def to_scale(obj: Obj) -> Obj:

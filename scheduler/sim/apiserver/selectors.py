@@ -83,6 +83,26 @@ def parse_label_selector(text: str | None) -> tuple[Requirement, ...]:
     return tuple(reqs)
 
 
+def selector_terms(selector: Obj, sort_labels: bool = False) -> list[str | None]:
+    """A LabelSelector object (matchLabels, then matchExpressions) as terms of the grammar above;
+    None stands for an expression whose operator that grammar lacks, for the caller to judge."""
+    labels = (selector.get("matchLabels") or {}).items()
+    terms: list[str | None] = [f"{k}={v}" for k, v in (sorted(labels) if sort_labels else labels)]
+    for e in selector.get("matchExpressions") or []:
+        op, key, values = e.get("operator"), e.get("key"), ",".join(e.get("values") or [])
+        if op == "In":
+            terms.append(f"{key} in ({values})")
+        elif op == "NotIn":
+            terms.append(f"{key} notin ({values})")
+        elif op == "Exists":
+            terms.append(str(key))
+        elif op == "DoesNotExist":
+            terms.append(f"!{key}")
+        else:
+            terms.append(None)
+    return terms
+
+
 def _bad_label(text: str, why: str) -> ApiError:
     return bad_request(f"unable to parse requirement: {why} (labelSelector {text!r})")
 

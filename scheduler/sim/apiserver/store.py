@@ -531,20 +531,14 @@ class Store:
         obj = self.must_get(res, namespace, name)
         md = obj["metadata"]
         pre = preconditions or {}
-        if pre.get("uid") and pre["uid"] != md.get("uid"):
-            raise conflict(
-                res.plural,
-                name,
-                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {md.get('uid')}",
-                res.group,
-            )
-        if pre.get("resourceVersion") and pre["resourceVersion"] != md.get("resourceVersion"):
-            raise conflict(
-                res.plural,
-                name,
-                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, ResourceVersion in object meta: {md.get('resourceVersion')}",
-                res.group,
-            )
+        for field, title in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+            if pre.get(field) and pre[field] != md.get(field):
+                raise conflict(
+                    res.plural,
+                    name,
+                    f"Precondition failed: {title} in precondition: {pre[field]}, {title} in object meta: {md.get(field)}",
+                    res.group,
+                )
         if dry_run:
             return obj
         if res.key == "namespaces":

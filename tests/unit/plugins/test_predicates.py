@@ -200,17 +200,46 @@ def test_anti_affinity_sees_placements_made_earlier_in_the_session() -> None:
     assert ssn.predicate(tasks["w1"], ssn.nodes["n2"]) is None
 
 
-def test_an_eviction_while_a_task_is_being_scheduled_lifts_its_anti_affinity_conflict() -> None:
+def _anti_affinity_world() -> World:
     w = World()
     w.node("n1")
-    victim = w.pod("db", on="n1", labels={"app": "db"})
+    w.pod("db", on="n1", labels={"app": "db"})
     w.pod("web", affinity=_anti("podAntiAffinity", {"app": "db"}))
-    ssn = w.session(CONF)
-    web = next(t for t in ssn.jobs["ns"].tasks.values() if t.name == "web")
+    return w
+
+
+CONFLICT = Unfit("node(s) didn't match pod anti-affinity rules", resolvable=True)
+
+
+@pytest.mark.parametrize("preemptable", [True, False])
+def test_an_eviction_lifts_an_anti_affinity_conflict_only_in_a_dry_run_with_the_preemptable_switch(
+    preemptable: bool,
+) -> None:
+    # Volcano computes a preemptor's affinity counts once (PreFilter) and replays victims' removals
+    # into them only in the topology-aware dry run, for a predicates plugin whose
+    # enablePreemptable (or enabledAllocatable) switch is on.
+    ssn = _anti_affinity_world().session(
+        CONF + f"    enablePreemptable: {str(preemptable).lower()}\n    enabledAllocatable: false\n"
+    )
+    tasks = {t.name: t for t in ssn.jobs["ns"].tasks.values()}
+    web, n1 = tasks["web"], ssn.nodes["n1"]
     ssn.pre_predicate(web)
-    assert ssn.predicate(web, ssn.nodes["n1"]) == Unfit("node(s) didn't match pod anti-affinity rules", True)
-    ssn.mark_releasing(ssn.jobs["ns"].tasks[victim.uid])
-    assert ssn.predicate(web, ssn.nodes["n1"]) is None
+    assert ssn.predicate(web, n1) == CONFLICT
+    db, status = ssn.mark_releasing(tasks["db"])
+    assert ssn.predicate(web, n1) == CONFLICT  # an eviction outside a dry run is not seen
+    ssn.unmark_releasing(db, status)
+    ssn.victim_dry_run = True
+    ssn.mark_releasing(db)
+    assert ssn.predicate(web, n1) == (None if preemptable else CONFLICT)
+    ssn.victim_dry_run = False
+
+
+def test_the_next_attempt_sees_the_evictions_made_before_it() -> None:
+    ssn = _anti_affinity_world().session(CONF)
+    tasks = {t.name: t for t in ssn.jobs["ns"].tasks.values()}
+    ssn.mark_releasing(tasks["db"])
+    ssn.pre_predicate(tasks["web"])
+    assert ssn.predicate(tasks["web"], ssn.nodes["n1"]) is None
 
 
 def _spread(max_skew: int = 1, key: str = "zone", when: str = "DoNotSchedule", **extra: object) -> list[dict]:

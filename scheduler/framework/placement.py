@@ -21,6 +21,8 @@ from scheduler.model.objects import TaskInfo
 _name = attrgetter("name")
 _UNSET: Any = object()
 T = TypeVar("T")
+# Session.carry's name for the verdicts kept from one session's allocate to the next
+CARRY = "placement"
 
 NodePredicate = Callable[[TaskInfo, NodeInfo], Unfit | list[str] | None]
 
@@ -180,10 +182,12 @@ class _NodeValues:
     Shared by the jobs whose pods have the same shape, and emptied for a node when it changes.
     """
 
-    __slots__ = ("base", "fits_idle", "mixed", "parts", "scores", "seq", "verdicts")
+    __slots__ = ("base", "carryable", "fits_idle", "mixed", "parts", "scores", "seq", "verdicts")
 
-    def __init__(self, seq: int) -> None:
+    def __init__(self, seq: int, carryable: bool = False) -> None:
         self.seq = seq
+        # the shape's refusals may be kept for the next session (see _Carried)
+        self.carryable = carryable
         # node -> final score when no normalised part applies
         self.scores: dict[str, float] = {}
         # node -> (node-order sum, per-node parts of the batch functions)
@@ -228,6 +232,43 @@ class _Entry:
         self.touched: set[str] = set()
 
 
+class _Carried:
+    """Allocate's verdicts on nodes where a shape fits nowhere, kept for the next session.
+
+    A verdict holds while its node's view is handed out again unchanged (the same view object,
+    showing the same version of the cluster's node) and everything else a predicate reads is as it
+    was: the configuration, the session options, the HyperNode tree, namespaces' labels and
+    ConfigMaps. Only shapes with no inter-pod terms, no device or other scalar requests and only
+    refusals are kept: a node that fits is always asked again, so the plugins see every check that
+    can lead to a placement."""
+
+    __slots__ = ("conf", "configmaps", "namespaces", "options", "shapes", "topology")
+
+    def __init__(self, ssn: Session, shapes: dict[tuple, dict[str, tuple[NodeInfo, Any, Any]]]) -> None:
+        self.conf = ssn.conf
+        self.options = ssn.options
+        self.topology = ssn.topology
+        # copies: the cluster changes its own maps in place
+        self.namespaces = {k: dict(v) for k, v in ssn.namespaces.items()}
+        self.configmaps = {k: dict(v) for k, v in ssn.configmaps.items()}
+        # shape (the key without job and role) -> node -> (view, view token, refusal)
+        self.shapes = shapes
+
+    def holds_for(self, ssn: Session) -> bool:
+        return (
+            self.conf is ssn.conf
+            and self.topology is ssn.topology
+            and self.options == ssn.options
+            and self.namespaces == ssn.namespaces
+            and self.configmaps == ssn.configmaps
+        )
+
+
+def _carryable(task: TaskInfo) -> bool:
+    """Whether a shape's refusals may outlive the session (see _Carried)."""
+    return not task.resreq.scalars and not task.init_resreq.scalars
+
+
 class PlacementCache:
     """Feasible nodes and node-order scores per task shape, kept fresh from the session's change log.
 
@@ -249,6 +290,13 @@ class PlacementCache:
         # when some batch function has no split, the others' per-node parts are still kept
         self.plan = ssn.batch_node_order_plan() if self.splits is None else []
         self._last: tuple[TaskInfo | None, tuple | None] = (None, None)
+        # the whole cluster's cache keeps refusals between sessions (see carry_over)
+        self.carrying = nodes is None and self.enabled and ssn.options.carry_placement
+        self.carried: dict[tuple, dict[str, tuple[NodeInfo, Any, Any]]] = {}
+        if self.carrying:
+            got = ssn.carried(CARRY)
+            if got is not None and got[2].holds_for(ssn):
+                self.carried = got[2].shapes
 
     def _key(self, task: TaskInfo) -> tuple | None:
         """The task's shape key; asked several times per task in a row, so the last one is kept."""
@@ -266,7 +314,7 @@ class PlacementCache:
             return None
         return self._fresh(entry.values, task)
 
-    def _fresh(self, vals: _NodeValues, task: TaskInfo) -> _NodeValues:
+    def _fresh(self, vals: _NodeValues, task: TaskInfo | None) -> _NodeValues:
         """Bring the shared values up to the change log: what was known of a changed node is
         forgotten, and recomputed only when a later lookup needs it. A placement changes one node
         but most shapes do not look at it again before it changes once more (the scan window
@@ -322,7 +370,11 @@ class PlacementCache:
         vkey = key[2:]
         values = self.values.get(vkey)
         if values is None:
-            values = self.values[vkey] = _NodeValues(len(ssn.node_changes))
+            carryable = self.carrying and _carryable(task)
+            values = self.values[vkey] = _NodeValues(len(ssn.node_changes), carryable)
+            kept = self.carried.get(vkey) if carryable else None
+            if kept:
+                self._seed(values.verdicts, kept)
         self._fresh(values, task)
         entry = _Entry(values)
         found = self._scan_nodes(task, values.verdicts, entry.errors)
@@ -331,6 +383,43 @@ class PlacementCache:
         entry.feasible = {n.name: n for n in found}
         entry.seq = len(ssn.node_changes)
         return entry
+
+    def _seed(
+        self, verdicts: dict[str, Unfit | list[str] | None], kept: dict[str, tuple[NodeInfo, Any, Any]]
+    ) -> None:
+        """The last session's refusals on nodes whose views are the same and unchanged, also by
+        this session so far (a view it changed has no token)."""
+        nodes = self.ssn.nodes
+        for name, (view, token, verdict) in kept.items():
+            if nodes.get(name) is view and view.view_token() == token:
+                verdicts[name] = verdict
+
+    def carry_over(self) -> None:
+        """Keep, for the next session, the refusals of the shapes that fit nowhere when scanned.
+
+        Nothing is kept from a session where a plugin failed: the failure must be met again."""
+        if not self.carrying or self.ssn.plugin_errors:
+            return
+        nodes = self.ssn.nodes
+        shapes: dict[tuple, dict[str, tuple[NodeInfo, Any, Any]]] = {}
+        for key, entry in self.entries.items():
+            vkey = key[2:]
+            if entry.feasible or not entry.complete or vkey in shapes:
+                continue
+            vals = entry.values
+            if not vals.carryable:
+                continue
+            self._fresh(vals, None)
+            kept: dict[str, tuple[NodeInfo, Any, Any]] = {}
+            for name, verdict in vals.verdicts.items():
+                if verdict is None:
+                    continue
+                view = nodes.get(name)
+                token = view.view_token() if view is not None else None
+                if token is not None:
+                    kept[name] = (view, token, verdict)
+            shapes[vkey] = kept
+        self.ssn.carry(CARRY, _Carried(self.ssn, shapes))
 
     def _scan_nodes(
         self, task: TaskInfo, verdicts: dict[str, Unfit | list[str] | None], errors: FitErrors

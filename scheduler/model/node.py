@@ -33,6 +33,7 @@ class NodeInfo:
         "unschedulable",
         "used",
         "used_ports",
+        "version",
     )
 
     def __init__(
@@ -66,6 +67,8 @@ class NodeInfo:
         self._shared = False
         # the cluster's node this is a session view of (None: not a view)
         self._origin: NodeInfo | None = None
+        # bumped whenever a task is accounted, taken off or swapped here (see `view_token`)
+        self.version = 0
 
     def session_view(self) -> NodeInfo:
         n = NodeInfo.__new__(NodeInfo)
@@ -87,6 +90,7 @@ class NodeInfo:
         n.raw_capacity = self.raw_capacity
         n._shared = True
         n._origin = self
+        n.version = 0
         return n
 
     def reusable_view_of(self, origin: NodeInfo) -> bool:
@@ -94,6 +98,15 @@ class NodeInfo:
         totals are still `origin`'s own (which follow the cluster's changes by themselves). Device
         ledgers are rebuilt by every session, so the caller empties them."""
         return self._origin is origin and self._shared
+
+    def view_token(self) -> tuple[NodeInfo, int] | None:
+        """What this view shows, as a value that differs once anything on it changed: the cluster
+        node it follows and that node's version. None when a session changed the view (it is then
+        private and never handed out again)."""
+        origin = self._origin
+        if origin is None or not self._shared:
+            return None
+        return origin, origin.version
 
     def _own(self) -> None:
         self.tasks = dict(self.tasks)
@@ -113,6 +126,7 @@ class NodeInfo:
             self._own()
         if task.uid in self.tasks:
             raise ValueError(f"task {task.key} already on node {self.name}")
+        self.version += 1
         req = task.resreq
         st = task.status
         if st == TaskStatus.RELEASING:
@@ -134,6 +148,7 @@ class NodeInfo:
         t = self.tasks.pop(task.uid, None)
         if t is None:
             return
+        self.version += 1
         req = t.resreq
         st = t.status
         if st == TaskStatus.RELEASING:
@@ -157,6 +172,7 @@ class NodeInfo:
         if self._shared:
             self._own()
         if old.uid in self.tasks:
+            self.version += 1
             self.tasks[new.uid] = new
 
     def update_task(self, task: TaskInfo, status: TaskStatus) -> None:

@@ -212,12 +212,15 @@ class _Entry:
         "order",
         "score_list",
         "seq",
+        "start",
         "touched",
         "values",
     )
 
     def __init__(self, values: _NodeValues) -> None:
         self.seq = 0
+        # where the scan that filled `errors` began (the rotating start)
+        self.start = 0
         self.feasible: dict[str, NodeInfo] = {}
         self.values = values
         self.errors = FitErrors()
@@ -232,36 +235,75 @@ class _Entry:
         self.touched: set[str] = set()
 
 
-class _Carried:
-    """Allocate's verdicts on nodes where a shape fits nowhere, kept for the next session.
+class _Shape:
+    """One shape's refusals, and the errors of a scan in which every node refused it."""
 
-    A verdict holds while its node's view is handed out again unchanged (the same view object,
+    __slots__ = ("errors", "start", "verdicts")
+
+    def __init__(self, verdicts: dict[str, Any], errors: dict[str, list[str]] | None, start: int) -> None:
+        self.verdicts = verdicts  # node -> refusal
+        self.errors = errors  # node -> reasons, in the scan's order from `start`; None: not every node
+        self.start = start
+
+
+class _Carried:
+    """Allocate's refusals of shapes that fit nowhere, kept for the next session.
+
+    A refusal holds while its node's view is handed out again unchanged (the same view object,
     showing the same version of the cluster's node) and everything else a predicate reads is as it
     was: the configuration, the session options, the HyperNode tree, namespaces' labels and
     ConfigMaps. Only shapes with no inter-pod terms, no device or other scalar requests and only
     refusals are kept: a node that fits is always asked again, so the plugins see every check that
     can lead to a placement."""
 
-    __slots__ = ("conf", "configmaps", "namespaces", "options", "shapes", "topology")
+    __slots__ = (
+        "conf",
+        "configmaps",
+        "namespaces",
+        "options",
+        "shapes",
+        "topology",
+        "unchanged",
+        "versions",
+        "views",
+    )
 
-    def __init__(self, ssn: Session, shapes: dict[tuple, dict[str, tuple[NodeInfo, Any, Any]]]) -> None:
+    def __init__(self, ssn: Session, shapes: dict[tuple, _Shape], versions: list[int]) -> None:
         self.conf = ssn.conf
         self.options = ssn.options
         self.topology = ssn.topology
         # copies: the cluster changes its own maps in place
         self.namespaces = {k: dict(v) for k, v in ssn.namespaces.items()}
         self.configmaps = {k: dict(v) for k, v in ssn.configmaps.items()}
-        # shape (the key without job and role) -> node -> (view, view token, refusal)
         self.shapes = shapes
+        # the session's node views and the versions they showed (NodeInfo.view_versions)
+        self.views = list(ssn.node_list)
+        self.versions = versions
+        # the next session's nodes whose views are the same and unchanged (True: all), see `check`
+        self.unchanged: bool | set[str] = set()
 
-    def holds_for(self, ssn: Session) -> bool:
-        return (
+    def check(self, ssn: Session) -> bool:
+        """Whether the refusals hold at all in `ssn`, and which nodes they hold for (`unchanged`)."""
+        if not (
             self.conf is ssn.conf
             and self.topology is ssn.topology
             and self.options == ssn.options
             and self.namespaces == ssn.namespaces
             and self.configmaps == ssn.configmaps
-        )
+        ):
+            return False
+        nodes = ssn.node_list
+        versions = NodeInfo.view_versions(nodes)
+        if versions is None:
+            return False
+        if nodes == self.views and versions == self.versions:
+            self.unchanged = True
+            return True
+        at = {v.name: (v, ver) for v, ver in zip(self.views, self.versions, strict=True)}
+        self.unchanged = {
+            n.name for n, ver in zip(nodes, versions, strict=True) if at.get(n.name, (None, -1)) == (n, ver)
+        }
+        return True
 
 
 def _carryable(task: TaskInfo) -> bool:
@@ -292,11 +334,11 @@ class PlacementCache:
         self._last: tuple[TaskInfo | None, tuple | None] = (None, None)
         # the whole cluster's cache keeps refusals between sessions (see carry_over)
         self.carrying = nodes is None and self.enabled and ssn.options.carry_placement
-        self.carried: dict[tuple, dict[str, tuple[NodeInfo, Any, Any]]] = {}
+        self.carried: _Carried | None = None
         if self.carrying:
             got = ssn.carried(CARRY)
-            if got is not None and got[2].holds_for(ssn):
-                self.carried = got[2].shapes
+            if got is not None and got[2].check(ssn):
+                self.carried = got[2]
 
     def _key(self, task: TaskInfo) -> tuple | None:
         """The task's shape key; asked several times per task in a row, so the last one is kept."""
@@ -372,11 +414,14 @@ class PlacementCache:
         if values is None:
             carryable = self.carrying and _carryable(task)
             values = self.values[vkey] = _NodeValues(len(ssn.node_changes), carryable)
-            kept = self.carried.get(vkey) if carryable else None
-            if kept:
-                self._seed(values.verdicts, kept)
+            kept = self.carried.shapes.get(vkey) if carryable and self.carried is not None else None
+            if kept is not None:
+                entry = _Entry(values)
+                if self._from_carried(values, kept, entry):
+                    return entry
         self._fresh(values, task)
         entry = _Entry(values)
+        entry.start = ssn.predicate_round_robin % len(self.nodes) if self.nodes else 0
         found = self._scan_nodes(task, values.verdicts, entry.errors)
         # every node examined: a rescan could not find more
         entry.complete = len(found) + len(entry.errors.nodes) >= len(self.nodes)
@@ -384,42 +429,63 @@ class PlacementCache:
         entry.seq = len(ssn.node_changes)
         return entry
 
-    def _seed(
-        self, verdicts: dict[str, Unfit | list[str] | None], kept: dict[str, tuple[NodeInfo, Any, Any]]
-    ) -> None:
-        """The last session's refusals on nodes whose views are the same and unchanged, also by
-        this session so far (a view it changed has no token)."""
-        nodes = self.ssn.nodes
-        for name, (view, token, verdict) in kept.items():
-            if nodes.get(name) is view and view.view_token() == token:
-                verdicts[name] = verdict
+    def _from_carried(self, values: _NodeValues, kept: _Shape, entry: _Entry) -> bool:
+        """Seed the shape's verdicts with the last session's refusals that still hold. When they
+        hold on every node, which were all refused, the scan's outcome is known without it (no
+        node fits, every node examined, the rotating start back where it was): True, with `errors`
+        filled in the scan's order. Otherwise False, and the caller scans with the seeded verdicts.
+        Nodes this session already changed are not seeded: their views are no longer unchanged."""
+        carried = self.carried
+        assert carried is not None
+        unchanged = carried.unchanged
+        ssn = self.ssn
+        if unchanged is True and not ssn.node_changes and kept.errors is not None:
+            nodes = self.nodes
+            total = len(nodes)
+            if total and len(kept.errors) == total:
+                start = ssn.predicate_round_robin % total
+                got = kept.errors
+                if start == kept.start:
+                    entry.errors.nodes = dict(got)
+                else:
+                    order = map(_name, chain(islice(nodes, start, None), islice(nodes, 0, start)))
+                    entry.errors.nodes = {n: got[n] for n in order}
+                values.verdicts.update(kept.verdicts)
+                entry.complete = True
+                entry.start = start
+                entry.seq = len(ssn.node_changes)
+                ssn.predicate_round_robin = start
+                return True
+        verdicts = values.verdicts
+        changed = set(ssn.node_changes)
+        if unchanged is True:
+            verdicts.update((n, v) for n, v in kept.verdicts.items() if n not in changed)
+        else:
+            verdicts.update((n, v) for n, v in kept.verdicts.items() if n in unchanged and n not in changed)
+        return False
 
     def carry_over(self) -> None:
         """Keep, for the next session, the refusals of the shapes that fit nowhere when scanned.
 
         Nothing is kept from a session where a plugin failed: the failure must be met again."""
-        if not self.carrying or self.ssn.plugin_errors:
+        ssn = self.ssn
+        if not self.carrying or ssn.plugin_errors:
             return
-        nodes = self.ssn.nodes
-        shapes: dict[tuple, dict[str, tuple[NodeInfo, Any, Any]]] = {}
+        versions = NodeInfo.view_versions(ssn.node_list, changed_ok=True)
+        if versions is None:
+            return
+        changed = set(ssn.node_changes)
+        shapes: dict[tuple, _Shape] = {}
         for key, entry in self.entries.items():
             vkey = key[2:]
-            if entry.feasible or not entry.complete or vkey in shapes:
+            if entry.feasible or not entry.complete or vkey in shapes or not entry.values.carryable:
                 continue
-            vals = entry.values
-            if not vals.carryable:
-                continue
-            self._fresh(vals, None)
-            kept: dict[str, tuple[NodeInfo, Any, Any]] = {}
-            for name, verdict in vals.verdicts.items():
-                if verdict is None:
-                    continue
-                view = nodes.get(name)
-                token = view.view_token() if view is not None else None
-                if token is not None:
-                    kept[name] = (view, token, verdict)
-            shapes[vkey] = kept
-        self.ssn.carry(CARRY, _Carried(self.ssn, shapes))
+            vals = self._fresh(entry.values, None)
+            refused = {n: v for n, v in vals.verdicts.items() if v is not None and n not in changed}
+            # the errors of a scan where every node refused, still true when no node changed since
+            whole = entry.errors.nodes if not changed and entry.seq == len(ssn.node_changes) else None
+            shapes[vkey] = _Shape(refused, whole, entry.start)
+        ssn.carry(CARRY, _Carried(ssn, shapes, versions))
 
     def _scan_nodes(
         self, task: TaskInfo, verdicts: dict[str, Unfit | list[str] | None], errors: FitErrors

@@ -7,10 +7,15 @@ evicts something there, so opening a session on 5,000 nodes copies almost nothin
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 from scheduler.model.objects import TaskInfo, TaskStatus
 from scheduler.model.resources import Resource
+
+# a view's own version counts the changes its session made (none while it is shared)
+_own_version = attrgetter("version")
+_origin_version = attrgetter("_origin.version")
 
 
 class NodeInfo:
@@ -108,7 +113,23 @@ class NodeInfo:
             return None
         return origin, origin.version
 
+    @staticmethod
+    def view_versions(views: list[NodeInfo], changed_ok: bool = False) -> list[int] | None:
+        """view_token's version for each view, in C-level passes (this runs over every node each
+        period). A view its session changed gets -1 when `changed_ok`, else the answer is None;
+        None too when some node is no view."""
+        try:
+            versions = list(map(_origin_version, views))
+        except AttributeError:  # no origin
+            return None
+        if any(map(_own_version, views)):
+            if not changed_ok:
+                return None
+            versions = [v if not n.version else -1 for v, n in zip(versions, views, strict=True)]
+        return versions
+
     def _own(self) -> None:
+        self.version += 1
         self.tasks = dict(self.tasks)
         self.used_ports = dict(self.used_ports)
         self.idle = self.idle.clone()

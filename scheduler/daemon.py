@@ -41,6 +41,7 @@ from scheduler.metrics import SchedulerMetrics
 from scheduler.model.cluster import ClusterOptions
 from scheduler.model.objects import TaskStatus
 from scheduler.model.resources import Resource as Res
+from scheduler.pacing import Pacer
 from scheduler.plugins.deviceshare.gpushare import KIND as GPUSHARE_KIND
 from scheduler.plugins.deviceshare.vgpu import KIND as VGPU_KIND
 from scheduler.reload import ConfigReloader
@@ -121,6 +122,7 @@ class Daemon:
         self.synced = asyncio.Event()
         self._stop = asyncio.Event()
         self._wake = asyncio.Event()  # run a session now instead of at the end of the period
+        self.pacer = Pacer(opts.schedule_period, opts.schedule_on_arrival)
         self._tasks: list[asyncio.Task[Any]] = []
         self._last_generation = -1
         self._pruned_at = -1
@@ -244,6 +246,8 @@ class Daemon:
 
     def _watched(self, created: float) -> None:
         self.metrics.task_latency.labels("Watched").observe(max(time.time() - created, 0.0) * 1000)
+        if self.synced.is_set():  # the initial list's pending pods wait for the first session anyway
+            self.pacer.arrived.set()
 
     def _on_leading(self) -> None:
         self.metrics.is_leader.set(1)
@@ -362,23 +366,23 @@ class Daemon:
         )
 
     async def _session_loop(self) -> None:
-        period = self.opts.schedule_period
         while not self._stop.is_set():
             self.heartbeat = time.monotonic()
             if self.synced.is_set() and self.is_leader:
                 if self.cache.generation != self._last_generation or self.cache.has_pending_work():
+                    t0 = time.perf_counter()
                     self.run_once()
+                    self.pacer.last_session_s = time.perf_counter() - t0
                 else:
                     self.metrics.sessions_skipped.inc()
             # Volcano's wait.Until: the period counts from the end of a cycle; the end of the
-            # initial sync or winning the lease cuts the wait short
+            # initial sync or winning the lease cuts the wait short, and so do new pods
+            # (scheduler/pacing.py says when)
             self._wake.clear()
-            waits = [asyncio.ensure_future(self._stop.wait()), asyncio.ensure_future(self._wake.wait())]
-            try:
-                await asyncio.wait(waits, timeout=period, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for w in waits:
-                    w.cancel()
+            await self.pacer.pause((self._stop, self._wake), self._binding)
+
+    def _binding(self) -> bool:
+        return self.binder is not None and self.binder.in_flight() > 0
 
     def run_once(self) -> SessionResult | None:
         """One session on the current cache, its decisions handed to the writers."""

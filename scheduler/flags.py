@@ -64,6 +64,7 @@ class Options:
     scheduler_names: list[str] = field(default_factory=lambda: ["volcano"])
     scheduler_conf: str = ""
     schedule_period: float = 1.0
+    schedule_on_arrival: bool = True
     default_queue: str = "default"
     listen_address: str = ":8080"
     healthz_address: str = ":11251"
@@ -129,6 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=_duration_arg,
         default=1.0,
         help="period between sessions (Go duration, default 1s)",
+    )
+    bool_flag(
+        "--schedule-on-arrival",
+        True,
+        "start a session soon after new pending pods are watched (once their stream pauses, "
+        "at most every twice the last session's duration) instead of at the end of the period; "
+        "false: Volcano's fixed period (default true)",
     )
     flag("--default-queue", default="default", help="queue of PodGroups that name none (default 'default')")
     flag("--listen-address", default=":8080", help="address of /metrics, /healthz, /readyz (default :8080)")
@@ -241,6 +249,7 @@ def parse_args(argv: list[str]) -> Options:
         scheduler_names=names,
         scheduler_conf=a.scheduler_conf,
         schedule_period=a.schedule_period,
+        schedule_on_arrival=a.schedule_on_arrival,
         default_queue=a.default_queue,
         listen_address=a.listen_address,
         healthz_address=a.healthz_address,

@@ -55,6 +55,9 @@ class Binder:
         self._sem = asyncio.Semaphore(concurrency)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._dry_seen: set[str] = set()
+        # Scheduled events of binds that succeeded, sent once their batch is done: during a burst
+        # the Bindings alone use the event loop and the token bucket, the events follow
+        self._scheduled: list[BindDecision] = []
         self.bound = 0
         self.failed = 0
         self.conflicts = 0
@@ -131,6 +134,7 @@ class Binder:
             if d.task.pod.creation:
                 prebound.observe(max(now - d.task.pod.creation, 0) * 1000)
         results = await asyncio.gather(*(self._bind_guarded(d, term) for d in binds), return_exceptions=True)
+        self._record_scheduled()
         outcome: dict[str, int] = {}
         for r in results:
             k = r if isinstance(r, str) else "error"
@@ -211,9 +215,14 @@ class Binder:
         self.metrics.pods_bound.inc()
         if task.pod.creation:
             self.metrics.task_latency.labels("Bound").observe(max(time.time() - task.pod.creation, 0) * 1000)
-        self.recorder.record(
-            pod_ref(task), "Normal", "Scheduled", f"Successfully assigned {task.key} to {d.node}"
-        )
+        self._scheduled.append(d)
+
+    def _record_scheduled(self) -> None:
+        done, self._scheduled = self._scheduled, []
+        for d in done:
+            self.recorder.record(
+                pod_ref(d.task), "Normal", "Scheduled", f"Successfully assigned {d.task.key} to {d.node}"
+            )
 
     async def _conflict(self, d: BindDecision, exc: ApiError) -> str:
         """Someone (maybe our own earlier, unanswered attempt) bound it, or it is gone: ask the API."""

@@ -5,8 +5,8 @@ kubernetes_asyncio supplies what is hard to get right — kubeconfig contexts, e
 refresh, in-cluster service-account tokens, TLS — and we stop there: responses are read as plain
 JSON (`_preload_content=False`) instead of being deserialised into generated model classes,
 because the cache only keeps slim records and model objects for 150,000 pods would cost gigabytes
-and seconds. Every request, watches included, first takes a token from the bucket, as client-go's
-rate limiter does for `--kube-api-qps` / `--kube-api-burst`.
+and seconds. Every request, watches included, first takes a token from its clientset's bucket
+(`bucket_for`), as client-go's rate limiter does for `--kube-api-qps` / `--kube-api-burst`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
@@ -27,9 +28,14 @@ from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
 try:  # several times faster on the 150,000-pod initial list when installed; the same result either way
+    from orjson import dumps as json_dumps
     from orjson import loads as json_loads
 except ImportError:  # pragma: no cover - depends on the environment
     json_loads = json.loads
+
+    def json_dumps(obj: Any) -> bytes:
+        return json.dumps(obj, separators=(",", ":")).encode()
+
 
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
@@ -197,7 +203,15 @@ class KubeClient:
         _resolve_env_once(api)
         self.core = k8s.CoreV1Api(api)
         self.options = options
+        # Volcano's scheduler talks through four clientsets built from one configuration, each
+        # with its own --kube-api-qps/--kube-api-burst bucket: core (lists, watches, Bindings, pod
+        # conditions), Volcano's CRDs (PodGroup and Queue status), events and the leader lease.
+        # One shared bucket would let a burst's Scheduled events and PodGroup writes take the
+        # Bindings' tokens, which Volcano never does.
         self.bucket = TokenBucket(options.qps, options.burst)
+        self._buckets = {
+            kind: TokenBucket(options.qps, options.burst) for kind in ("volcano", "events", "lease")
+        }
         self.requests = 0  # every request sent, for logs and tests
         # asked before every write is sent (after any wait for a token; not reads, not the lease
         # itself) with the fence term the write belongs to, if any: False refuses it (fencing)
@@ -209,6 +223,17 @@ class KubeClient:
         api = k8s.ApiClient(configuration=cfg)
         api.user_agent = options.user_agent
         return cls(api, options)
+
+    def bucket_for(self, path: str) -> TokenBucket:
+        """The token bucket of the Volcano clientset that would send this request."""
+        if path.startswith("/apis/") and ".volcano.sh/" in path:
+            return self._buckets["volcano"]
+        if path.startswith("/apis/coordination.k8s.io/"):
+            return self._buckets["lease"]
+        parts = path.split("/", 6)  # "", "api", "v1", "namespaces", ns, "events", name
+        if len(parts) > 5 and parts[1] == "api" and parts[3] == "namespaces" and parts[5] == "events":
+            return self._buckets["events"]
+        return self.bucket
 
     @property
     def host(self) -> str:
@@ -228,25 +253,39 @@ class KubeClient:
         fenced: bool = False,
         term: int | None = None,
     ) -> aiohttp.ClientResponse:
-        await self.bucket.acquire()
-        # checked after the token wait: a write queued behind the bucket across a pause must not go
+        await self.bucket_for(path).acquire()
+        headers = {**self.api.default_headers, "Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        cfg = self.api.configuration
+        if "BearerToken" in cfg.api_key:  # an exec/OIDC token is refreshed by this call when due
+            headers["authorization"] = await cfg.get_api_key_with_prefix("BearerToken")
+        # checked after every wait (the token, a token refresh) and with none before the send: a
+        # write held up across a pause must not go
         if fenced and method != "GET" and self.write_guard is not None and not self.write_guard(term):
             raise Fenced(method, path)
         self.requests += 1
-        headers = {"Accept": "application/json"}
-        if content_type:
-            headers["Content-Type"] = content_type
+        url = cfg.host + path
+        if query:
+            url += "?" + urlencode([(k, v) for k, v in query.items() if v is not None])
+        if not isinstance(timeout, aiohttp.ClientTimeout):
+            timeout = aiohttp.ClientTimeout(total=timeout)
+        args: dict[str, Any] = {"method": method, "url": url, "headers": headers, "timeout": timeout}
+        if body is not None:
+            headers.setdefault("Content-Type", "application/json")
+            args["data"] = body if isinstance(body, bytes) else json_dumps(body)
+        rest = self.api.rest_client
+        if rest.proxy:
+            args["proxy"] = rest.proxy
+            if rest.proxy_headers:
+                args["proxy_headers"] = rest.proxy_headers
+        if rest.server_hostname:
+            args["server_hostname"] = rest.server_hostname
         try:
-            resp: aiohttp.ClientResponse = await self.api.call_api(
-                path,
-                method,
-                query_params=[(k, v) for k, v in (query or {}).items() if v is not None],
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=timeout,
-            )
+            # the REST client's own aiohttp session (its TLS context, client certificate and
+            # connection pool), without the generated client's per-request serialisation: at
+            # thousands of Bindings a second that was most of the client's CPU
+            resp: aiohttp.ClientResponse = await rest.pool_manager.request(**args)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise ApiError(0, "ConnectionError", f"{method} {path}: {type(exc).__name__}: {exc}") from None
         return resp
@@ -261,12 +300,14 @@ class KubeClient:
         timeout: float | None = None,
         fenced: bool = True,
         term: int | None = None,
+        decode: bool = True,
     ) -> Any:
         """One call; the decoded JSON answer, or ApiError carrying the server's Status.
 
         A write (any method but GET) with `fenced` goes only while `write_guard` allows it (for
         the fence `term` it was decided in, if given); the lease's own requests pass
-        `fenced=False`, or a leader could never renew.
+        `fenced=False`, or a leader could never renew. `decode=False` skips decoding a successful
+        answer nobody reads (a Binding's).
         """
         resp = await self._send(
             method, path, query, body, content_type, timeout or self.options.request_timeout, fenced, term
@@ -279,7 +320,7 @@ class KubeClient:
             resp.release()
         if not 200 <= resp.status < 300:
             raise _status_error(resp.status, data, resp.headers)
-        if not data:
+        if not data or not decode:
             return None
         try:
             return json_loads(data)
@@ -294,24 +335,32 @@ class KubeClient:
         try:
             if not 200 <= resp.status < 300:
                 raise _status_error(resp.status, await resp.read(), resp.headers)
+            # whatever the socket has is read at once and split into events: one await per
+            # network read instead of one per event (a burst's thousands of events), and an event
+            # of any size (aiohttp's readline refuses lines over 128 KiB)
+            partial: list[bytes] = []  # the start of an event whose newline has not come yet
             while True:
                 try:
-                    line = await resp.content.readline()
+                    chunk = await resp.content.readany()
                 except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
                     raise ApiError(
                         0, "ConnectionError", f"watch {path}: {type(exc).__name__}: {exc}"
                     ) from None
-                if not line:
-                    return
-                line = line.strip()
-                if not line:
+                if not chunk:
+                    lines = [b"".join(partial)]  # the stream ended: a last event may lack its newline
+                elif b"\n" not in chunk:
+                    partial.append(chunk)
                     continue
-                try:
-                    event = json_loads(line)
-                except ValueError:
-                    raise ApiError(0, "BadResponse", f"watch {path}: undecodable event") from None
-                if isinstance(event, dict):
-                    yield event
+                else:
+                    head, *lines, tail = chunk.split(b"\n")
+                    lines.insert(0, b"".join(partial) + head if partial else head)
+                    partial = [tail] if tail else []
+                for line in lines:
+                    event = _watch_event(line, path)
+                    if event is not None:
+                        yield event
+                if not chunk:
+                    return
         finally:
             resp.release()
 
@@ -322,8 +371,23 @@ class KubeClient:
         validation and serialisation cost more CPU than the request itself at 1,000 binds a second.
         """
         await self.request(
-            "POST", resource_path("/api/v1", "pods", namespace, name, "binding"), body=body, term=term
+            "POST",
+            resource_path("/api/v1", "pods", namespace, name, "binding"),
+            body=body,
+            term=term,
+            decode=False,
         )
+
+
+def _watch_event(line: bytes, path: str) -> dict[str, Any] | None:
+    line = line.strip()
+    if not line:
+        return None
+    try:
+        event = json_loads(line)
+    except ValueError:
+        raise ApiError(0, "BadResponse", f"watch {path}: undecodable event") from None
+    return event if isinstance(event, dict) else None
 
 
 def resource_path(prefix: str, plural: str, namespace: str = "", name: str = "", sub: str = "") -> str:

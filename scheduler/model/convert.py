@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from sys import intern
 from typing import Any
 
 from scheduler.model.duration import parse_duration
@@ -111,8 +112,15 @@ def _named(obj: dict[str, Any], kind: str) -> tuple[str, dict[str, Any], dict[st
     return where, md, spec, str(name)
 
 
+def _shared(text: str) -> str:
+    # A decoded object's strings are its own: 600,000 pods would carry 600,000 copies of
+    # "volcano.sh/job-name" and of their job's name. Keys and short values are shared instead
+    # (a few hundred bytes a pod); long values (last-applied configurations) rarely repeat.
+    return intern(text) if len(text) <= 64 else text
+
+
 def _str_map(obj: dict[str, Any], key: str, where: str) -> dict[str, str]:
-    return {str(k): "" if v is None else str(v) for k, v in _dict(obj, key, where).items()}
+    return {_shared(str(k)): "" if v is None else _shared(str(v)) for k, v in _dict(obj, key, where).items()}
 
 
 def ignored_device_resource(name: str) -> bool:
@@ -300,7 +308,7 @@ def pod_to_task(
     name = md.get("name")
     if not name or not isinstance(name, str):
         raise ConvertError(f"{where}: metadata.name is required")
-    namespace = str(md.get("namespace") or "default")
+    namespace = _shared(str(md.get("namespace") or "default"))
     uid = str(md.get("uid") or f"{namespace}/{name}")
     raw_containers = _list(spec, "containers", where)
     if not raw_containers:
@@ -332,8 +340,8 @@ def pod_to_task(
         except (TypeError, ValueError):
             raise ConvertError(f"{where}: spec.priority must be an integer, got {prio_raw!r}") from None
 
-    node_name = str(spec.get("nodeName") or "")
-    phase = str(status.get("phase") or "Pending")
+    node_name = _shared(str(spec.get("nodeName") or ""))
+    phase = _shared(str(status.get("phase") or "Pending"))
     deleting = bool(md.get("deletionTimestamp"))
     cond = None
     for c in status.get("conditions") or []:
@@ -349,7 +357,7 @@ def pod_to_task(
         namespace=namespace,
         labels=labels,
         annotations=annotations,
-        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        scheduler_name=_shared(str(spec.get("schedulerName") or "default-scheduler")),
         node_name=node_name,
         phase=phase,
         deleting=deleting,
@@ -373,7 +381,7 @@ def pod_to_task(
         resource_version=str(md.get("resourceVersion") or ""),
     )
     group = annotations.get(GROUP_NAME_ANNOTATION, "")
-    job = f"{namespace}/{group}" if group else ""
+    job = _shared(f"{namespace}/{group}") if group else ""
     role = annotations.get(TASK_SPEC_KEY) or labels.get(TASK_SPEC_KEY, "")
     index: int | None = None
     idx_raw = annotations.get(TASK_INDEX_KEY) or labels.get(TASK_INDEX_KEY)

@@ -69,7 +69,7 @@ def measure(nodes: int, pods_per_node: int, idle_rounds: int, daemon: bool, time
     if daemon:
         d = _child(
             ["scheduler.sim.daemonbench", "--nodes", str(nodes), "--running", str(pods_per_node * nodes),
-             "--pending", str(nodes), "--burst", "0", "--json"],
+             "--pending", str(nodes), "--burst", "0", "--arrival-rate", "0", "--json"],
             timeout,
         )  # fmt: skip
         row["restart_to_first_bind_s"] = d.get("restart_to_first_bind_seconds")

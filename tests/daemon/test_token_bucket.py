@@ -50,3 +50,29 @@ async def test_acquire_paces_real_requests() -> None:
         await b.acquire()
     # one free, five spaced by 20 ms
     assert loop.time() - t0 >= 0.09
+
+
+async def test_events_and_podgroup_writes_never_take_the_bindings_tokens(tmp_path: object) -> None:
+    """As Volcano's separate clientsets: core, Volcano CRDs, events and the lease each have a bucket."""
+    from kubernetes_asyncio import client as k8s
+
+    from scheduler.kube.client import ClientOptions, KubeClient
+
+    cfg = k8s.Configuration()
+    cfg.host = "http://127.0.0.1:1"
+    c = KubeClient(k8s.ApiClient(configuration=cfg), ClientOptions(qps=10, burst=2))
+    try:
+        binding = c.bucket_for("/api/v1/namespaces/ns/pods/p/binding")
+        events = c.bucket_for("/api/v1/namespaces/ns/events")
+        assert c.bucket_for("/api/v1/namespaces/ns/events/p.1") is events
+        for bucket in (
+            events,
+            c.bucket_for("/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups/pg/status"),
+            c.bucket_for("/apis/coordination.k8s.io/v1/namespaces/volcano-system/leases/volcano"),
+        ):
+            assert [bucket.reserve() for _ in range(3)][-1] > 0  # this one's burst is spent
+        assert c.bucket_for("/api/v1/namespaces/ns/pods/events") is binding  # a pod named "events"
+        assert [binding.reserve() for _ in range(2)] == [0.0, 0.0]  # the Bindings' burst is whole
+        assert binding.reserve() > 0
+    finally:
+        await c.close()

@@ -111,6 +111,7 @@ def allocate(ssn: Session) -> None:
             elif not task_heaps[job.uid].empty():
                 jobs.push(job)
         queues.push(q)
+    cache.carry_over()
 
 
 def _allocate_tasks(

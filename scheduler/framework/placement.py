@@ -21,6 +21,8 @@ from scheduler.model.objects import TaskInfo
 _name = attrgetter("name")
 _UNSET: Any = object()
 T = TypeVar("T")
+# Session.carry's name for the verdicts kept from one session's allocate to the next
+CARRY = "placement"
 
 NodePredicate = Callable[[TaskInfo, NodeInfo], Unfit | list[str] | None]
 
@@ -180,10 +182,12 @@ class _NodeValues:
     Shared by the jobs whose pods have the same shape, and emptied for a node when it changes.
     """
 
-    __slots__ = ("base", "fits_idle", "mixed", "parts", "scores", "seq", "verdicts")
+    __slots__ = ("base", "carryable", "fits_idle", "mixed", "parts", "scores", "seq", "verdicts")
 
-    def __init__(self, seq: int) -> None:
+    def __init__(self, seq: int, carryable: bool = False) -> None:
         self.seq = seq
+        # the shape's refusals may be kept for the next session (see _Carried)
+        self.carryable = carryable
         # node -> final score when no normalised part applies
         self.scores: dict[str, float] = {}
         # node -> (node-order sum, per-node parts of the batch functions)
@@ -208,12 +212,15 @@ class _Entry:
         "order",
         "score_list",
         "seq",
+        "start",
         "touched",
         "values",
     )
 
     def __init__(self, values: _NodeValues) -> None:
         self.seq = 0
+        # where the scan that filled `errors` began (the rotating start)
+        self.start = 0
         self.feasible: dict[str, NodeInfo] = {}
         self.values = values
         self.errors = FitErrors()
@@ -226,6 +233,82 @@ class _Entry:
         self.fit_flags: list[bool] = []
         # candidates that changed since the aligned lists were last brought up to date
         self.touched: set[str] = set()
+
+
+class _Shape:
+    """One shape's refusals, and the errors of a scan in which every node refused it."""
+
+    __slots__ = ("errors", "start", "verdicts")
+
+    def __init__(self, verdicts: dict[str, Any], errors: dict[str, list[str]] | None, start: int) -> None:
+        self.verdicts = verdicts  # node -> refusal
+        self.errors = errors  # node -> reasons, in the scan's order from `start`; None: not every node
+        self.start = start
+
+
+class _Carried:
+    """Allocate's refusals of shapes that fit nowhere, kept for the next session.
+
+    A refusal holds while its node's view is handed out again unchanged (the same view object,
+    showing the same version of the cluster's node) and everything else a predicate reads is as it
+    was: the configuration, the session options, the HyperNode tree, namespaces' labels and
+    ConfigMaps. Only shapes with no inter-pod terms, no device or other scalar requests and only
+    refusals are kept: a node that fits is always asked again, so the plugins see every check that
+    can lead to a placement."""
+
+    __slots__ = (
+        "conf",
+        "configmaps",
+        "namespaces",
+        "options",
+        "shapes",
+        "topology",
+        "unchanged",
+        "versions",
+        "views",
+    )
+
+    def __init__(self, ssn: Session, shapes: dict[tuple, _Shape], versions: list[int]) -> None:
+        self.conf = ssn.conf
+        self.options = ssn.options
+        self.topology = ssn.topology
+        # copies: the cluster changes its own maps in place
+        self.namespaces = {k: dict(v) for k, v in ssn.namespaces.items()}
+        self.configmaps = {k: dict(v) for k, v in ssn.configmaps.items()}
+        self.shapes = shapes
+        # the session's node views and the versions they showed (NodeInfo.view_versions)
+        self.views = list(ssn.node_list)
+        self.versions = versions
+        # the next session's nodes whose views are the same and unchanged (True: all), see `check`
+        self.unchanged: bool | set[str] = set()
+
+    def check(self, ssn: Session) -> bool:
+        """Whether the refusals hold at all in `ssn`, and which nodes they hold for (`unchanged`)."""
+        if not (
+            self.conf is ssn.conf
+            and self.topology is ssn.topology
+            and self.options == ssn.options
+            and self.namespaces == ssn.namespaces
+            and self.configmaps == ssn.configmaps
+        ):
+            return False
+        nodes = ssn.node_list
+        versions = NodeInfo.view_versions(nodes)
+        if versions is None:
+            return False
+        if nodes == self.views and versions == self.versions:
+            self.unchanged = True
+            return True
+        at = {v.name: (v, ver) for v, ver in zip(self.views, self.versions, strict=True)}
+        self.unchanged = {
+            n.name for n, ver in zip(nodes, versions, strict=True) if at.get(n.name, (None, -1)) == (n, ver)
+        }
+        return True
+
+
+def _carryable(task: TaskInfo) -> bool:
+    """Whether a shape's refusals may outlive the session (see _Carried)."""
+    return not task.resreq.scalars and not task.init_resreq.scalars
 
 
 class PlacementCache:
@@ -249,6 +332,13 @@ class PlacementCache:
         # when some batch function has no split, the others' per-node parts are still kept
         self.plan = ssn.batch_node_order_plan() if self.splits is None else []
         self._last: tuple[TaskInfo | None, tuple | None] = (None, None)
+        # the whole cluster's cache keeps refusals between sessions (see carry_over)
+        self.carrying = nodes is None and self.enabled and ssn.options.carry_placement
+        self.carried: _Carried | None = None
+        if self.carrying:
+            got = ssn.carried(CARRY)
+            if got is not None and got[2].check(ssn):
+                self.carried = got[2]
 
     def _key(self, task: TaskInfo) -> tuple | None:
         """The task's shape key; asked several times per task in a row, so the last one is kept."""
@@ -266,7 +356,7 @@ class PlacementCache:
             return None
         return self._fresh(entry.values, task)
 
-    def _fresh(self, vals: _NodeValues, task: TaskInfo) -> _NodeValues:
+    def _fresh(self, vals: _NodeValues, task: TaskInfo | None) -> _NodeValues:
         """Bring the shared values up to the change log: what was known of a changed node is
         forgotten, and recomputed only when a later lookup needs it. A placement changes one node
         but most shapes do not look at it again before it changes once more (the scan window
@@ -322,15 +412,80 @@ class PlacementCache:
         vkey = key[2:]
         values = self.values.get(vkey)
         if values is None:
-            values = self.values[vkey] = _NodeValues(len(ssn.node_changes))
+            carryable = self.carrying and _carryable(task)
+            values = self.values[vkey] = _NodeValues(len(ssn.node_changes), carryable)
+            kept = self.carried.shapes.get(vkey) if carryable and self.carried is not None else None
+            if kept is not None:
+                entry = _Entry(values)
+                if self._from_carried(values, kept, entry):
+                    return entry
         self._fresh(values, task)
         entry = _Entry(values)
+        entry.start = ssn.predicate_round_robin % len(self.nodes) if self.nodes else 0
         found = self._scan_nodes(task, values.verdicts, entry.errors)
         # every node examined: a rescan could not find more
         entry.complete = len(found) + len(entry.errors.nodes) >= len(self.nodes)
         entry.feasible = {n.name: n for n in found}
         entry.seq = len(ssn.node_changes)
         return entry
+
+    def _from_carried(self, values: _NodeValues, kept: _Shape, entry: _Entry) -> bool:
+        """Seed the shape's verdicts with the last session's refusals that still hold. When they
+        hold on every node, which were all refused, the scan's outcome is known without it (no
+        node fits, every node examined, the rotating start back where it was): True, with `errors`
+        filled in the scan's order. Otherwise False, and the caller scans with the seeded verdicts.
+        Nodes this session already changed are not seeded: their views are no longer unchanged."""
+        carried = self.carried
+        assert carried is not None
+        unchanged = carried.unchanged
+        ssn = self.ssn
+        if unchanged is True and not ssn.node_changes and kept.errors is not None:
+            nodes = self.nodes
+            total = len(nodes)
+            if total and len(kept.errors) == total:
+                start = ssn.predicate_round_robin % total
+                got = kept.errors
+                if start == kept.start:
+                    entry.errors.nodes = dict(got)
+                else:
+                    order = map(_name, chain(islice(nodes, start, None), islice(nodes, 0, start)))
+                    entry.errors.nodes = {n: got[n] for n in order}
+                values.verdicts.update(kept.verdicts)
+                entry.complete = True
+                entry.start = start
+                entry.seq = len(ssn.node_changes)
+                ssn.predicate_round_robin = start
+                return True
+        verdicts = values.verdicts
+        changed = set(ssn.node_changes)
+        if unchanged is True:
+            verdicts.update((n, v) for n, v in kept.verdicts.items() if n not in changed)
+        else:
+            verdicts.update((n, v) for n, v in kept.verdicts.items() if n in unchanged and n not in changed)
+        return False
+
+    def carry_over(self) -> None:
+        """Keep, for the next session, the refusals of the shapes that fit nowhere when scanned.
+
+        Nothing is kept from a session where a plugin failed: the failure must be met again."""
+        ssn = self.ssn
+        if not self.carrying or ssn.plugin_errors:
+            return
+        versions = NodeInfo.view_versions(ssn.node_list, changed_ok=True)
+        if versions is None:
+            return
+        changed = set(ssn.node_changes)
+        shapes: dict[tuple, _Shape] = {}
+        for key, entry in self.entries.items():
+            vkey = key[2:]
+            if entry.feasible or not entry.complete or vkey in shapes or not entry.values.carryable:
+                continue
+            vals = self._fresh(entry.values, None)
+            refused = {n: v for n, v in vals.verdicts.items() if v is not None and n not in changed}
+            # the errors of a scan where every node refused, still true when no node changed since
+            whole = entry.errors.nodes if not changed and entry.seq == len(ssn.node_changes) else None
+            shapes[vkey] = _Shape(refused, whole, entry.start)
+        ssn.carry(CARRY, _Carried(ssn, shapes, versions))
 
     def _scan_nodes(
         self, task: TaskInfo, verdicts: dict[str, Unfit | list[str] | None], errors: FitErrors

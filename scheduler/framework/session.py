@@ -840,3 +840,6 @@ class SessionOptions:
     # When True, ties between best nodes go to the first in node order instead of a random one,
     # so that simulations and tests are reproducible.
     deterministic: bool = False
+    # allocate keeps its refusals of pods that fit nowhere for the next session, where they hold
+    # for nodes that did not change (framework/placement.py); off only to compare decisions
+    carry_placement: bool = True

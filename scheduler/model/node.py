@@ -7,10 +7,15 @@ evicts something there, so opening a session on 5,000 nodes copies almost nothin
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 from scheduler.model.objects import TaskInfo, TaskStatus
 from scheduler.model.resources import Resource
+
+# a view's own version counts the changes its session made (none while it is shared)
+_own_version = attrgetter("version")
+_origin_version = attrgetter("_origin.version")
 
 
 class NodeInfo:
@@ -33,6 +38,7 @@ class NodeInfo:
         "unschedulable",
         "used",
         "used_ports",
+        "version",
     )
 
     def __init__(
@@ -66,6 +72,8 @@ class NodeInfo:
         self._shared = False
         # the cluster's node this is a session view of (None: not a view)
         self._origin: NodeInfo | None = None
+        # bumped whenever a task is accounted, taken off or swapped here (see `view_token`)
+        self.version = 0
 
     def session_view(self) -> NodeInfo:
         n = NodeInfo.__new__(NodeInfo)
@@ -87,6 +95,7 @@ class NodeInfo:
         n.raw_capacity = self.raw_capacity
         n._shared = True
         n._origin = self
+        n.version = 0
         return n
 
     def reusable_view_of(self, origin: NodeInfo) -> bool:
@@ -95,7 +104,32 @@ class NodeInfo:
         ledgers are rebuilt by every session, so the caller empties them."""
         return self._origin is origin and self._shared
 
+    def view_token(self) -> tuple[NodeInfo, int] | None:
+        """What this view shows, as a value that differs once anything on it changed: the cluster
+        node it follows and that node's version. None when a session changed the view (it is then
+        private and never handed out again)."""
+        origin = self._origin
+        if origin is None or not self._shared:
+            return None
+        return origin, origin.version
+
+    @staticmethod
+    def view_versions(views: list[NodeInfo], changed_ok: bool = False) -> list[int] | None:
+        """view_token's version for each view, in C-level passes (this runs over every node each
+        period). A view its session changed gets -1 when `changed_ok`, else the answer is None;
+        None too when some node is no view."""
+        try:
+            versions = list(map(_origin_version, views))
+        except AttributeError:  # no origin
+            return None
+        if any(map(_own_version, views)):
+            if not changed_ok:
+                return None
+            versions = [v if not n.version else -1 for v, n in zip(versions, views, strict=True)]
+        return versions
+
     def _own(self) -> None:
+        self.version += 1
         self.tasks = dict(self.tasks)
         self.used_ports = dict(self.used_ports)
         self.idle = self.idle.clone()
@@ -113,6 +147,7 @@ class NodeInfo:
             self._own()
         if task.uid in self.tasks:
             raise ValueError(f"task {task.key} already on node {self.name}")
+        self.version += 1
         req = task.resreq
         st = task.status
         if st == TaskStatus.RELEASING:
@@ -134,6 +169,7 @@ class NodeInfo:
         t = self.tasks.pop(task.uid, None)
         if t is None:
             return
+        self.version += 1
         req = t.resreq
         st = t.status
         if st == TaskStatus.RELEASING:
@@ -157,6 +193,7 @@ class NodeInfo:
         if self._shared:
             self._own()
         if old.uid in self.tasks:
+            self.version += 1
             self.tasks[new.uid] = new
 
     def update_task(self, task: TaskInfo, status: TaskStatus) -> None:

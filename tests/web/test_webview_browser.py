@@ -82,10 +82,13 @@ async def test_page_shows_cards_and_reasons_and_follows_a_delete(tmp_path: Path)
 
         async with Browser(1400, 1000) as b:
             await b.open(url.group(1))
-            # the page fills in once a session has placed the high job and both vGPU pods
+            # the page fills in once a session has placed the high job and both vGPU pods; sessions
+            # start as pods arrive, so an early one may show the vGPU pods before the high job runs:
+            # wait for the settled state (later sessions change nothing) before comparing
             await b.wait_for(
                 "document.querySelectorAll('.card .cpods div').length >= 3 && "
-                "document.querySelectorAll('.group').length >= 1",
+                "document.querySelectorAll('.group').length >= 1 && "
+                f"({JOB_PHASE_JS})['default/priority-high'] === 'Running'",
                 timeout=60,
             )
             pods = json.loads(await kubectl("get", "pods", "-o", "json"))

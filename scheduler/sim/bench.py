@@ -209,12 +209,12 @@ def conf_summary(conf: SchedulerConfiguration) -> str:
     return f"actions: {', '.join(conf.actions)}; tiers: {tiers}"
 
 
-class _SettledGC:
+class SettledGC:
     """The collector as the daemon sets it after its initial sync (scheduler.daemon.settle_gc):
     the generated cluster frozen out of the collector's sight, a larger young threshold. Undone
     on exit, so that the backlog and the idle measurement do not see each other's objects."""
 
-    def __enter__(self) -> _SettledGC:
+    def __enter__(self) -> SettledGC:
         self.threshold = gc.get_threshold()
         self.enabled = gc.isenabled()
         gc.collect()
@@ -264,7 +264,7 @@ def bench_backlog(
             state.apply_hypernode(hn)
     qnames = gen_queues(state, queues, queue_levels, nodes)
     total = gen_pending_jobs(state, pods, gang, qnames, rng, network_topology)
-    with _SettledGC():
+    with SettledGC():
         return _run_backlog(state, nodes, total, gang, queues, conf, max_cycles, progress, rng)
 
 
@@ -338,7 +338,7 @@ def bench_idle(
     gen_nodes(state, nodes)
     qnames = gen_queues(state, queues, queue_levels, nodes)
     gen_running(state, running, nodes, qnames)
-    with _SettledGC():
+    with SettledGC():
         return _run_idle(state, nodes, running, conf, rounds, progress)
 
 

@@ -19,7 +19,7 @@ from scheduler.framework.cycle import run_session
 from scheduler.framework.session import SessionOptions
 from scheduler.model.cluster import ClusterState
 from scheduler.registry import default_configuration
-from scheduler.sim.bench import NODE_CPU, _SettledGC, add_gang, gen_nodes, gen_queues, gen_running, pct
+from scheduler.sim.bench import NODE_CPU, SettledGC, add_gang, gen_nodes, gen_queues, gen_running, pct
 
 
 def misfit_pod(ns: str, group: str) -> dict:
@@ -57,7 +57,7 @@ def main(argv: Sequence[str]) -> int:
     opts = SessionOptions(carry_placement=not args.no_carry)
     alloc_ms: list[float] = []
     total_ms: list[float] = []
-    with _SettledGC():
+    with SettledGC():
         run_session(state.snapshot(), conf, opts)  # the first session sees every job as new
         for _ in range(args.rounds):
             t0 = time.perf_counter()

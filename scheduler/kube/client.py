@@ -27,7 +27,7 @@ from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
-try:  # several times faster on the 150,000-pod initial list when installed; the same result either way
+try:  # a dependency, twice as fast as json on the initial list; the standard library if it fails to import
     from orjson import dumps as json_dumps
     from orjson import loads as json_loads
 except ImportError:  # pragma: no cover - depends on the environment

@@ -1,5 +1,5 @@
-"""JSON encoding for the sandbox: orjson when installed (several times faster, and the server's
-hot path is serialising objects for lists and watch fan-out), the standard library otherwise.
+"""JSON encoding for the sandbox: orjson (a dependency: several times faster, and the server's
+hot path is serialising objects for lists and watch fan-out), the standard library if it fails to import.
 Both produce compact UTF-8 bytes, so callers never care which one ran.
 """
 

@@ -129,6 +129,7 @@ class Daemon:
         # the process's garbage collector is tuned around the initial sync (see settle_gc) only
         # when the daemon owns the process, never when it is embedded (tests, other programs)
         self.manage_gc = False
+        self._settle_gc_due = False  # the initial sync is done and settle_gc has not run yet
         self.heartbeat = time.monotonic()
         self.sessions = 0
         self.session_errors = 0
@@ -320,7 +321,8 @@ class Daemon:
         self.status.start()
         # The initial lists allocate hundreds of thousands of objects that all stay alive in the
         # cache: every generation-2 collection during the sync would walk all of them again for
-        # nothing (a third of the sync time at 150,000 pods). Collect once after the sync instead.
+        # nothing (a third of the sync time at 150,000 pods). Collect once after the sync and its
+        # first session instead.
         if self.manage_gc:
             gc.disable()
         for res, handler in self._informer_specs():
@@ -351,8 +353,9 @@ class Daemon:
                 gc.enable()  # a sync that keeps failing must not run for long without the collector
             await asyncio.wait(pending)
         sync_ms = round((time.monotonic() - t0) * 1000)
-        if self.manage_gc:
-            settle_gc()
+        # the collection over the new cache (seconds at 600,000 pods) waits for the first session
+        # and its Bindings: see _session_loop
+        self._settle_gc_due = self.manage_gc
         self.synced.set()
         self._wake.set()
         s = self.cache.state
@@ -366,8 +369,18 @@ class Daemon:
         )
 
     async def _session_loop(self) -> None:
+        passes_since_sync = 0
         while not self._stop.is_set():
             self.heartbeat = time.monotonic()
+            if self._settle_gc_due and passes_since_sync:
+                # one pass after the initial sync, so after the first session and the pause in
+                # which its Bindings went out: a full collection over the new cache takes seconds
+                # at 600,000 pods, which restart -> first bind need not wait for (the collector
+                # stays off until here, as it was during the sync)
+                self._settle_gc_due = False
+                settle_gc()
+            if self.synced.is_set():
+                passes_since_sync += 1
             if self.synced.is_set() and self.is_leader:
                 if self.cache.generation != self._last_generation or self.cache.has_pending_work():
                     t0 = time.perf_counter()
@@ -582,7 +595,8 @@ def device_ledgers(nodes: list[Any]) -> tuple[list[Any], list[Any]]:
 
 
 def settle_gc() -> None:
-    """After the initial sync: collect once, then move the cache out of the collector's sight.
+    """After the initial sync (and the first session): collect once, then move the cache out of
+    the collector's sight.
 
     Everything alive now is the cache, which lives as long as the daemon; `gc.freeze()` puts it in
     the permanent generation, so later collections walk only what sessions allocate. Objects leave

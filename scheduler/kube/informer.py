@@ -80,6 +80,9 @@ class Informer:
         client: KubeClient,
         resource: Resource,
         handler: Handler,
+        # client-go's informers ask for 500; a scheduler may ask more, but measured at 62,000
+        # pods pages of 5,000 made the initial sync no faster (the next page is fetched while
+        # this one converts) and held 90 MB more of raw objects at the peak
         page_size: int = 500,
         watch_timeout: int = 300,
         on_error: Callable[[str, Exception], None] | None = None,

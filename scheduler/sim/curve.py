@@ -32,8 +32,6 @@ QUEUES = 4
 
 def measure_core(nodes: int, pods_per_node: int, idle_rounds: int) -> dict[str, Any]:
     """One size, in this process: the backlog's decisions/s and the idle period."""
-    from scheduler.framework.placement import feasible_sample_size
-    from scheduler.framework.session import SessionOptions
     from scheduler.registry import default_configuration
     from scheduler.sim.bench import bench_backlog, bench_idle, peak_rss_mb
 
@@ -46,7 +44,7 @@ def measure_core(nodes: int, pods_per_node: int, idle_rounds: int) -> dict[str, 
         "pending": backlog["pods"],
         "running": idle["running"],
         "pods_per_s": backlog["pods_per_s_sessions"],
-        "sampled": feasible_sample_size(SessionOptions(), nodes),
+        "sampled": backlog["sampled"],
         "idle_ms": idle["total_ms_median"],
         "idle_snapshot_ms": idle["snapshot_ms_median"],
         "idle_session_ms": idle["session_ms_median"],

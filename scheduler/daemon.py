@@ -349,9 +349,13 @@ class Daemon:
             late = [i.resource.kind for i in self.informers if not i.synced.is_set()]
             # never schedule on a partial view (it would overcommit nodes): keep waiting, loudly
             log.error("initial sync timed out; scheduling waits for it", waiting_for=late, timeout_s=timeout)
-            if self.manage_gc:
-                gc.enable()  # a sync that keeps failing must not run for long without the collector
-            await asyncio.wait(pending)
+            while pending:
+                # a sync that keeps failing must not run for long without the collector; one that
+                # is only slow (600,000 pods on a slow host) must not get it halfway, when every
+                # collection walks hundreds of thousands of objects for nothing
+                if self.manage_gc and not gc.isenabled() and self._sync_failing():
+                    gc.enable()
+                _done, pending = await asyncio.wait(pending, timeout=1.0)
         sync_ms = round((time.monotonic() - t0) * 1000)
         # the collection over the new cache (seconds at 600,000 pods) waits for the first session
         # and its Bindings: see _session_loop
@@ -367,6 +371,10 @@ class Daemon:
             jobs=len(s.jobs),
             queues=len(s.queues),
         )
+
+    def _sync_failing(self) -> bool:
+        """Some informer of the initial sync has failed a list or watch and is retrying."""
+        return any(i.backoff.attempt for i in self.informers if not i.synced.is_set())
 
     async def _session_loop(self) -> None:
         passes_since_sync = 0

@@ -8,23 +8,27 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
+import pytest
+
 from scheduler.daemon import Daemon, parse_args
 from scheduler.kube.informer import Backoff
 
 
-def test_settle_gc_collects_freezes_and_reenables() -> None:
+@pytest.mark.parametrize("collect", [True, False])
+def test_settle_gc_freezes_and_reenables(collect: bool) -> None:
     code = (
         "import gc\n"
         "from scheduler.daemon import settle_gc\n"
         "cache = [{'pod': i} for i in range(10000)]\n"
         "gc.disable()\n"
-        "settle_gc()\n"
-        "print(gc.isenabled(), gc.get_freeze_count() >= 10000, gc.get_threshold()[0])\n"
+        "a = []; a.append(a); del a\n"  # one cycle of garbage: collected first, or frozen with the rest
+        f"settle_gc(collect={collect})\n"
+        "print(gc.isenabled(), gc.get_freeze_count() >= 10000, gc.get_threshold()[0], gc.collect())\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
-    assert out == ["True", "True", "20000"]
+    assert out == ["True", "True", "20000", "0"]
 
 
 def test_an_embedded_daemon_leaves_the_collector_alone() -> None:

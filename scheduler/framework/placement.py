@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import chain, compress, islice, repeat
-from operator import attrgetter, eq, is_
+from operator import attrgetter, eq, is_, is_not
 from typing import Any, TypeVar
 
 from scheduler.framework.fiterrors import FitErrors
@@ -25,6 +25,15 @@ T = TypeVar("T")
 CARRY = "placement"
 
 NodePredicate = Callable[[TaskInfo, NodeInfo], Unfit | list[str] | None]
+# the same answers for several nodes at once, in their order
+NodesPredicate = Callable[[TaskInfo, list[NodeInfo]], list[Unfit | list[str] | None]]
+
+
+def _one_by_one(check: NodePredicate) -> NodesPredicate:
+    def many(task: TaskInfo, nodes: list[NodeInfo]) -> list[Unfit | list[str] | None]:
+        return [check(task, n) for n in nodes]
+
+    return many
 
 
 def num_feasible_nodes_to_find(ssn: Session, total: int) -> int:
@@ -319,9 +328,17 @@ class PlacementCache:
     are checked and scored again. Decisions are the ones a fresh scan of the same sample gives.
     """
 
-    def __init__(self, ssn: Session, check: NodePredicate, nodes: list[NodeInfo] | None = None) -> None:
+    def __init__(
+        self,
+        ssn: Session,
+        check: NodePredicate,
+        nodes: list[NodeInfo] | None = None,
+        check_many: NodesPredicate | None = None,
+    ) -> None:
         self.ssn = ssn
         self.check = check
+        self.check_many = check_many or _one_by_one(check)
+        self._names: list[str] | None = None
         # the nodes searched: the session's, or those under one HyperNode (network topology)
         self.nodes = ssn.node_list if nodes is None else nodes
         self.entries: dict[tuple, _Entry] = {}
@@ -491,7 +508,12 @@ class PlacementCache:
         self, task: TaskInfo, verdicts: dict[str, Unfit | list[str] | None], errors: FitErrors
     ) -> list[NodeInfo]:
         """predicate_nodes over the session's nodes, reading known answers from `verdicts`:
-        the same rotating start, the same stop after numNodesToFind, the same errors."""
+        the same rotating start, the same stop after numNodesToFind, the same errors, and the
+        predicate asked of exactly the nodes predicate_nodes asks (those before the stop).
+
+        The window is found with C-level passes over the answers in scan order; the unknown
+        answers are asked in runs that certainly lie before the stop (`_fill`), so that a
+        batch predicate can answer a cold window at once."""
         ssn = self.ssn
         nodes = self.nodes
         total = len(nodes)
@@ -499,25 +521,83 @@ class PlacementCache:
             return []
         want = num_feasible_nodes_to_find(ssn, total)
         start = ssn.predicate_round_robin % total
-        check = self.check
-        feasible: list[NodeInfo] = []
-        processed = 0
-        for node in chain(islice(nodes, start, None), islice(nodes, 0, start)):
-            processed += 1
-            name = node.name
-            r = verdicts.get(name, _UNSET)
-            if r is _UNSET:
-                r = verdicts[name] = check(task, node)
-            if r is None:
-                feasible.append(node)
-                if len(feasible) >= want:
-                    break
-            elif isinstance(r, Unfit):
-                errors.set_node_error(name, r.reason)
-            else:
-                errors.set_node_error(name, r)
-        ssn.predicate_round_robin = (start + processed) % total
+        names = self._node_names()
+        if start:
+            order = nodes[start:] + nodes[:start]
+            onames = names[start:] + names[:start]
+        else:
+            order, onames = nodes, names
+        got = list(map(verdicts.get, onames, repeat(_UNSET)))
+        pos = 0  # answers before `pos` are known
+        found = 0  # fitting nodes before `pos`
+        end = total  # the scan stops after position end - 1
+        while True:
+            try:
+                miss = got.index(_UNSET, pos)
+            except ValueError:
+                miss = total
+            known = found + got[pos:miss].count(None) if miss > pos else found
+            if known >= want:
+                # the want-th fitting node lies before the first unknown answer
+                need = want - found
+                if got[pos : pos + need].count(None) == need:
+                    end = pos + need
+                else:
+                    i = pos - 1
+                    for _ in range(need):
+                        i = got.index(None, i + 1)
+                    end = i + 1
+                break
+            found = known
+            pos = miss
+            if miss == total:
+                break
+            self._fill(task, verdicts, order, onames, got, miss, want - found)
+        window = got if end == total else got[:end]
+        fits = window.count(None)
+        if fits == end:
+            feasible = order[:end]
+        else:
+            feasible = list(compress(order, map(is_, window, repeat(None))))
+            for i in compress(range(end), map(is_not, window, repeat(None))):
+                r = window[i]
+                errors.set_node_error(onames[i], r.reason if isinstance(r, Unfit) else r)
+        ssn.predicate_round_robin = (start + end) % total
         return feasible
+
+    def _node_names(self) -> list[str]:
+        names = self._names
+        if names is None or len(names) != len(self.nodes):
+            names = self._names = list(map(_name, self.nodes))
+        return names
+
+    def _fill(
+        self,
+        task: TaskInfo,
+        verdicts: dict[str, Unfit | list[str] | None],
+        order: list[NodeInfo],
+        onames: list[str],
+        got: list[Any],
+        pos: int,
+        need: int,
+    ) -> None:
+        """Ask the predicate for the unknown answers from `pos` on that lie before the stop
+        whatever they turn out to be: those among the first `need` answers not known to refuse
+        (each of those could be at most one of the `need` fitting nodes still wanted)."""
+        idx: list[int] = []
+        i = pos
+        total = len(got)
+        while i < total and need > 0:
+            r = got[i]
+            if r is _UNSET:
+                idx.append(i)
+                need -= 1
+            elif r is None:
+                need -= 1
+            i += 1
+        answers = self.check_many(task, [order[i] for i in idx])
+        for i, r in zip(idx, answers, strict=True):
+            got[i] = verdicts[onames[i]] = r
 
     def _refresh(self, task: TaskInfo, entry: _Entry) -> None:
         log = self.ssn.node_changes

@@ -66,6 +66,24 @@ def allocate_predicate(ssn: Session) -> NodePredicate:
     return check
 
 
+def allocate_predicate_many(ssn: Session) -> NodesPredicate:
+    """allocate_predicate for several nodes at once: the resource fit node by node, then the
+    plugins over the nodes it passed (Session.predicate_many), answers in the nodes' order."""
+
+    def check_many(task: TaskInfo, nodes: list[NodeInfo]) -> list[Unfit | list[str] | None]:
+        out: list[Unfit | list[str] | None] = [resource_fit_reasons(task, n) for n in nodes]
+        if out.count(None) == len(out):
+            out[:] = ssn.predicate_many(task, nodes)
+            return out
+        idx = [i for i, r in enumerate(out) if r is None]
+        if idx:
+            for i, r in zip(idx, ssn.predicate_many(task, [nodes[i] for i in idx]), strict=True):
+                out[i] = r
+        return out
+
+    return check_many
+
+
 def predicate_nodes(
     ssn: Session,
     task: TaskInfo,
@@ -388,6 +406,21 @@ class PlacementCache:
                 known.pop(name, None)
         return vals
 
+    def _fill_split_many(self, vals: _NodeValues, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
+        """_fill_split for several nodes, the node-order sums asked at once; their final scores."""
+        splits = self.splits
+        assert splits is not None
+        bases = self.ssn.node_order_scores(task, nodes)
+        cols = [[sp.per_node(task, n) for n in nodes] for sp in splits]
+        parts, scores = vals.parts, vals.scores
+        out: list[float] = []
+        for i, (n, b) in enumerate(zip(nodes, bases, strict=True)):
+            per = tuple(col[i] for col in cols)
+            parts[n.name] = (b, per)
+            v = scores[n.name] = _combine(b, per, None, n.name)
+            out.append(v)
+        return out
+
     def _fill_split(self, vals: _NodeValues, task: TaskInfo, node: NodeInfo) -> None:
         splits = self.splits
         assert splits is not None
@@ -584,7 +617,15 @@ class PlacementCache:
         """Ask the predicate for the unknown answers from `pos` on that lie before the stop
         whatever they turn out to be: those among the first `need` answers not known to refuse
         (each of those could be at most one of the `need` fitting nodes still wanted)."""
-        idx: list[int] = []
+        head = got[pos : pos + need]
+        if head.count(_UNSET) + head.count(None) == len(head):
+            # no refusal among them (a cold window): all of them, found with C-level passes
+            idx = list(compress(range(pos, pos + len(head)), map(is_, head, repeat(_UNSET))))
+            answers = self.check_many(task, [order[i] for i in idx])
+            for i, r in zip(idx, answers, strict=True):
+                got[i] = verdicts[onames[i]] = r
+            return
+        idx = []
         i = pos
         total = len(got)
         while i < total and need > 0:
@@ -696,9 +737,10 @@ class PlacementCache:
         fits = vals.fits_idle
         req = task.init_resreq
 
-        def fill(n: NodeInfo) -> bool:
-            f = fits[n.name] = req.less_equal(n.idle)
-            return f
+        def fill(missing: list[NodeInfo]) -> list[bool]:
+            got = [req.less_equal(n.idle) for n in missing]
+            fits.update(zip(map(_name, missing), got, strict=True))
+            return got
 
         return _aligned(nodes, fits, fill)
 
@@ -718,12 +760,7 @@ class PlacementCache:
         parts = vals.parts
         finals = vals.scores
         if not any(rests):
-
-            def fill(n: NodeInfo) -> float:
-                self._fill_split(vals, task, n)
-                return finals[n.name]
-
-            return _aligned(nodes, finals, fill)
+            return _aligned(nodes, finals, lambda missing: self._fill_split_many(vals, task, missing))
         out: list[float] = []
         for n in nodes:
             name = n.name
@@ -780,13 +817,15 @@ class PlacementCache:
         return out
 
 
-def _aligned(nodes: list[NodeInfo], have: dict[str, T], fill: Callable[[NodeInfo], T]) -> list[T]:
-    """have[n.name] for each node in order, `fill` computing (and keeping) the missing ones: C-level
-    passes, and a Python call only per missing node (usually the few that changed)."""
+def _aligned(nodes: list[NodeInfo], have: dict[str, T], fill: Callable[[list[NodeInfo]], list[T]]) -> list[T]:
+    """have[n.name] for each node in order, `fill` computing (and keeping) the missing ones, all
+    in one call: C-level passes, and Python work only for the missing nodes (usually the few
+    that changed, or a cold window)."""
     got: list[T | None] = list(map(have.get, map(_name, nodes)))
     if None in got:
-        for i in compress(range(len(got)), map(is_, got, repeat(None))):
-            got[i] = fill(nodes[i])
+        idx = list(compress(range(len(got)), map(is_, got, repeat(None))))
+        for i, v in zip(idx, fill([nodes[i] for i in idx]), strict=True):
+            got[i] = v
     return got  # type: ignore[return-value]
 
 

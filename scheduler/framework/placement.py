@@ -71,7 +71,10 @@ def allocate_predicate_many(ssn: Session) -> NodesPredicate:
     plugins over the nodes it passed (Session.predicate_many), answers in the nodes' order."""
 
     def check_many(task: TaskInfo, nodes: list[NodeInfo]) -> list[Unfit | list[str] | None]:
-        out: list[Unfit | list[str] | None] = [resource_fit_reasons(task, n) for n in nodes]
+        fits = task.init_resreq.fits_future
+        out: list[Unfit | list[str] | None] = [
+            None if fits(n.idle, n.releasing, n.pipelined) else resource_fit_reasons(task, n) for n in nodes
+        ]
         if out.count(None) == len(out):
             out[:] = ssn.predicate_many(task, nodes)
             return out

@@ -86,6 +86,7 @@ def _with_a_bug(ssn: Session, point: str, plugin: str, node: str, refuse: str = 
         for i, (name, _) in enumerate(tier):
             if name == plugin:
                 tier[i] = (name, buggy)
+    ssn._predicate_many.pop(plugin, None) if point == "predicate" else ssn._node_order_many.pop(plugin, None)
 
 
 def test_predicate_many_answers_what_predicate_answers_node_by_node() -> None:
@@ -200,3 +201,19 @@ def _values(cache: PlacementCache, task: TaskInfo) -> Any:
     if vals is None:
         vals = cache.values[vkey] = _NodeValues(len(cache.ssn.node_changes))
     return vals
+
+
+def test_a_many_form_that_raises_sends_the_nodes_down_the_one_node_path() -> None:
+    ssn = _session()
+    task = _pending(ssn)[0]
+    want = _reasons([ssn.predicate(task, n) for n in ssn.node_list])
+    want_scores = [ssn.node_order_score(task, n) for n in ssn.node_list]
+
+    def broken(task: TaskInfo, nodes: list[NodeInfo]) -> list[Any]:
+        raise RuntimeError("bug in the many form")
+
+    ssn._predicate_many["deviceshare"] = broken
+    ssn._node_order_many["deviceshare"] = broken
+    assert _reasons(ssn.predicate_many(task, ssn.node_list)) == want
+    assert ssn.node_order_scores(task, ssn.node_list) == want_scores
+    assert not ssn.plugin_errors  # the one-node forms did not fail: nothing to record

@@ -563,7 +563,9 @@ class PlacementCache:
             onames = names[start:] + names[:start]
         else:
             order, onames = nodes, names
-        got = list(map(verdicts.get, onames, repeat(_UNSET)))
+        # the answers in scan order, read as far as the window may reach (a little past `want`
+        # positions), and further only when refusals push the stop beyond
+        got = list(map(verdicts.get, onames[: want + (want >> 2) + 16], repeat(_UNSET)))
         pos = 0  # answers before `pos` are known
         found = 0  # fitting nodes before `pos`
         end = total  # the scan stops after position end - 1
@@ -571,7 +573,7 @@ class PlacementCache:
             try:
                 miss = got.index(_UNSET, pos)
             except ValueError:
-                miss = total
+                miss = len(got)
             known = found + got[pos:miss].count(None) if miss > pos else found
             if known >= want:
                 # the want-th fitting node lies before the first unknown answer
@@ -586,8 +588,11 @@ class PlacementCache:
                 break
             found = known
             pos = miss
-            if miss == total:
-                break
+            if miss == len(got):
+                if miss == total:
+                    break
+                got.extend(map(verdicts.get, onames[miss : 2 * miss], repeat(_UNSET)))
+                continue
             self._fill(task, verdicts, order, onames, got, miss, want - found)
         window = got if end == total else got[:end]
         fits = window.count(None)

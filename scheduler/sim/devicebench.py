@@ -7,6 +7,7 @@ nodes of identical cards, a third of them already partly used, pods asking one c
 1-8 GiB and 0-50 % cores under the binpack policy.
 
     vc-scheduler bench --devices [--nodes 1000 --gpus 8 --pods 3000] [--output docs/performance.md]
+    vc-scheduler bench --devices --session-only [--repeats 5]   # the through-the-session figures alone
 
 Besides the whole-table scan, four companions are reported: the per-node path (the predicate
 hook asks node by node and the plugin answers from one cached whole-table scan, so this adds the

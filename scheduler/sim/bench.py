@@ -20,6 +20,7 @@ from typing import Any
 
 from scheduler.conf import DEFAULT_CONF, SchedulerConfiguration
 from scheduler.framework.cycle import run_session
+from scheduler.framework.placement import feasible_sample_size
 from scheduler.framework.session import SessionOptions
 from scheduler.model.cluster import ClusterState
 from scheduler.registry import default_configuration, load_file, parse
@@ -316,6 +317,7 @@ def _run_backlog(
         "wall_s": elapsed,
         "pods_per_s_sessions": bound / decide_s if decide_s else 0.0,
         "pods_per_s_wall": bound / elapsed if elapsed else 0.0,
+        "sampled": feasible_sample_size(SessionOptions(), nodes),  # nodes a pod's search looks for
         "session_ms_p50": pct(session_ms, 50),
         "session_ms_p90": pct(session_ms, 90),
         "session_ms_p99": pct(session_ms, 99),

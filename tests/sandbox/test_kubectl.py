@@ -156,6 +156,23 @@ async def test_create_describe_and_delete(kubectl: Kubectl, server: ApiServer) -
     assert rc != 0 and 'pods "vgpu-pod" not found' in err
 
 
+async def test_create_and_apply_of_a_list_round_trip(kubectl: Kubectl, server: ApiServer) -> None:
+    """`kind: List` files (what `kubectl get -o yaml` writes) are validated against /openapi/v2."""
+    listed = (
+        "apiVersion: v1\nkind: List\nitems:\n"
+        "- {apiVersion: v1, kind: ConfigMap, metadata: {name: first}, data: {x: '1'}}\n"
+        "- {apiVersion: v1, kind: ConfigMap, metadata: {name: second}, data: {x: '2'}}\n"
+    )
+    _, out, _ = await kubectl.run("create", "-f", "-", stdin=listed)
+    assert "configmap/first created" in out and "configmap/second created" in out
+    _, saved, _ = await kubectl.run("get", "configmap", "first", "second", "-o", "yaml")
+    await kubectl.run("delete", "configmap", "first", "second")
+    assert server.store.get("configmaps", "default", "first") is None
+    _, out, _ = await kubectl.run("apply", "-f", "-", stdin=saved)
+    assert "configmap/first created" in out and "configmap/second created" in out
+    assert server.store.get("configmaps", "default", "second")["data"] == {"x": "2"}
+
+
 async def test_get_watch_sees_an_event(kubectl: Kubectl, server: ApiServer) -> None:
     server.store.create(
         {

@@ -30,3 +30,12 @@ def test_a_tiny_curve_writes_its_section_and_plot(tmp_path: Path) -> None:
     assert "![scaling curve](images/scaling.svg)" in section
     svg = ET.fromstring(plot.read_text())
     assert len(svg.findall("{http://www.w3.org/2000/svg}polyline")) == 2
+
+
+def test_sample_sizes_follow_volcanos_adaptive_percentage() -> None:
+    """The curve divides by these: 42 % of 1,000, 10 % of 5,000, then the 5 % floor."""
+    from scheduler.framework.placement import feasible_sample_size
+    from scheduler.framework.session import SessionOptions
+
+    sizes = {n: feasible_sample_size(SessionOptions(), n) for n in (50, 1000, 5000, 10000, 20000)}
+    assert sizes == {50: 50, 1000: 420, 5000: 500, 10000: 500, 20000: 1000}

@@ -8,7 +8,9 @@ item path of every resource with a PATCH operation carrying `x-kubernetes-group-
 and the parameter. PATCH operations declare no request body: kubectl then computes apply
 patches from its compiled-in types (strategic merge for built-in kinds, JSON merge patch for
 Volcano's), exactly as it does against a cluster whose schema lacks patch metadata.
-`/openapi/v2` answers 404 (kubectl treats that as "no v2 schema" and moves on).
+`/openapi/v2` is an empty protobuf document: kubectl validates a `kind: List` file (what
+`kubectl get -o yaml` writes) against the v2 schema before it splits the list, and a kind the
+schema does not describe passes (each item is then created with `fieldValidation=Strict` as usual).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from scheduler.sim.apiserver import codec
 from scheduler.sim.apiserver.errors import path_not_found
 from scheduler.sim.apiserver.resources import TABLE, ResourceInfo
 
+_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 _QUERY_PARAMS = ("fieldValidation", "dryRun", "fieldManager", "force", "pretty")
 
 
@@ -80,4 +83,7 @@ def answer(parts: list[str], request: web.Request) -> web.Response:
                 body=doc,
                 headers={"Content-Type": "application/json", "Etag": f'"{_HASHES["/".join(parts[1:])]}"'},
             )
+    if parts == ["v2"]:
+        # kubectl asks for protobuf and decodes the body with proto.Unmarshal: empty = no definitions
+        return web.Response(body=b"", headers={"Content-Type": _V2_PROTOBUF})
     raise path_not_found(request.path)

@@ -420,13 +420,17 @@ class PlacementCache:
         assert splits is not None
         bases = self.ssn.node_order_scores(task, nodes)
         cols = [[sp.per_node(task, n) for n in nodes] for sp in splits]
-        parts, scores = vals.parts, vals.scores
-        out: list[float] = []
-        for i, (n, b) in enumerate(zip(nodes, bases, strict=True)):
-            per = tuple(col[i] for col in cols)
-            parts[n.name] = (b, per)
-            v = scores[n.name] = _combine(b, per, None, n.name)
-            out.append(v)
+        names = list(map(_name, nodes))
+        if len(cols) == 1:
+            # one split (nodeorder's): what _combine adds, base + (0.0 + part), in one pass
+            col = cols[0]
+            pers: list[tuple[int, ...]] = [(p,) for p in col]
+            out = [b + (0.0 + p) for b, p in zip(bases, col, strict=True)]
+        else:
+            pers = list(zip(*cols, strict=True)) if cols else [()] * len(nodes)
+            out = [_combine(b, per, None, "") for b, per in zip(bases, pers, strict=True)]
+        vals.parts.update(zip(names, zip(bases, pers, strict=True), strict=True))
+        vals.scores.update(zip(names, out, strict=True))
         return out
 
     def _fill_split(self, vals: _NodeValues, task: TaskInfo, node: NodeInfo) -> None:

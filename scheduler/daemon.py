@@ -390,10 +390,7 @@ class Daemon:
             # initial sync or winning the lease cuts the wait short, and so do new pods
             # (scheduler/pacing.py says when)
             self._wake.clear()
-            await self.pacer.pause((self._stop, self._wake), self._binding)
-
-    def _binding(self) -> bool:
-        return self.binder is not None and self.binder.in_flight() > 0
+            await self.pacer.pause((self._stop, self._wake), self.binder.settled if self.binder else None)
 
     def run_once(self) -> SessionResult | None:
         """One session on the current cache, its decisions handed to the writers."""

@@ -26,12 +26,11 @@ on when it starts.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 SETTLE_S = 0.02  # the stream of new pods paused this long: the burst (or this part of it) is in
 MAX_DELAY_S = 0.1  # never wait longer than this for a stream to pause
 MIN_GAP_S = 0.05  # sessions never run back to back, however short
-POLL_S = 0.005  # how often the Bindings in flight are looked at while a session waits for them
 
 
 async def wait_any(events: Sequence[asyncio.Event], timeout: float) -> asyncio.Event | None:
@@ -62,20 +61,19 @@ class Pacer:
         self.early = 0  # sessions started before the end of their period because pods arrived
         self.held = 0  # sessions that waited for the last one's Bindings to finish
 
-    async def pause(self, urgent: Sequence[asyncio.Event], busy: Callable[[], bool] | None = None) -> None:
+    async def pause(self, urgent: Sequence[asyncio.Event], settled: asyncio.Event | None = None) -> None:
         """Called right after a session (or a turn without one): pods watched before now were
-        in it, so only pods arriving from here on start the next session early. `busy` says
-        whether writes the last session decided (its Bindings) are still in flight."""
+        in it, so only pods arriving from here on start the next session early. `settled` is
+        set whenever no write the last session decided (its Bindings) is in flight."""
         self.arrived.clear()
         if await self._wait(urgent):
             return
-        if busy is None or not busy():
+        if settled is None or settled.is_set():
             return
-        loop = asyncio.get_running_loop()
-        until = loop.time() + max(self.period, 2 * self.last_session_s)
-        while busy() and loop.time() < until:
-            if await wait_any(urgent, POLL_S) is not None:
-                return
+        # woken by the binder the moment its last Binding is answered, not by polling for it
+        hold = max(self.period, 2 * self.last_session_s)
+        if await wait_any([*urgent, settled], hold) in urgent:
+            return
         self.held += 1
 
     async def _wait(self, urgent: Sequence[asyncio.Event]) -> bool:

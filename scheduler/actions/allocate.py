@@ -20,7 +20,7 @@ from scheduler.actions.allocate_topology import (
 )
 from scheduler.actions.tasksteps import SKIP, STOP, place_best, task_gate
 from scheduler.framework.fiterrors import FitErrors
-from scheduler.framework.placement import PlacementCache, allocate_predicate
+from scheduler.framework.placement import PlacementCache, allocate_predicate, allocate_predicate_many
 from scheduler.framework.pqueue import PriorityQueue
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
@@ -75,7 +75,7 @@ def allocate(ssn: Session) -> None:
             queues.push(q)
 
     check = allocate_predicate(ssn)
-    cache = PlacementCache(ssn, check)
+    cache = PlacementCache(ssn, check, check_many=allocate_predicate_many(ssn))
     placer = Placer(ssn, check, {CLUSTER_TOP: cache})
     while not queues.empty():
         q = queues.pop()

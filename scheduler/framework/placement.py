@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import chain, compress, islice, repeat
-from operator import attrgetter, eq, is_
+from operator import attrgetter, eq, is_, is_not
 from typing import Any, TypeVar
 
 from scheduler.framework.fiterrors import FitErrors
@@ -25,6 +25,15 @@ T = TypeVar("T")
 CARRY = "placement"
 
 NodePredicate = Callable[[TaskInfo, NodeInfo], Unfit | list[str] | None]
+# the same answers for several nodes at once, in their order
+NodesPredicate = Callable[[TaskInfo, list[NodeInfo]], list[Unfit | list[str] | None]]
+
+
+def _one_by_one(check: NodePredicate) -> NodesPredicate:
+    def many(task: TaskInfo, nodes: list[NodeInfo]) -> list[Unfit | list[str] | None]:
+        return [check(task, n) for n in nodes]
+
+    return many
 
 
 def num_feasible_nodes_to_find(ssn: Session, total: int) -> int:
@@ -60,6 +69,27 @@ def allocate_predicate(ssn: Session) -> NodePredicate:
         return ssn.predicate(task, node)
 
     return check
+
+
+def allocate_predicate_many(ssn: Session) -> NodesPredicate:
+    """allocate_predicate for several nodes at once: the resource fit node by node, then the
+    plugins over the nodes it passed (Session.predicate_many), answers in the nodes' order."""
+
+    def check_many(task: TaskInfo, nodes: list[NodeInfo]) -> list[Unfit | list[str] | None]:
+        fits = task.init_resreq.fits_future
+        out: list[Unfit | list[str] | None] = [
+            None if fits(n.idle, n.releasing, n.pipelined) else resource_fit_reasons(task, n) for n in nodes
+        ]
+        if out.count(None) == len(out):
+            out[:] = ssn.predicate_many(task, nodes)
+            return out
+        idx = [i for i, r in enumerate(out) if r is None]
+        if idx:
+            for i, r in zip(idx, ssn.predicate_many(task, [nodes[i] for i in idx]), strict=True):
+                out[i] = r
+        return out
+
+    return check_many
 
 
 def predicate_nodes(
@@ -324,9 +354,17 @@ class PlacementCache:
     are checked and scored again. Decisions are the ones a fresh scan of the same sample gives.
     """
 
-    def __init__(self, ssn: Session, check: NodePredicate, nodes: list[NodeInfo] | None = None) -> None:
+    def __init__(
+        self,
+        ssn: Session,
+        check: NodePredicate,
+        nodes: list[NodeInfo] | None = None,
+        check_many: NodesPredicate | None = None,
+    ) -> None:
         self.ssn = ssn
         self.check = check
+        self.check_many = check_many or _one_by_one(check)
+        self._names: list[str] | None = None
         # the nodes searched: the session's, or those under one HyperNode (network topology)
         self.nodes = ssn.node_list if nodes is None else nodes
         self.entries: dict[tuple, _Entry] = {}
@@ -375,6 +413,25 @@ class PlacementCache:
             for name in changed:
                 known.pop(name, None)
         return vals
+
+    def _fill_split_many(self, vals: _NodeValues, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
+        """_fill_split for several nodes, the node-order sums asked at once; their final scores."""
+        splits = self.splits
+        assert splits is not None
+        bases = self.ssn.node_order_scores(task, nodes)
+        cols = [[sp.per_node(task, n) for n in nodes] for sp in splits]
+        names = list(map(_name, nodes))
+        if len(cols) == 1:
+            # one split (nodeorder's): what _combine adds, base + (0.0 + part), in one pass
+            col = cols[0]
+            pers: list[tuple[int, ...]] = [(p,) for p in col]
+            out = [b + (0.0 + p) for b, p in zip(bases, col, strict=True)]
+        else:
+            pers = list(zip(*cols, strict=True)) if cols else [()] * len(nodes)
+            out = [_combine(b, per, None, "") for b, per in zip(bases, pers, strict=True)]
+        vals.parts.update(zip(names, zip(bases, pers, strict=True), strict=True))
+        vals.scores.update(zip(names, out, strict=True))
+        return out
 
     def _fill_split(self, vals: _NodeValues, task: TaskInfo, node: NodeInfo) -> None:
         splits = self.splits
@@ -496,7 +553,12 @@ class PlacementCache:
         self, task: TaskInfo, verdicts: dict[str, Unfit | list[str] | None], errors: FitErrors
     ) -> list[NodeInfo]:
         """predicate_nodes over the session's nodes, reading known answers from `verdicts`:
-        the same rotating start, the same stop after numNodesToFind, the same errors."""
+        the same rotating start, the same stop after numNodesToFind, the same errors, and the
+        predicate asked of exactly the nodes predicate_nodes asks (those before the stop).
+
+        The window is found with C-level passes over the answers in scan order; the unknown
+        answers are asked in runs that certainly lie before the stop (`_fill`), so that a
+        batch predicate can answer a cold window at once."""
         ssn = self.ssn
         nodes = self.nodes
         total = len(nodes)
@@ -504,25 +566,96 @@ class PlacementCache:
             return []
         want = num_feasible_nodes_to_find(ssn, total)
         start = ssn.predicate_round_robin % total
-        check = self.check
-        feasible: list[NodeInfo] = []
-        processed = 0
-        for node in chain(islice(nodes, start, None), islice(nodes, 0, start)):
-            processed += 1
-            name = node.name
-            r = verdicts.get(name, _UNSET)
-            if r is _UNSET:
-                r = verdicts[name] = check(task, node)
-            if r is None:
-                feasible.append(node)
-                if len(feasible) >= want:
+        names = self._node_names()
+        if start:
+            order = nodes[start:] + nodes[:start]
+            onames = names[start:] + names[:start]
+        else:
+            order, onames = nodes, names
+        # the answers in scan order, read as far as the window may reach (a little past `want`
+        # positions), and further only when refusals push the stop beyond
+        got = list(map(verdicts.get, onames[: want + (want >> 2) + 16], repeat(_UNSET)))
+        pos = 0  # answers before `pos` are known
+        found = 0  # fitting nodes before `pos`
+        end = total  # the scan stops after position end - 1
+        while True:
+            try:
+                miss = got.index(_UNSET, pos)
+            except ValueError:
+                miss = len(got)
+            known = found + got[pos:miss].count(None) if miss > pos else found
+            if known >= want:
+                # the want-th fitting node lies before the first unknown answer
+                need = want - found
+                if got[pos : pos + need].count(None) == need:
+                    end = pos + need
+                else:
+                    i = pos - 1
+                    for _ in range(need):
+                        i = got.index(None, i + 1)
+                    end = i + 1
+                break
+            found = known
+            pos = miss
+            if miss == len(got):
+                if miss == total:
                     break
-            elif isinstance(r, Unfit):
-                errors.set_node_error(name, r.reason)
-            else:
-                errors.set_node_error(name, r)
-        ssn.predicate_round_robin = (start + processed) % total
+                got.extend(map(verdicts.get, onames[miss : 2 * miss], repeat(_UNSET)))
+                continue
+            self._fill(task, verdicts, order, onames, got, miss, want - found)
+        window = got if end == total else got[:end]
+        fits = window.count(None)
+        if fits == end:
+            feasible = order[:end]
+        else:
+            feasible = list(compress(order, map(is_, window, repeat(None))))
+            for i in compress(range(end), map(is_not, window, repeat(None))):
+                r = window[i]
+                errors.set_node_error(onames[i], r.reason if isinstance(r, Unfit) else r)
+        ssn.predicate_round_robin = (start + end) % total
         return feasible
+
+    def _node_names(self) -> list[str]:
+        names = self._names
+        if names is None or len(names) != len(self.nodes):
+            names = self._names = list(map(_name, self.nodes))
+        return names
+
+    def _fill(
+        self,
+        task: TaskInfo,
+        verdicts: dict[str, Unfit | list[str] | None],
+        order: list[NodeInfo],
+        onames: list[str],
+        got: list[Any],
+        pos: int,
+        need: int,
+    ) -> None:
+        """Ask the predicate for the unknown answers from `pos` on that lie before the stop
+        whatever they turn out to be: those among the first `need` answers not known to refuse
+        (each of those could be at most one of the `need` fitting nodes still wanted)."""
+        head = got[pos : pos + need]
+        if head.count(_UNSET) + head.count(None) == len(head):
+            # no refusal among them (a cold window): all of them, found with C-level passes
+            idx = list(compress(range(pos, pos + len(head)), map(is_, head, repeat(_UNSET))))
+            answers = self.check_many(task, [order[i] for i in idx])
+            for i, r in zip(idx, answers, strict=True):
+                got[i] = verdicts[onames[i]] = r
+            return
+        idx = []
+        i = pos
+        total = len(got)
+        while i < total and need > 0:
+            r = got[i]
+            if r is _UNSET:
+                idx.append(i)
+                need -= 1
+            elif r is None:
+                need -= 1
+            i += 1
+        answers = self.check_many(task, [order[i] for i in idx])
+        for i, r in zip(idx, answers, strict=True):
+            got[i] = verdicts[onames[i]] = r
 
     def _refresh(self, task: TaskInfo, entry: _Entry) -> None:
         log = self.ssn.node_changes
@@ -621,9 +754,10 @@ class PlacementCache:
         fits = vals.fits_idle
         req = task.init_resreq
 
-        def fill(n: NodeInfo) -> bool:
-            f = fits[n.name] = req.less_equal(n.idle)
-            return f
+        def fill(missing: list[NodeInfo]) -> list[bool]:
+            got = [req.less_equal(n.idle) for n in missing]
+            fits.update(zip(map(_name, missing), got, strict=True))
+            return got
 
         return _aligned(nodes, fits, fill)
 
@@ -643,12 +777,7 @@ class PlacementCache:
         parts = vals.parts
         finals = vals.scores
         if not any(rests):
-
-            def fill(n: NodeInfo) -> float:
-                self._fill_split(vals, task, n)
-                return finals[n.name]
-
-            return _aligned(nodes, finals, fill)
+            return _aligned(nodes, finals, lambda missing: self._fill_split_many(vals, task, missing))
         out: list[float] = []
         for n in nodes:
             name = n.name
@@ -705,13 +834,15 @@ class PlacementCache:
         return out
 
 
-def _aligned(nodes: list[NodeInfo], have: dict[str, T], fill: Callable[[NodeInfo], T]) -> list[T]:
-    """have[n.name] for each node in order, `fill` computing (and keeping) the missing ones: C-level
-    passes, and a Python call only per missing node (usually the few that changed)."""
+def _aligned(nodes: list[NodeInfo], have: dict[str, T], fill: Callable[[list[NodeInfo]], list[T]]) -> list[T]:
+    """have[n.name] for each node in order, `fill` computing (and keeping) the missing ones, all
+    in one call: C-level passes, and Python work only for the missing nodes (usually the few
+    that changed, or a cold window)."""
     got: list[T | None] = list(map(have.get, map(_name, nodes)))
     if None in got:
-        for i in compress(range(len(got)), map(is_, got, repeat(None))):
-            got[i] = fill(nodes[i])
+        idx = list(compress(range(len(got)), map(is_, got, repeat(None))))
+        for i, v in zip(idx, fill([nodes[i] for i in idx]), strict=True):
+            got[i] = v
     return got  # type: ignore[return-value]
 
 

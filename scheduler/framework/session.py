@@ -16,6 +16,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from operator import add
 from typing import Any
 
 from scheduler.conf import SchedulerConfiguration
@@ -131,6 +132,13 @@ class SessionDecisions:
     job_events: list[tuple[str, str, str, str]] = field(default_factory=list)
 
 
+def _set_many(table: dict[str, Any], plugin: str, many: Callable[..., Any] | None) -> None:
+    if many is not None:
+        table[plugin] = many
+    else:
+        table.pop(plugin, None)
+
+
 def _older_first(left_creation: float, left_uid: str, right_creation: float, right_uid: str) -> int:
     """Volcano's order when every plugin ties: the older object first, then the smaller uid."""
     if left_creation != right_creation:
@@ -189,6 +197,9 @@ class Session:
         self._tiered: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
         self._registered: dict[str, dict[str, Callable[..., Any]]] = {p: {} for p in POINTS}
         self._batch_splits: dict[str, BatchScoreSplit] = {}
+        # plugin -> the many-node form of its predicate / node-order function (see predicate_many)
+        self._predicate_many: dict[str, Callable[[TaskInfo, list[NodeInfo]], list[Unfit | None]]] = {}
+        self._node_order_many: dict[str, Callable[[TaskInfo, list[NodeInfo]], list[float]]] = {}
         self.decisions = SessionDecisions()
         self.node_locks = self.decisions.node_locks
         self.warnings: list[str] = []
@@ -234,14 +245,29 @@ class Session:
     def add_task_order_fn(self, plugin: str, fn: Callable[[TaskInfo, TaskInfo], int]) -> None:
         self._add("task_order", plugin, fn)
 
-    def add_predicate_fn(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], Unfit | None]) -> None:
+    def add_predicate_fn(
+        self,
+        plugin: str,
+        fn: Callable[[TaskInfo, NodeInfo], Unfit | None],
+        many: Callable[[TaskInfo, list[NodeInfo]], list[Unfit | None]] | None = None,
+    ) -> None:
+        """`many`, when given, answers what `fn` answers for each of a list of nodes, in order,
+        with no side effect a second asking would notice (predicate_many may ask again)."""
         self._add("predicate", plugin, fn)
+        _set_many(self._predicate_many, plugin, many)
 
     def add_pre_predicate_fn(self, plugin: str, fn: Callable[[TaskInfo], Unfit | None]) -> None:
         self._add("pre_predicate", plugin, fn)
 
-    def add_node_order_fn(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], float]) -> None:
+    def add_node_order_fn(
+        self,
+        plugin: str,
+        fn: Callable[[TaskInfo, NodeInfo], float],
+        many: Callable[[TaskInfo, list[NodeInfo]], list[float]] | None = None,
+    ) -> None:
+        """`many`: the scores `fn` gives each of a list of nodes, in order (see add_predicate_fn)."""
         self._add("node_order", plugin, fn)
+        _set_many(self._node_order_many, plugin, many)
 
     def add_batch_node_order_fn(
         self,
@@ -468,6 +494,50 @@ class Session:
                 except Exception as exc:  # the node keeps the other plugins' scores
                     self.contain(plugin, f"node {node.name}", exc, task.key)
         return score
+
+    def predicate_many(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[Unfit | None]:
+        """[predicate(task, n) for n in nodes], asked plugin by plugin over the nodes no earlier
+        plugin refused, through the plugins' many-node forms where they have one. When a plugin
+        raises, the nodes are asked again one by one, so that the failure is contained to its node
+        and recorded as predicate would record it."""
+        out: list[Unfit | None] = [None] * len(nodes)
+        many = self._predicate_many
+        todo = list(range(len(nodes)))
+        try:
+            for tier in self._tiered["predicate"]:
+                for plugin, fn in tier:
+                    if not todo:
+                        return out
+                    sub = nodes if len(todo) == len(nodes) else [nodes[i] for i in todo]
+                    batch = many.get(plugin)
+                    got = batch(task, sub) if batch is not None else [fn(task, n) for n in sub]
+                    if got.count(None) != len(got):
+                        keep = []
+                        for i, r in zip(todo, got, strict=True):
+                            if r is None:
+                                keep.append(i)
+                            else:
+                                out[i] = r
+                        todo = keep
+        except Exception:
+            return [self.predicate(task, n) for n in nodes]
+        return out
+
+    def node_order_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
+        """[node_order_score(task, n) for n in nodes]: each node's sum is added up in the same
+        plugin order, so the floats are the same; a plugin that raises sends every node down
+        the one-by-one path (see predicate_many)."""
+        scores = [0.0] * len(nodes)
+        many = self._node_order_many
+        try:
+            for tier in self._tiered["node_order"]:
+                for plugin, fn in tier:
+                    batch = many.get(plugin)
+                    got = batch(task, nodes) if batch is not None else [fn(task, n) for n in nodes]
+                    scores = list(map(add, scores, got))
+        except Exception:
+            return [self.node_order_score(task, n) for n in nodes]
+        return scores
 
     def contain(self, plugin: str, where: str, exc: Exception, pod: str = "") -> Unfit:
         """Record a plugin's exception for one node, pod or job; the answer for that one is Unfit."""

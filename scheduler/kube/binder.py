@@ -50,11 +50,18 @@ class Binder:
         self.status = status
         self.recorder = recorder
         self.metrics = metrics
+        # the labelled series every bind observes, looked up once (never pruned)
+        self._assumed_ms = metrics.task_latency.labels("Assumed")
+        self._bound_ms = metrics.task_latency.labels("Bound")
+        self._bind_stage_ms = metrics.stage_duration.labels("Bind")
         self.dry_run = dry_run
         self.attempts = attempts
         self.concurrency = concurrency
         self._sem = asyncio.Semaphore(concurrency)
         self._tasks: set[asyncio.Task[Any]] = set()
+        # set while no batch is in flight: the next session waits on it (scheduler/pacing.py)
+        self.settled = asyncio.Event()
+        self.settled.set()
         self._dry_seen: set[str] = set()
         # Scheduled events of binds that succeeded, sent once their batch is done: during a burst
         # the Bindings alone use the event loop and the token bucket, the events follow
@@ -87,9 +94,7 @@ class Binder:
             if self.cache.assume(d.task.key, d.task.uid, d.node, d.annotations):
                 claimed.append(d)
                 if d.task.pod.creation:
-                    self.metrics.task_latency.labels("Assumed").observe(
-                        max(time.time() - d.task.pod.creation, 0) * 1000
-                    )
+                    self._assumed_ms.observe(max(time.time() - d.task.pod.creation, 0) * 1000)
             else:
                 log.debug("bind skipped: pod already claimed or bound", pod=d.task.key)
         locks = list(node_locks)
@@ -113,7 +118,13 @@ class Binder:
     def _spawn(self, coro: Any) -> None:
         t = asyncio.ensure_future(coro)
         self._tasks.add(t)
-        t.add_done_callback(self._tasks.discard)
+        self.settled.clear()
+        t.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not self._tasks:
+            self.settled.set()
 
     async def _batch(
         self, binds: list[BindDecision], locks: list[tuple[str, str, str]], term: int | None
@@ -214,7 +225,7 @@ class Binder:
                     await asyncio.sleep(delay)
                     continue
                 break
-            self.metrics.stage_duration.labels("Bind").observe((time.perf_counter() - t0) * 1000)
+            self._bind_stage_ms.observe((time.perf_counter() - t0) * 1000)
             self._succeeded(d)
             return "bound"
         assert last is not None
@@ -227,7 +238,7 @@ class Binder:
         self.bound += 1
         self.metrics.pods_bound.inc()
         if task.pod.creation:
-            self.metrics.task_latency.labels("Bound").observe(max(time.time() - task.pod.creation, 0) * 1000)
+            self._bound_ms.observe(max(time.time() - task.pod.creation, 0) * 1000)
         self._scheduled.append(d)
 
     def _record_scheduled(self) -> None:

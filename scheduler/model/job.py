@@ -271,7 +271,20 @@ class JobInfo:
         return self.count(*READY_STATUSES, TaskStatus.PIPELINED, TaskStatus.PENDING)
 
     def is_ready(self) -> bool:
-        return self.ready_task_num() + self.pending_best_effort_num() >= self.min_available
+        # ready_task_num() + pending_best_effort_num() >= min_available, read inline: the job
+        # order asks it of both jobs in every heap comparison
+        idx = self.task_status_index
+        n = 0
+        for s in READY_STATUSES:
+            b = idx.get(s)
+            if b:
+                n += len(b)
+        if n >= self.min_available:
+            return True
+        pending = idx.get(TaskStatus.PENDING)
+        if pending:
+            n += sum(1 for t in pending.values() if t.best_effort)
+        return n >= self.min_available
 
     def is_pipelined(self) -> bool:
         return (

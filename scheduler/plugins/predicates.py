@@ -195,5 +195,11 @@ class PredicatesPlugin(Plugin):
                             resolvable = r
             return resolvable
 
+        def predicate_many(task: TaskInfo, nodes: list[NodeInfo]) -> list[Unfit | None]:
+            st = current[0]
+            if st is None or st.uid != task.uid:
+                st = prepare(task)
+            return [check(st, task, n) for n in nodes]
+
         ssn.add_pre_predicate_fn(self.name, pre_predicate)
-        ssn.add_predicate_fn(self.name, predicate)
+        ssn.add_predicate_fn(self.name, predicate, predicate_many)

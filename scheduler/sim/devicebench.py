@@ -7,6 +7,7 @@ nodes of identical cards, a third of them already partly used, pods asking one c
 1-8 GiB and 0-50 % cores under the binpack policy.
 
     vc-scheduler bench --devices [--nodes 1000 --gpus 8 --pods 3000] [--output docs/performance.md]
+    vc-scheduler bench --devices --session-only [--repeats 5]   # the through-the-session figures alone
 
 Besides the whole-table scan, four companions are reported: the per-node path (the predicate
 hook asks node by node and the plugin answers from one cached whole-table scan, so this adds the
@@ -384,6 +385,19 @@ def render_markdown(
     return "\n".join(lines)
 
 
+def _session_only(nodes: int, gpus: int, pods: int, seed: int, repeats: int) -> int:
+    """The session figures alone, each the median of `repeats` sessions (for profiling and paired runs)."""
+    for label, ascend in (("vGPU", False), ("Ascend", True)):
+        runs = [_session_rate(nodes, gpus, pods, seed, ascend=ascend) for _ in range(repeats)]
+        rates = sorted(_rate(*r) for r in runs)
+        print(
+            f"Through a real session: {statistics.median(rates):,.0f} {label} decisions/s "
+            f"(median of {repeats}, {min(rates):,.0f}-{max(rates):,.0f}; {runs[0][0]:,} bound "
+            f"of {pods:,} one-pod jobs on {nodes:,} nodes x {gpus})"
+        )
+    return 0
+
+
 def main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(
         prog="vc-scheduler bench --devices", description="Benchmark the device hot path."
@@ -397,7 +411,14 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--output", help="write the Markdown results into this file (replacing only this section)")
+    p.add_argument(
+        "--session-only",
+        action="store_true",
+        help="measure only the pods through a real session (vGPU, then Ascend), --repeats times each",
+    )
     args = p.parse_args(argv)
+    if args.session_only:
+        return _session_only(args.nodes, args.gpus, args.session_pods, args.seed, max(1, args.repeats))
     r = _median_run(args.nodes, args.gpus, args.pods, args.seed, max(1, args.repeats))
     native = native_module()
     table = _cluster(args.nodes, args.gpus, native if native is not None else python_fit, args.seed)

@@ -137,6 +137,22 @@ async def test_successful_bind_posts_one_binding_with_annotations_and_an_event()
     assert b.bound == 1 and c.assumed["c1/p1"].sent
 
 
+async def test_settled_is_clear_exactly_while_a_batch_is_in_flight() -> None:
+    """The next session waits on `settled` (scheduler/pacing.py): it must be set again the moment
+    the last batch ends, retries included, or sessions would wait a whole period for nothing."""
+    c, client = cluster(), FakeClient()
+    c.upsert_pod(with_uid(pod("p2", group="g"), "uid-p2"))
+    client.bind_answers = [ApiError(500, "InternalError", "boom")]  # p1's first attempt fails
+    b, st = binder(c, client)
+    assert b.settled.is_set()
+    b.submit([decision(c)])
+    b.submit([decision(c, "c1/p2")])
+    assert not b.settled.is_set()
+    await asyncio.wait_for(b.settled.wait(), 5)
+    assert b.bound == 2 and b.in_flight() == 0 and len(client.binds) == 3
+    await st.stop()
+
+
 async def test_the_same_decision_twice_binds_once() -> None:
     c, client = cluster(), FakeClient()
     b, st = binder(c, client)

@@ -55,6 +55,28 @@ def test_bench_command_rewrites_only_its_own_section(tmp_path) -> None:
     assert "HAMi Ascend through the same session" in text
 
 
+def test_session_only_prints_the_session_figures_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    from scheduler.sim.bench import main as bench_main
+
+    argv = [
+        "--devices",
+        "--session-only",
+        "--nodes",
+        "6",
+        "--gpus",
+        "2",
+        "--session-pods",
+        "4",
+        "--repeats",
+        "2",
+    ]
+    assert bench_main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2
+    assert "vGPU decisions/s" in lines[0] and "Ascend decisions/s" in lines[1]
+    assert all("median of 2" in line and "4 bound of 4 one-pod jobs on 6 nodes x 2" in line for line in lines)
+
+
 @pytest.mark.parametrize("impl", ["compiled", "twin"])
 def test_ascend_scan_decides_exactly_as_the_per_node_python_fit(impl: str) -> None:
     """The whole-fleet scan places every pod on the node and chips the former path chose."""

@@ -135,3 +135,22 @@ def test_a_volcano_job_expands_like_volcanos_controller() -> None:
     assert ann["scheduling.k8s.io/group-name"] == "tf-u1"
     assert ann["volcano.sh/task-spec"] == "worker" and ann["volcano.sh/task-index"] == "1"
     assert pods[0]["spec"]["schedulerName"] == "volcano"
+
+
+@pytest.mark.parametrize("min_member", [1, 2, 3, 4])
+def test_a_job_is_ready_when_ready_tasks_and_pending_best_effort_ones_reach_min_member(
+    min_member: int,
+) -> None:
+    """One bound pod, one pending pod with requests, two pending best-effort pods (no requests)."""
+    from tests.builders import podgroup
+
+    state = ClusterState()
+    state.apply_node(node("n1"))
+    state.apply_podgroup(podgroup("g", min_member=min_member))
+    state.apply_pod(pod("bound", group="g", node_name="n1", phase="Running"))
+    state.apply_pod(pod("asks", group="g"))
+    for i in range(2):
+        state.apply_pod(pod(f"free-{i}", cpu="", memory="", group="g"))
+    job = next(iter(state.snapshot().jobs.values()))
+    assert job.ready_task_num() == 1 and job.pending_best_effort_num() == 2
+    assert job.is_ready() is (min_member <= 3)

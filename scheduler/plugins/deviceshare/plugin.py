@@ -34,6 +34,7 @@ from scheduler.plugins.deviceshare.config import (
     device_config_from,
 )
 from scheduler.plugins.deviceshare.exclusive import ExclusiveRules
+from scheduler.plugins.deviceshare.fit import FIT
 from scheduler.plugins.deviceshare.gpushare import GpuShareLedger
 from scheduler.plugins.deviceshare.requests import (
     AscendRequest,
@@ -173,8 +174,8 @@ class DeviceSharePlugin(Plugin):
             ExclusiveRules.build(a.exclusive_rules, ssn) if a.vgpu and a.exclusive_rules else None
         )
         ssn.add_pre_predicate_fn(self.name, self.pre_predicate)
-        ssn.add_predicate_fn(self.name, self.predicate)
-        ssn.add_node_order_fn(self.name, self.node_order)
+        ssn.add_predicate_fn(self.name, self.predicate, self.predicate_many)
+        ssn.add_node_order_fn(self.name, self.node_order, self.node_order_many)
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
 
     def on_session_close(self, ssn: Session) -> None:
@@ -359,6 +360,42 @@ class DeviceSharePlugin(Plugin):
                 if not af.ok:
                     return Unfit(f"{ASCEND_ERROR}: {chip.common_word} {af.reason}")
         return None
+
+    def _plain_answers(self, task: TaskInfo, nodes: list[NodeInfo]) -> tuple[list, VgpuRequest | None]:
+        """For a task with a plain vGPU request (_plain_vgpu): each node's ledger when one whole-table
+        scan answers for it, else None; and the request (None: no plain request, ask node by node)."""
+        req = self._plain_vgpu(task)
+        if req is None:
+            return [], None
+        table = self.table
+        leds = [n.devices.get(vgpu.KIND) for n in nodes]
+        return [led if led is None or led.table is table else None for led in leds], req
+
+    def predicate_many(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[Unfit | None]:
+        """predicate() for each node: a plain vGPU request reads every node's answer from one
+        whole-table scan; a refusal, an unusable node and any other request ask node by node."""
+        leds, req = self._plain_answers(task, nodes)
+        if req is None or self._unusable or any(led is None for led in leds):
+            return [self.predicate(task, n) for n in nodes]
+        codes, _ = self._scans.answers(self.table, req, self.args.policy)
+        return [
+            None if codes[led.idx] == FIT else self.predicate(task, n)
+            for led, n in zip(leds, nodes, strict=True)
+        ]
+
+    def node_order_many(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
+        """node_order() for each node, a plain vGPU request's from one whole-table scan."""
+        w = self.args.weight
+        if w <= 0 or self.requests_of(task) is _NO_REQUEST:
+            return [0.0] * len(nodes)
+        leds, req = self._plain_answers(task, nodes)
+        if req is None or any(led is None for led in leds):
+            return [self.node_order(task, n) for n in nodes]
+        codes, scores = self._scans.answers(self.table, req, self.args.policy)
+        # as device_score adds it: 0.0 plus the score where the request fits
+        return [
+            float(int((scores[i] if codes[i] == FIT else 0.0) + 0.5) * w) for i in (led.idx for led in leds)
+        ]
 
     def _vgpu_node_fit(self, led: VgpuLedger, task: TaskInfo, req: VgpuRequest) -> tuple[bool, str, float]:
         """(fits, reason, score) of `req` on one vGPU node, read from one whole-table scan.

@@ -1,6 +1,6 @@
-"""JSON encoding for the sandbox: orjson (a dependency: several times faster, and the server's
-hot path is serialising objects for lists and watch fan-out), the standard library if it fails to import.
-Both produce compact UTF-8 bytes, so callers never care which one ran.
+"""JSON encoding for the sandbox: orjson (a dependency of the package; several times faster, and
+the server's hot path is serialising objects for lists and watch fan-out), the standard library
+when an install left it out. Both produce compact UTF-8 bytes, so callers never care which one ran.
 """
 
 from __future__ import annotations

@@ -509,8 +509,8 @@ def render(result: dict[str, Any], command: str, load_before: str, load_after: s
         + (
             ""
             if result["fast_json"]
-            else "JSON is the standard library's: `orjson`, a dependency, did not import "
-            "(`scheduler/sim/apiserver/codec.py` falls back). "
+            else "JSON was the standard library's: `orjson` (a dependency; "
+            "`scheduler/sim/apiserver/codec.py` uses it when installed) was not installed. "
         )
         + (
             "After the preload the server moves its heap out of the garbage collector's reach (`gc.freeze()`) "

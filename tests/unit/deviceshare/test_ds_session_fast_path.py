@@ -15,10 +15,12 @@ import pytest
 
 from scheduler.framework.cycle import run_session
 from scheduler.framework.placement import PlacementCache, _NodeValues
-from scheduler.framework.session import SessionOptions
+from scheduler.framework.session import Session, SessionOptions
 from scheduler.model.cluster import ClusterState
 from scheduler.model.objects import TaskInfo
 from scheduler.plugins.deviceshare import annotations as ann
+from scheduler.plugins.deviceshare import fit as python_fit
+from scheduler.plugins.deviceshare import hotpath, vgpu
 from scheduler.plugins.deviceshare.vgpu import ScanCache
 from scheduler.plugins.k8s.noderesources import CpuMemoryMemo
 from scheduler.registry import parse
@@ -95,6 +97,15 @@ def _forget(self: PlacementCache, vals: _NodeValues, task: TaskInfo) -> _NodeVal
 
 def _without_shortcuts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(PlacementCache, "_fresh", _forget)
+    # the many-node forms (deviceshare reads a whole window from one scan) asked node by node
+    monkeypatch.setattr(
+        Session, "predicate_many", lambda self, task, nodes: [self.predicate(task, n) for n in nodes]
+    )
+    monkeypatch.setattr(
+        Session,
+        "node_order_scores",
+        lambda self, task, nodes: [self.node_order_score(task, n) for n in nodes],
+    )
     monkeypatch.setattr(ScanCache, "answers", lambda self, table, req, policy: table.scan(req, policy))
     monkeypatch.setattr(CpuMemoryMemo, "score", lambda self, task, node, compute: compute(task, node))
 
@@ -114,3 +125,17 @@ def test_vgpu_session_decides_the_same_without_shortcuts(
     assert conditions  # and not every pod fitted: the reasons are compared too
     assert all(ids for _, _, ids in binds)  # every bound pod got its cards
     assert fast == slow
+
+
+@pytest.mark.parametrize("conf", [SESSION_CONF, WEIGHTED], ids=["bench", "binpack-weighted"])
+def test_vgpu_session_decides_the_same_on_the_python_twin(conf: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole-window answers come from the compiled scan or from its Python twin: same decisions."""
+    native = hotpath.native_module()
+    if native is None:
+        pytest.skip("compiled module not built")
+    monkeypatch.setattr(vgpu, "fit_impl", native)
+    compiled = _decide(conf, 3)
+    monkeypatch.setattr(vgpu, "fit_impl", python_fit)
+    twin = _decide(conf, 3)
+    assert len(compiled[0]) > 20
+    assert compiled == twin

@@ -1,0 +1,299 @@
+"""Writes go through the lean keep-alive client (scheduler/kube/keepalive.py): against the sandbox
+API server (TLS, bearer token, injected 409/429/500) the binder still binds each pod once, and
+against a bare socket server a connection the server dropped is replaced, never trusted."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scheduler.framework.cycle import BindDecision
+from scheduler.kube.binder import Binder
+from scheduler.kube.cache import SchedulerCache
+from scheduler.kube.client import ApiError, ClientOptions, KubeClient
+from scheduler.kube.status import EventRecorder, StatusWriter
+from scheduler.metrics import SchedulerMetrics
+from scheduler.sim.apiserver import ApiServer
+from tests.builders import node, pod, podgroup, queue
+
+NS = "c1"
+
+
+@pytest.fixture
+async def sandbox(tmp_path: Path) -> AsyncIterator[tuple[ApiServer, KubeClient]]:
+    srv = ApiServer(tls=True, require_auth=True)
+    await srv.start()
+    srv.write_kubeconfig(tmp_path / "kubeconfig")
+    client = await KubeClient.create(ClientOptions(kubeconfig=str(tmp_path / "kubeconfig")))
+    try:
+        yield srv, client
+    finally:
+        await client.close()
+        await srv.stop()
+
+
+def _cluster(srv: ApiServer, pods: list[str]) -> SchedulerCache:
+    """The same pods in the server and in a cache (with the uids the server gave them)."""
+    cache = SchedulerCache()
+    cache.upsert_queue(queue("default"))
+    srv.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    for n in ("n1", "n9"):
+        cache.upsert_node(srv.store.create(node(n)))
+    cache.upsert_podgroup(podgroup("g", 1))
+    for name in pods:
+        cache.upsert_pod(srv.store.create(pod(name, group="g")))
+    return cache
+
+
+def _binder(cache: SchedulerCache, client: KubeClient) -> tuple[Binder, StatusWriter]:
+    rec = EventRecorder(client)
+    st = StatusWriter(client, cache, rec)
+    st.start()
+    return Binder(client, cache, st, rec, SchedulerMetrics()), st
+
+
+def _decide(cache: SchedulerCache, name: str, node_name: str = "n1") -> BindDecision:
+    task = cache.state.get_task(f"{NS}/{name}")
+    assert task is not None
+    return BindDecision(task.clone(), node_name, {"example.com/decided": "yes"})
+
+
+def _bindings(srv: ApiServer, name: str) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in srv.request_log
+        if e["method"] == "POST" and e["path"] == f"/api/v1/namespaces/{NS}/pods/{name}/binding"
+    ]
+
+
+async def test_bindings_over_tls_with_a_token_land_once_on_one_kept_alive_connection(
+    sandbox: tuple[ApiServer, KubeClient],
+) -> None:
+    srv, client = sandbox
+    assert client.writer is not None and client.writer.tls
+    cache = _cluster(srv, ["p1", "p2", "p3"])
+    b, st = _binder(cache, client)
+    for name in ("p1", "p2", "p3"):  # one after another: each reuses the connection
+        assert b.submit([_decide(cache, name)]) == 1
+        await b.drain(5)
+    await st.drain(5)
+    await st.stop()
+    assert b.bound == 3 and b.failed == 0
+    for name in ("p1", "p2", "p3"):
+        placed = srv.store.get("pods", NS, name)
+        assert placed is not None and placed["spec"]["nodeName"] == "n1"
+        assert placed["metadata"]["annotations"]["example.com/decided"] == "yes"
+        assert [e["code"] for e in _bindings(srv, name)] == [201]
+    events = srv.store.list("events", NS)
+    assert sorted(e["involvedObject"]["name"] for e in events if e["reason"] == "Scheduled") == [
+        "p1",
+        "p2",
+        "p3",
+    ]
+    # the Bindings and events shared kept-alive connections instead of one each
+    assert client.writer.opened <= 2
+
+
+async def test_a_pod_someone_else_bound_is_a_409_resynced_and_never_retried(
+    sandbox: tuple[ApiServer, KubeClient],
+) -> None:
+    srv, client = sandbox
+    cache = _cluster(srv, ["p1"])
+    srv.store.bind(NS, "p1", {"metadata": {"name": "p1"}, "target": {"kind": "Node", "name": "n9"}})
+    b, st = _binder(cache, client)
+    b.submit([_decide(cache, "p1")])
+    await b.drain(5)
+    await st.stop()
+    assert [e["code"] for e in _bindings(srv, "p1")] == [409]
+    assert b.conflicts == 1 and b.bound == 0
+    task = cache.state.get_task(f"{NS}/p1")
+    assert task is not None and task.node_name == "n9" and f"{NS}/p1" not in cache.assumed
+
+
+async def test_429_carries_its_retry_after_and_the_binder_waits_that_long(
+    sandbox: tuple[ApiServer, KubeClient],
+) -> None:
+    srv, client = sandbox
+    cache = _cluster(srv, ["p1"])
+    srv.set_faults(error_rate=1.0, error_codes=[429], retry_after=1)
+    with pytest.raises(ApiError) as err:
+        await client.request("POST", f"/api/v1/namespaces/{NS}/pods/p1/binding", body={})
+    assert err.value.status == 429 and err.value.retryable and err.value.retry_after == 1.0
+    assert err.value.reason == "TooManyRequests"
+    b, st = _binder(cache, client)
+    t0 = time.monotonic()
+    b.submit([_decide(cache, "p1")])
+    await asyncio.sleep(0.3)  # the first attempt was refused; the retry waits for Retry-After
+    srv.set_faults(error_rate=0.0)
+    await b.drain(5)
+    await st.stop()
+    assert time.monotonic() - t0 >= 0.95  # the backoff alone would retry after 0.1-0.2 s
+    assert [e["code"] for e in _bindings(srv, "p1")] == [429, 429, 201]
+    assert b.bound == 1
+
+
+async def test_500_is_retried_and_a_final_422_is_not(sandbox: tuple[ApiServer, KubeClient]) -> None:
+    srv, client = sandbox
+    cache = _cluster(srv, ["p1", "p2"])
+    srv.set_faults(error_rate=1.0, error_codes=[500])
+    b, st = _binder(cache, client)
+    b.submit([_decide(cache, "p1")])
+    await asyncio.sleep(0.05)
+    srv.set_faults(error_rate=0.0)
+    await b.drain(5)
+    assert [e["code"] for e in _bindings(srv, "p1")] == [500, 201] and b.bound == 1
+    b.submit([_decide(cache, "p2", node_name="")])  # refused as Invalid: no retry, back to Pending
+    await b.drain(5)
+    await st.stop()
+    assert [e["code"] for e in _bindings(srv, "p2")] == [422] and b.failed == 1
+    task = cache.state.get_task(f"{NS}/p2")
+    assert task is not None and not task.node_name
+
+
+async def test_a_wrong_token_is_a_401_that_is_not_retried(sandbox: tuple[ApiServer, KubeClient]) -> None:
+    srv, client = sandbox
+    srv.token = "another"
+    with pytest.raises(ApiError) as err:
+        await client.request("POST", f"/api/v1/namespaces/{NS}/events", body={})
+    assert err.value.status == 401 and not err.value.retryable
+
+
+# ------------------------------------------------------------- connections the server drops --
+Handler = Callable[[int, int, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[bool]]
+
+
+class BareServer:
+    """A socket server that reads whole requests and lets `answer(conn, n, ...)` reply to the
+    n-th request of the conn-th connection; it returns False to drop the connection."""
+
+    def __init__(self, answer: Handler) -> None:
+        self.answer = answer
+        self.requests: list[tuple[int, bytes]] = []  # (connection, request line)
+        self.connections = 0
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = self.connections
+        self.connections += 1
+        n = 0
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(
+                    (
+                        int(x.split(b":")[1])
+                        for x in head.split(b"\r\n")
+                        if x.lower().startswith(b"content-length")
+                    ),
+                    0,
+                )
+                await reader.readexactly(length)
+                self.requests.append((conn, head.split(b"\r\n", 1)[0]))
+                if not await self.answer(conn, n, reader, writer):
+                    break
+                n += 1
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def __aenter__(self) -> str:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._server.close()
+
+
+OK = b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+
+
+async def _client(url: str) -> KubeClient:
+    return await KubeClient.create(ClientOptions(master=url))
+
+
+async def test_a_kept_connection_the_server_dropped_is_replaced_and_the_write_sent_once_more() -> None:
+    async def answer(conn: int, n: int, _r: asyncio.StreamReader, w: asyncio.StreamWriter) -> bool:
+        if conn == 0 and n == 1:
+            return False  # the idle connection was closed as the second request arrived
+        w.write(OK)
+        return True
+
+    srv = BareServer(answer)
+    async with srv as url:
+        client = await _client(url)
+        try:
+            await client.bind(NS, "p1", {"target": {"name": "n1"}})
+            await client.bind(NS, "p2", {"target": {"name": "n1"}})
+        finally:
+            await client.close()
+    assert [c for c, _line in srv.requests] == [0, 0, 1]
+    assert srv.requests[-1][1] == b"POST /api/v1/namespaces/c1/pods/p2/binding HTTP/1.1"
+
+
+async def test_an_answer_that_breaks_off_is_a_retryable_error_and_not_resent() -> None:
+    async def answer(_c: int, _n: int, _r: asyncio.StreamReader, w: asyncio.StreamWriter) -> bool:
+        w.write(b"HTTP/1.1 201 Created\r\nContent-Length: 100\r\n\r\n{")
+        await w.drain()
+        return False
+
+    srv = BareServer(answer)
+    async with srv as url:
+        client = await _client(url)
+        try:
+            with pytest.raises(ApiError) as err:
+                await client.bind(NS, "p1", {"target": {"name": "n1"}})
+        finally:
+            await client.close()
+    assert err.value.status == 0 and err.value.retryable
+    assert len(srv.requests) == 1  # the server may have bound it: the binder's 409 path decides
+
+
+async def test_a_fresh_connection_closed_without_an_answer_is_not_resent() -> None:
+    async def answer(_c: int, _n: int, _r: asyncio.StreamReader, _w: asyncio.StreamWriter) -> bool:
+        return False
+
+    srv = BareServer(answer)
+    async with srv as url:
+        client = await _client(url)
+        try:
+            with pytest.raises(ApiError) as err:
+                await client.bind(NS, "p1", {"target": {"name": "n1"}})
+        finally:
+            await client.close()
+    assert err.value.status == 0 and len(srv.requests) == 1
+
+
+async def test_chunked_answers_connection_close_and_a_silent_server() -> None:
+    async def answer(conn: int, n: int, _r: asyncio.StreamReader, w: asyncio.StreamWriter) -> bool:
+        if conn == 0 and n == 0:  # chunked, with a chunk extension and a trailer
+            w.write(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b'5;x=y\r\n{"a":\r\n2\r\n1}\r\n0\r\nX-Trailer: 1\r\n\r\n'
+            )
+            return True
+        if conn == 0:  # the server says it closes after this answer
+            w.write(b'HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 8\r\n\r\n{"a": 2}')
+            await w.drain()
+            return True
+        await asyncio.sleep(5)  # never answers
+        return False
+
+    srv = BareServer(answer)
+    async with srv as url:
+        client = await _client(url)
+        try:
+            assert await client.request("PATCH", "/api/v1/nodes/n1", body={}) == {"a": 1}
+            assert await client.request("PATCH", "/api/v1/nodes/n1", body={}) == {"a": 2}
+            t0 = time.monotonic()
+            with pytest.raises(ApiError) as err:
+                await client.request("PATCH", "/api/v1/nodes/n1", body={}, timeout=0.3)
+            assert time.monotonic() - t0 < 2 and err.value.status == 0 and err.value.retryable
+        finally:
+            await client.close()
+    assert [c for c, _line in srv.requests] == [0, 0, 1]  # the closed connection was not reused

@@ -1,0 +1,219 @@
+"""The many-node forms of the predicate and node-order points, and allocate's window scan that
+asks them, answer exactly what the one-node forms answer: the same verdicts, the same float
+scores, the same nodes asked in the same order, and a plugin's failure contained to its node and
+recorded as the one-node path records it."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from scheduler.framework.cycle import open_session
+from scheduler.framework.fiterrors import FitErrors
+from scheduler.framework.placement import (
+    PlacementCache,
+    allocate_predicate,
+    allocate_predicate_many,
+    predicate_nodes,
+)
+from scheduler.framework.session import Session, SessionOptions
+from scheduler.framework.status import Unfit
+from scheduler.model.cluster import ClusterState
+from scheduler.model.node import NodeInfo
+from scheduler.model.objects import TaskInfo, TaskStatus
+from scheduler.plugins.deviceshare import annotations as ann
+from scheduler.registry import parse
+from scheduler.sim.devicebench import SESSION_CONF
+from scheduler.sim.nodegen import make_nodes, parse_node_spec
+
+WEIGHTED = SESSION_CONF.replace(
+    "deviceshare.SchedulePolicy: binpack\n",
+    "deviceshare.SchedulePolicy: binpack\n      deviceshare.ScheduleWeight: 10\n",
+)
+
+
+def _session(nodes: int = 40, pods: int = 6) -> Session:
+    """vGPU nodes, some with little CPU left for a 3-CPU pod, and pending one-pod vGPU jobs."""
+    state = ClusterState()
+    specs = [parse_node_spec(f"{nodes // 2}:cpu=4,memory=32Gi,gpu=2xA100-40GB")]
+    specs.append(parse_node_spec(f"{nodes - nodes // 2}:cpu=64,memory=256Gi,gpu=8xA100-40GB"))
+    for node in make_nodes(specs):
+        state.apply_node(node)
+    state.apply_queue(
+        {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}}
+    )
+    rng = random.Random(3)
+    for j in range(pods):
+        name = f"job-{j}"
+        meta = {"name": name, "namespace": "ml", "creationTimestamp": float(j)}
+        state.apply_podgroup({"kind": "PodGroup", "metadata": meta, "spec": {"minMember": 1, "queue": "default"},
+                              "status": {"phase": "Inqueue"}})  # fmt: skip
+        limits = {
+            ann.VGPU_NUMBER: str(rng.choice((1, 2, 3))),
+            ann.VGPU_MEMORY: str(rng.choice((1024, 30000))),
+            ann.VGPU_CORES: "10",
+        }
+        state.apply_pod({
+            "kind": "Pod",
+            "metadata": {**meta, "uid": f"uid-{name}", "annotations": {"scheduling.k8s.io/group-name": name}},
+            "spec": {"schedulerName": "volcano", "containers": [
+                {"name": "main", "resources": {"requests": {"cpu": "3"}, "limits": limits}}]},
+            "status": {"phase": "Pending"},
+        })  # fmt: skip
+    return open_session(state.snapshot(), parse(WEIGHTED), SessionOptions(), rng=random.Random(1))
+
+
+def _pending(ssn: Session) -> list[TaskInfo]:
+    return [t for j in ssn.jobs.values() for t in j.tasks_in(TaskStatus.PENDING)]
+
+
+def _reasons(answers: list[Any]) -> list[Any]:
+    return [r.reason if isinstance(r, Unfit) else r for r in answers]
+
+
+def _with_a_bug(ssn: Session, point: str, plugin: str, node: str, refuse: str = "") -> None:
+    """The plugin's one-node function raises on `node` (and refuses `refuse`); it has no many form."""
+    fn = ssn._registered[point][plugin]
+
+    def buggy(task: TaskInfo, n: NodeInfo) -> Any:
+        if n.name == node:
+            raise RuntimeError("bug on odd input")
+        if n.name == refuse:
+            return Unfit("refused by the test")
+        return fn(task, n)
+
+    for tier in ssn._tiered[point]:
+        for i, (name, _) in enumerate(tier):
+            if name == plugin:
+                tier[i] = (name, buggy)
+    ssn._predicate_many.pop(plugin, None) if point == "predicate" else ssn._node_order_many.pop(plugin, None)
+
+
+def test_predicate_many_answers_what_predicate_answers_node_by_node() -> None:
+    ssn = _session()
+    nodes = ssn.node_list
+    for task in _pending(ssn):
+        many = ssn.predicate_many(task, nodes)
+        one = [ssn.predicate(task, n) for n in nodes]
+        assert _reasons(many) == _reasons(one)
+    # the devices refuse some nodes for some pods, and let some through: both branches ran
+    assert any(r is not None for r in many) and any(r is None for r in many)
+
+
+def test_a_plugin_failure_in_predicate_many_is_contained_and_recorded_as_node_by_node() -> None:
+    answers, errors = [], []
+    for many in (True, False):
+        ssn = _session()
+        _with_a_bug(ssn, "predicate", "predicates", ssn.node_list[3].name, refuse=ssn.node_list[5].name)
+        task = _pending(ssn)[0]
+        got = (
+            ssn.predicate_many(task, ssn.node_list)
+            if many
+            else [ssn.predicate(task, n) for n in ssn.node_list]
+        )
+        answers.append(_reasons(got))
+        errors.append([str(e) for e in ssn.plugin_errors])
+    assert answers[0] == answers[1]
+    assert "bug on odd input" in answers[0][3] and answers[0][5] == "refused by the test"
+    assert errors[0] == errors[1] and len(errors[0]) == 1
+
+
+def test_node_order_scores_are_the_same_floats_as_node_by_node() -> None:
+    ssn = _session()
+    for task in _pending(ssn):
+        assert ssn.node_order_scores(task, ssn.node_list) == [
+            ssn.node_order_score(task, n) for n in ssn.node_list
+        ]
+    scores = ssn.node_order_scores(_pending(ssn)[0], ssn.node_list)
+    assert len(set(scores)) > 1  # the device score and binpack tell nodes apart
+
+
+def test_a_plugin_failure_in_node_order_scores_keeps_the_other_plugins_scores() -> None:
+    got = []
+    for many in (True, False):
+        ssn = _session()
+        _with_a_bug(ssn, "node_order", "binpack", ssn.node_list[2].name)
+        task = _pending(ssn)[0]
+        scores = (
+            ssn.node_order_scores(task, ssn.node_list)
+            if many
+            else [ssn.node_order_score(task, n) for n in ssn.node_list]
+        )
+        got.append((scores, [str(e) for e in ssn.plugin_errors]))
+    assert got[0] == got[1]
+    assert len(got[0][1]) == 1 and "binpack" in got[0][1][0]
+
+
+def _asking(check: Any, asked: list[str]) -> Any:
+    def counted(task: TaskInfo, node: NodeInfo) -> Any:
+        asked.append(node.name)
+        return check(task, node)
+
+    return counted
+
+
+def test_window_scan_asks_the_nodes_a_plain_scan_asks_and_finds_the_same_window() -> None:
+    """Cold and warm scans from rotating starts, with refusals (too little CPU on the small nodes,
+    cards too small) interleaved: the cache's scan and predicate_nodes agree on the feasible list,
+    the errors in order, the next start, and which nodes the predicate was asked about, in order."""
+    ssn = _session(nodes=60)
+    ssn.options = SessionOptions(minimum_feasible_nodes=5, percentage_nodes_to_find=20)
+    plain_asked: list[str] = []
+    cache_asked: list[str] = []
+    check = allocate_predicate(ssn)
+    many = allocate_predicate_many(ssn)
+
+    def counted_many(task: TaskInfo, nodes: list[NodeInfo]) -> list[Any]:
+        cache_asked.extend(n.name for n in nodes)
+        return many(task, nodes)
+
+    cache = PlacementCache(ssn, check, check_many=counted_many)
+    tasks = _pending(ssn)
+    refusals = 0
+    for rnd in range(3):
+        for task in tasks:
+            start = ssn.predicate_round_robin
+            plain_errors = FitErrors()
+            plain_from, cache_from = len(plain_asked), len(cache_asked)
+            want = predicate_nodes(ssn, task, ssn.node_list, _asking(check, plain_asked), plain_errors)
+            after = ssn.predicate_round_robin
+            ssn.predicate_round_robin = start
+            cache_errors = FitErrors()
+            got = cache._scan_nodes(task, cache._fresh(_values(cache, task), task).verdicts, cache_errors)
+            assert [n.name for n in got] == [n.name for n in want]
+            assert list(cache_errors.nodes.items()) == list(plain_errors.nodes.items())
+            assert ssn.predicate_round_robin == after
+            window, asked = plain_asked[plain_from:], cache_asked[cache_from:]
+            if rnd == 0 and task is tasks[0]:
+                assert asked == window  # a cold scan asks what the plain scan asks, in its order
+            # only nodes inside this scan's window, in scan order
+            assert asked == [n for n in window if n in set(asked)]
+            refusals += len(plain_errors.nodes)
+    assert len(cache_asked) < len(plain_asked)  # warm scans reuse known answers
+    assert refusals  # refusals were part of the windows
+
+
+def _values(cache: PlacementCache, task: TaskInfo) -> Any:
+    from scheduler.framework.placement import _NodeValues, _shape_key
+
+    vkey = _shape_key(task)[2:]  # type: ignore[index]
+    vals = cache.values.get(vkey)
+    if vals is None:
+        vals = cache.values[vkey] = _NodeValues(len(cache.ssn.node_changes))
+    return vals
+
+
+def test_a_many_form_that_raises_sends_the_nodes_down_the_one_node_path() -> None:
+    ssn = _session()
+    task = _pending(ssn)[0]
+    want = _reasons([ssn.predicate(task, n) for n in ssn.node_list])
+    want_scores = [ssn.node_order_score(task, n) for n in ssn.node_list]
+
+    def broken(task: TaskInfo, nodes: list[NodeInfo]) -> list[Any]:
+        raise RuntimeError("bug in the many form")
+
+    ssn._predicate_many["deviceshare"] = broken
+    ssn._node_order_many["deviceshare"] = broken
+    assert _reasons(ssn.predicate_many(task, ssn.node_list)) == want
+    assert ssn.node_order_scores(task, ssn.node_list) == want_scores
+    assert not ssn.plugin_errors  # the one-node forms did not fail: nothing to record

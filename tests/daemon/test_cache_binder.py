@@ -374,3 +374,30 @@ def test_watched_is_reported_once_per_new_pending_pod_of_ours() -> None:
     other["spec"]["schedulerName"] = "default-scheduler"
     c.upsert_pod(other)  # not ours
     assert len(seen) == 1 and seen[0] > 1.7e9
+
+
+async def test_a_large_batch_binds_every_pod_in_order_with_a_bounded_number_of_tasks() -> None:
+    # after a restart the first session decides the whole backlog at once: the first Binding
+    # must not wait until a task was started for every one of thousands of pods
+    c, client = SchedulerCache(), FakeClient()
+    c.upsert_queue(queue("default"))
+    c.upsert_node(node("n1", cpu="1000", memory="4000Gi", pods=2000))
+    c.upsert_podgroup(podgroup("g", 1))
+    for i in range(1000):
+        c.upsert_pod(with_uid(pod(f"p{i}", group="g"), f"uid-{i}"))
+    b, st = binder(c, client)
+    tasks_at_first_bind: list[int] = []
+    plain_bind = client.bind
+
+    async def counting_bind(namespace: str, name: str, body: dict[str, Any], term: int | None = None) -> None:
+        if not tasks_at_first_bind:
+            tasks_at_first_bind.append(len(asyncio.all_tasks()))
+        await plain_bind(namespace, name, body, term)
+
+    client.bind = counting_bind  # type: ignore[method-assign]
+    assert b.submit([decision(c, f"c1/p{i}") for i in range(1000)]) == 1000
+    await b.drain(10)
+    await st.stop()
+    assert [body["metadata"]["name"] for body in client.binds] == [f"p{i}" for i in range(1000)]
+    assert b.bound == 1000
+    assert tasks_at_first_bind[0] <= 2 * b.concurrency  # a task per pod would be over 1,000

@@ -59,3 +59,37 @@ def test_a_hypernode_turned_invalid_leaves_the_topology() -> None:
     cache.hypernodes.upsert({**good, "spec": {"tier": "one"}})
     assert "s0" not in cache.state.hypernodes
     assert "spec.tier must be an integer" in cache.skipped["HyperNode s0"]
+
+
+def test_labels_and_annotations_that_are_not_strings_are_kept_as_text() -> None:
+    p = _pod("a")
+    p["metadata"]["labels"] = {"tier": 1, "empty": None, "app": "train"}
+    p["metadata"]["annotations"] = {"long": "x" * 100, "list": ["a"]}
+    info = pod_to_task(p).pod
+    assert info.labels == {"tier": "1", "empty": "", "app": "train"}
+    assert info.annotations == {"long": "x" * 100, "list": "['a']"}
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda p: p.update(spec="oops"), "field 'spec' must be an object"),
+        (lambda p: p.update(status=[]), "field 'status' must be an object"),
+        (lambda p: p["spec"].update(containers={"name": "x"}), "field 'containers' must be a list"),
+        (lambda p: p["spec"].update(initContainers="none"), "field 'initContainers' must be a list"),
+        (lambda p: p["metadata"].update(labels=["a"]), "field 'labels' must be an object"),
+    ],
+)
+def test_a_pod_with_a_section_of_the_wrong_type_is_refused_by_name(mutate, message: str) -> None:
+    pod_to_task(_pod("a"))  # a good pod first: its layout must not let the bad one through
+    p = _pod("bad")
+    mutate(p)
+    with pytest.raises(ConvertError, match="Pod c1/bad") as exc:
+        pod_to_task(p)
+    assert message in str(exc.value)
+
+
+def test_a_pod_without_status_is_pending() -> None:
+    p = _pod("a")
+    p.pop("status", None)
+    assert pod_to_task(p).pod.phase == "Pending"

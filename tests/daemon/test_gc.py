@@ -2,27 +2,57 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import subprocess
 import sys
+from types import SimpleNamespace
+
+import pytest
 
 from scheduler.daemon import Daemon, parse_args
+from scheduler.kube.informer import Backoff
 
 
-def test_settle_gc_collects_freezes_and_reenables() -> None:
+@pytest.mark.parametrize("collect", [True, False])
+def test_settle_gc_freezes_and_reenables(collect: bool) -> None:
     code = (
         "import gc\n"
         "from scheduler.daemon import settle_gc\n"
         "cache = [{'pod': i} for i in range(10000)]\n"
         "gc.disable()\n"
-        "settle_gc()\n"
-        "print(gc.isenabled(), gc.get_freeze_count() >= 10000, gc.get_threshold()[0])\n"
+        "a = []; a.append(a); del a\n"  # one cycle of garbage: collected first, or frozen with the rest
+        f"settle_gc(collect={collect})\n"
+        "print(gc.isenabled(), gc.get_freeze_count() >= 10000, gc.get_threshold()[0], gc.collect())\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
-    assert out == ["True", "True", "20000"]
+    assert out == ["True", "True", "20000", "0"]
 
 
 def test_an_embedded_daemon_leaves_the_collector_alone() -> None:
     d = Daemon(parse_args(["--leader-elect=false"]))
     assert d.manage_gc is False  # only the vc-scheduler process entry point turns it on
+
+
+async def test_a_slow_initial_sync_keeps_the_collector_off_until_a_list_fails() -> None:
+    # past --resource-sync-timeout a sync that is only slow (600,000 pods on a slow host) keeps
+    # the collector off; one whose lists fail and retry gets it back
+    d = Daemon(parse_args(["--leader-elect=false", "--resource-sync-timeout=50ms"]))
+    d.manage_gc = True
+    pods = SimpleNamespace(synced=asyncio.Event(), backoff=Backoff(), resource=SimpleNamespace(kind="Pod"))
+    d.informers = [pods]  # type: ignore[list-item]
+    gc.disable()
+    try:
+        waiting = asyncio.ensure_future(d._wait_synced())
+        await asyncio.sleep(0.3)
+        assert not gc.isenabled() and not d.synced.is_set()
+        pods.backoff.next_delay()  # the list failed and is retried
+        await asyncio.sleep(1.3)
+        assert gc.isenabled()
+        pods.synced.set()
+        await asyncio.wait_for(waiting, 3)
+        assert d.synced.is_set()
+    finally:
+        gc.enable()

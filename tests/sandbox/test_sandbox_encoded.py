@@ -52,3 +52,27 @@ async def test_lists_follow_every_write_through_the_encoding_cache(
     async with http.post("/api/v1/namespaces/default/pods", params={"dryRun": "All"}, json=pod("d")) as r:
         assert r.status == 201
     assert s.get("pods", "default", "d") is None and not any(k[2] == "d" for k in s._encoded)
+
+
+async def test_objects_encoded_ahead_are_listed_as_they_are_now(
+    server: ApiServer, http: aiohttp.ClientSession
+) -> None:
+    s = server.store
+    for name in ("a", "b", "c"):
+        s.create(pod(name))
+    assert s.encode_ahead("pods") == 3
+    s.patch("pods", "default", "b", {"metadata": {"labels": {"v": "2"}}})
+    s.create(pod("aa"))  # after the keys were ordered for pagination
+    s.delete("pods", "default", "c")
+    names, labels, cont = [], {}, ""
+    while True:
+        params = {"limit": "2", **({"continue": cont} if cont else {})}
+        async with http.get("/api/v1/namespaces/default/pods", params=params) as r:
+            page = await r.json()
+        for p in page["items"]:
+            names.append(p["metadata"]["name"])
+            labels[p["metadata"]["name"]] = p["metadata"].get("labels")
+        if not (cont := page["metadata"].get("continue")):
+            break
+    assert names == ["a", "aa", "b"]
+    assert labels["b"] == {"v": "2"}

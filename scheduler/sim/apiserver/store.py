@@ -280,6 +280,24 @@ class Store:
             self._encoded[key] = (obj, data)
         return data
 
+    def encode_ahead(self, *refs: str | ResourceInfo) -> int:
+        """Encode every stored object of these resources and order their keys for pagination now.
+
+        A Go kube-apiserver serves lists from its watch cache, already decoded and cheap to
+        encode; this server encodes an object the first time a list or watch sends it, which made
+        a client's first list of 150,000 pods several times slower than its second. Benchmarks
+        that preload a cluster call this as part of the preload, so that what they time is the
+        client, not the sandbox's first encoding. Returns how many objects were encoded.
+        """
+        n = 0
+        for ref in refs:
+            res = self.resource(ref)
+            self.sorted_keys(res)
+            for obj in self.iter_objects(res):
+                self.encoded(res, obj)
+                n += 1
+        return n
+
     def _put(self, res: ResourceInfo, obj: Obj, old: Obj | None) -> None:
         ns, name = _ns_name(obj)
         if old is not None:

@@ -135,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--schedule-on-arrival",
         True,
         "start a session soon after new pending pods are watched (once their stream pauses, "
-        "at most every twice the last session's duration) instead of at the end of the period; "
+        "no sooner than half the last session's duration after it) instead of at the end of the period; "
         "false: Volcano's fixed period (default true)",
     )
     flag("--default-queue", default="default", help="queue of PodGroups that name none (default 'default')")

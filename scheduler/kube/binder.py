@@ -148,21 +148,17 @@ class Binder:
         # `concurrency` workers take the binds in order: a task per bind (20,000 after a restart
         # at 20,000 nodes) would all be started before the first Binding is written
         pending = iter(binds)
-        results: list[Any] = []
+        results: list[str] = []
 
         async def worker() -> None:
             for d in pending:  # shared: each bind is taken by one worker
-                try:
-                    results.append(await self._bind_guarded(d, term))
-                except Exception as exc:
-                    results.append(exc)
+                results.append(await self._bind_guarded(d, term))  # never raises: it contains errors
 
         await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(binds)))))
         self._record_scheduled()
         outcome: dict[str, int] = {}
         for r in results:
-            k = r if isinstance(r, str) else "error"
-            outcome[k] = outcome.get(k, 0) + 1
+            outcome[r] = outcome.get(r, 0) + 1
         log.info(
             "bind batch done", pods=len(binds), ms=round((time.perf_counter() - t0) * 1000, 1), **outcome
         )

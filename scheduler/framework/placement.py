@@ -7,12 +7,15 @@ what keeps a 5,000-node session from checking every node for every pod.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
 from itertools import chain, compress, islice, repeat
-from operator import attrgetter, eq, is_, is_not
+from operator import attrgetter, eq, is_
 from typing import Any, TypeVar
 
 from scheduler.framework.fiterrors import FitErrors
+from scheduler.framework.nodewindow import FIT, REFUSED, UNKNOWN
+from scheduler.framework.nodewindow_impl import window_impl
 from scheduler.framework.session import Session, SessionOptions
 from scheduler.framework.status import Unfit
 from scheduler.model.node import NodeInfo
@@ -217,7 +220,7 @@ class _NodeValues:
     Shared by the jobs whose pods have the same shape, and emptied for a node when it changes.
     """
 
-    __slots__ = ("base", "carryable", "fits_idle", "mixed", "parts", "scores", "seq", "verdicts")
+    __slots__ = ("base", "carryable", "codes", "fits_idle", "mixed", "parts", "scores", "seq", "verdicts")
 
     def __init__(self, seq: int, carryable: bool = False) -> None:
         self.seq = seq
@@ -233,6 +236,9 @@ class _NodeValues:
         self.fits_idle: dict[str, bool] = {}
         # node -> allocate's predicate answer (None: fits)
         self.verdicts: dict[str, Unfit | list[str] | None] = {}
+        # the same answers as one code per node of the cache's list (nodewindow's UNKNOWN, FIT,
+        # REFUSED), so that the scan window is found by reading bytes; sized at the first scan
+        self.codes = bytearray()
         # node -> per-node parts of the split batch functions, when some other one has no split
         self.mixed: dict[str, tuple[int, ...]] = {}
 
@@ -264,8 +270,8 @@ class _Entry:
         # up to date in place while the candidate list itself does not change (see best()).
         self.order: list[NodeInfo] | None = None
         self.index: dict[str, int] = {}
-        self.score_list: list[float] = []
-        self.fit_flags: list[bool] = []
+        self.score_list = array("d")
+        self.fit_flags = bytearray()
         # candidates that changed since the aligned lists were last brought up to date
         self.touched: set[str] = set()
 
@@ -367,6 +373,8 @@ class PlacementCache:
         self._names: list[str] | None = None
         # the nodes searched: the session's, or those under one HyperNode (network topology)
         self.nodes = ssn.node_list if nodes is None else nodes
+        # node name -> position in `nodes`, where its answer code sits (_NodeValues.codes)
+        self._index = {n.name: i for i, n in enumerate(self.nodes)}
         self.entries: dict[tuple, _Entry] = {}
         self.values: dict[tuple, _NodeValues] = {}
         # Another pod's required anti-affinity can be hit by any placement in its topology domain.
@@ -412,7 +420,24 @@ class PlacementCache:
         for known in (vals.verdicts, vals.mixed, vals.parts, vals.scores, vals.base, vals.fits_idle):
             for name in changed:
                 known.pop(name, None)
+        codes = vals.codes
+        if codes:
+            index = self._index
+            for name in changed:
+                i = index.get(name)
+                if i is not None:
+                    codes[i] = UNKNOWN
         return vals
+
+    def _codes(self, vals: _NodeValues) -> bytearray:
+        """The shape's answer codes, built from its verdicts when first needed."""
+        codes = vals.codes
+        if len(codes) != len(self.nodes):
+            got = map(vals.verdicts.get, self._node_names(), repeat(_UNSET))
+            codes = vals.codes = bytearray(
+                UNKNOWN if r is _UNSET else FIT if r is None else REFUSED for r in got
+            )
+        return codes
 
     def _fill_split_many(self, vals: _NodeValues, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
         """_fill_split for several nodes, the node-order sums asked at once; their final scores."""
@@ -444,6 +469,8 @@ class PlacementCache:
     def _cached_check(self, vals: _NodeValues) -> NodePredicate:
         """allocate's predicate, answered from the shape's verdicts while the node is unchanged."""
         verdicts = vals.verdicts
+        codes = vals.codes
+        index = self._index if codes else {}
         check = self.check
 
         def cached(task: TaskInfo, node: NodeInfo) -> Unfit | list[str] | None:
@@ -451,6 +478,9 @@ class PlacementCache:
             if name in verdicts:
                 return verdicts[name]
             r = verdicts[name] = check(task, node)
+            i = index.get(name)
+            if i is not None:
+                codes[i] = FIT if r is None else REFUSED
             return r
 
         return cached
@@ -484,7 +514,7 @@ class PlacementCache:
         self._fresh(values, task)
         entry = _Entry(values)
         entry.start = ssn.predicate_round_robin % len(self.nodes) if self.nodes else 0
-        found = self._scan_nodes(task, values.verdicts, entry.errors)
+        found = self._scan_nodes(task, values, entry.errors)
         # every node examined: a rescan could not find more
         entry.complete = len(found) + len(entry.errors.nodes) >= len(self.nodes)
         entry.feasible = {n.name: n for n in found}
@@ -513,6 +543,7 @@ class PlacementCache:
                     order = map(_name, chain(islice(nodes, start, None), islice(nodes, 0, start)))
                     entry.errors.nodes = {n: got[n] for n in order}
                 values.verdicts.update(kept.verdicts)
+                values.codes = bytearray()
                 entry.complete = True
                 entry.start = start
                 entry.seq = len(ssn.node_changes)
@@ -524,6 +555,7 @@ class PlacementCache:
             verdicts.update((n, v) for n, v in kept.verdicts.items() if n not in changed)
         else:
             verdicts.update((n, v) for n, v in kept.verdicts.items() if n in unchanged and n not in changed)
+        values.codes = bytearray()  # rebuilt from the seeded verdicts at the scan
         return False
 
     def carry_over(self) -> None:
@@ -549,16 +581,14 @@ class PlacementCache:
             shapes[vkey] = _Shape(refused, whole, entry.start)
         ssn.carry(CARRY, _Carried(ssn, shapes, versions))
 
-    def _scan_nodes(
-        self, task: TaskInfo, verdicts: dict[str, Unfit | list[str] | None], errors: FitErrors
-    ) -> list[NodeInfo]:
-        """predicate_nodes over the session's nodes, reading known answers from `verdicts`:
-        the same rotating start, the same stop after numNodesToFind, the same errors, and the
-        predicate asked of exactly the nodes predicate_nodes asks (those before the stop).
+    def _scan_nodes(self, task: TaskInfo, vals: _NodeValues, errors: FitErrors) -> list[NodeInfo]:
+        """predicate_nodes over the cache's nodes, reading the shape's known answers: the same
+        rotating start, the same stop after numNodesToFind, the same errors, and the predicate
+        asked of exactly the nodes predicate_nodes asks (those before the stop).
 
-        The window is found with C-level passes over the answers in scan order; the unknown
-        answers are asked in runs that certainly lie before the stop (`_fill`), so that a
-        batch predicate can answer a cold window at once."""
+        The window is found by the compiled scans of nodewindow over the answer codes; unknown
+        answers are asked in runs that certainly lie before the stop (`to_ask`), so that a batch
+        predicate can answer a cold window at once."""
         ssn = self.ssn
         nodes = self.nodes
         total = len(nodes)
@@ -566,53 +596,22 @@ class PlacementCache:
             return []
         want = num_feasible_nodes_to_find(ssn, total)
         start = ssn.predicate_round_robin % total
-        names = self._node_names()
-        if start:
-            order = nodes[start:] + nodes[:start]
-            onames = names[start:] + names[:start]
-        else:
-            order, onames = nodes, names
-        # the answers in scan order, read as far as the window may reach (a little past `want`
-        # positions), and further only when refusals push the stop beyond
-        got = list(map(verdicts.get, onames[: want + (want >> 2) + 16], repeat(_UNSET)))
-        pos = 0  # answers before `pos` are known
-        found = 0  # fitting nodes before `pos`
-        end = total  # the scan stops after position end - 1
+        codes = self._codes(vals)
+        scan = window_impl
+        pos = found = 0
         while True:
-            try:
-                miss = got.index(_UNSET, pos)
-            except ValueError:
-                miss = len(got)
-            known = found + got[pos:miss].count(None) if miss > pos else found
-            if known >= want:
-                # the want-th fitting node lies before the first unknown answer
-                need = want - found
-                if got[pos : pos + need].count(None) == need:
-                    end = pos + need
-                else:
-                    i = pos - 1
-                    for _ in range(need):
-                        i = got.index(None, i + 1)
-                    end = i + 1
+            pos, found, done = scan.window_stop(codes, start, want, pos, found)
+            if done:
                 break
-            found = known
-            pos = miss
-            if miss == len(got):
-                if miss == total:
-                    break
-                got.extend(map(verdicts.get, onames[miss : 2 * miss], repeat(_UNSET)))
-                continue
-            self._fill(task, verdicts, order, onames, got, miss, want - found)
-        window = got if end == total else got[:end]
-        fits = window.count(None)
-        if fits == end:
-            feasible = order[:end]
-        else:
-            feasible = list(compress(order, map(is_, window, repeat(None))))
-            for i in compress(range(end), map(is_not, window, repeat(None))):
-                r = window[i]
-                errors.set_node_error(onames[i], r.reason if isinstance(r, Unfit) else r)
-        ssn.predicate_round_robin = (start + end) % total
+            self._ask(task, vals, scan.to_ask(codes, start, pos, want - found))
+        feasible, refused = scan.window_nodes(codes, start, pos, nodes)
+        if refused:
+            names = self._node_names()
+            verdicts = vals.verdicts
+            for i in refused:
+                r = verdicts[names[i]]
+                errors.set_node_error(names[i], r.reason if isinstance(r, Unfit) else r)
+        ssn.predicate_round_robin = (start + pos) % total
         return feasible
 
     def _node_names(self) -> list[str]:
@@ -621,41 +620,13 @@ class PlacementCache:
             names = self._names = list(map(_name, self.nodes))
         return names
 
-    def _fill(
-        self,
-        task: TaskInfo,
-        verdicts: dict[str, Unfit | list[str] | None],
-        order: list[NodeInfo],
-        onames: list[str],
-        got: list[Any],
-        pos: int,
-        need: int,
-    ) -> None:
-        """Ask the predicate for the unknown answers from `pos` on that lie before the stop
-        whatever they turn out to be: those among the first `need` answers not known to refuse
-        (each of those could be at most one of the `need` fitting nodes still wanted)."""
-        head = got[pos : pos + need]
-        if head.count(_UNSET) + head.count(None) == len(head):
-            # no refusal among them (a cold window): all of them, found with C-level passes
-            idx = list(compress(range(pos, pos + len(head)), map(is_, head, repeat(_UNSET))))
-            answers = self.check_many(task, [order[i] for i in idx])
-            for i, r in zip(idx, answers, strict=True):
-                got[i] = verdicts[onames[i]] = r
-            return
-        idx = []
-        i = pos
-        total = len(got)
-        while i < total and need > 0:
-            r = got[i]
-            if r is _UNSET:
-                idx.append(i)
-                need -= 1
-            elif r is None:
-                need -= 1
-            i += 1
-        answers = self.check_many(task, [order[i] for i in idx])
-        for i, r in zip(idx, answers, strict=True):
-            got[i] = verdicts[onames[i]] = r
+    def _ask(self, task: TaskInfo, vals: _NodeValues, idx: list[int]) -> None:
+        """Ask the predicate about the nodes at `idx` (in scan order) and keep the answers."""
+        nodes, names = self.nodes, self._node_names()
+        verdicts, codes = vals.verdicts, vals.codes
+        for i, r in zip(idx, self.check_many(task, [nodes[i] for i in idx]), strict=True):
+            verdicts[names[i]] = r
+            codes[i] = FIT if r is None else REFUSED
 
     def _refresh(self, task: TaskInfo, entry: _Entry) -> None:
         log = self.ssn.node_changes
@@ -708,8 +679,8 @@ class PlacementCache:
         ):
             order = entry.order = list(candidates)
             entry.index = {}  # built when a candidate changes (one-pod jobs never need it)
-            entry.fit_flags = self._fit_flags(task, vals, order)
-            entry.score_list = self.score_values(task, order)
+            entry.fit_flags = bytearray(self._fit_flags(task, vals, order))
+            entry.score_list = array("d", self.score_values(task, order))
             entry.touched.clear()
         elif entry.touched:
             req = task.init_resreq
@@ -729,16 +700,28 @@ class PlacementCache:
                     v = finals[name]
                 score_list[i] = v
             entry.touched.clear()
-        flags = entry.fit_flags
-        nfit = flags.count(True)
-        if nfit == len(order) or nfit == 0:
-            group, gvals = order, entry.score_list
-        else:
-            group = list(compress(order, flags))
-            gvals = list(compress(entry.score_list, flags))
-        if len(group) == 1:
-            return group[0]
-        return _pick(self.ssn, task, group, gvals)
+        flags, scores = entry.fit_flags, entry.score_list
+        ssn = self.ssn
+        # The nodes fitting Idle if some do (else all), their top score and its ties in candidate
+        # order: one compiled pass over the aligned arrays. A NaN top, or a BestNodeFn, is left
+        # to _pick over Python lists.
+        top = None if ssn.has("best_node") else window_impl.top_indices(scores, flags)
+        if top is None:
+            nfit = len(flags) - flags.count(0)
+            if nfit == len(order) or nfit == 0:
+                group, gvals = order, scores.tolist()
+            else:
+                group = list(compress(order, flags))
+                gvals = list(compress(scores, flags))
+            if len(group) == 1:
+                return group[0]
+            return _pick(ssn, task, group, gvals)
+        if len(top) == 1:
+            return order[top[0]]
+        if not top:
+            return None
+        tied = [order[i] for i in top]
+        return min(tied, key=_name) if ssn.options.deterministic else ssn.rng.choice(tied)
 
     def idle_fit(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
         """The nodes where the task's InitResreq fits Idle, in the given order."""

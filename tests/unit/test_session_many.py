@@ -179,7 +179,7 @@ def test_window_scan_asks_the_nodes_a_plain_scan_asks_and_finds_the_same_window(
             after = ssn.predicate_round_robin
             ssn.predicate_round_robin = start
             cache_errors = FitErrors()
-            got = cache._scan_nodes(task, cache._fresh(_values(cache, task), task).verdicts, cache_errors)
+            got = cache._scan_nodes(task, cache._fresh(_values(cache, task), task), cache_errors)
             assert [n.name for n in got] == [n.name for n in want]
             assert list(cache_errors.nodes.items()) == list(plain_errors.nodes.items())
             assert ssn.predicate_round_robin == after

@@ -91,6 +91,7 @@ def _forget(self: PlacementCache, vals: _NodeValues, task: TaskInfo) -> _NodeVal
     """PlacementCache._fresh that keeps nothing: every value is computed again when looked up."""
     for known in (vals.verdicts, vals.mixed, vals.parts, vals.scores, vals.base, vals.fits_idle):
         known.clear()
+    vals.codes = bytearray()
     vals.seq = len(self.ssn.node_changes)
     return vals
 

@@ -1,0 +1,96 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Compiled twin of scheduler/framework/nodewindow.py: the same functions, the same answers.
+
+The placement cache calls these once per task (top_indices) or per scan (the window functions),
+over a shape's per-node answer codes and its candidates' scores and Idle-fit flags.
+"""
+
+UNKNOWN = 0
+FIT = 1
+REFUSED = 2
+
+
+def window_stop(const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t want, Py_ssize_t pos,
+                Py_ssize_t found):
+    cdef Py_ssize_t total = codes.shape[0]
+    cdef Py_ssize_t i
+    cdef unsigned char c
+    while pos < total:
+        i = start + pos
+        if i >= total:
+            i -= total
+        c = codes[i]
+        if c == UNKNOWN:
+            return pos, found, False
+        pos += 1
+        if c == FIT:
+            found += 1
+            if found >= want:
+                return pos, found, True
+    return pos, found, True
+
+
+def to_ask(const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t pos, Py_ssize_t need):
+    cdef Py_ssize_t total = codes.shape[0]
+    cdef Py_ssize_t i
+    cdef unsigned char c
+    cdef list out = []
+    while pos < total and need > 0:
+        i = start + pos
+        if i >= total:
+            i -= total
+        c = codes[i]
+        if c != REFUSED:
+            if c == UNKNOWN:
+                out.append(i)
+            need -= 1
+        pos += 1
+    return out
+
+
+def window_nodes(const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t end, list nodes):
+    cdef Py_ssize_t total = codes.shape[0]
+    cdef Py_ssize_t pos, i
+    cdef list fits = []
+    cdef list refused = []
+    for pos in range(end):
+        i = start + pos
+        if i >= total:
+            i -= total
+        if codes[i] == FIT:
+            fits.append(nodes[i])
+        else:
+            refused.append(i)
+    return fits, refused
+
+
+def top_indices(const double[:] scores, const unsigned char[:] flags):
+    cdef Py_ssize_t n = scores.shape[0]
+    cdef Py_ssize_t i
+    cdef Py_ssize_t nflag = 0
+    cdef bint only
+    cdef bint first = True
+    cdef double m = 0.0
+    cdef double v
+    for i in range(n):
+        if flags[i]:
+            nflag += 1
+    only = 0 < nflag < n
+    for i in range(n):
+        if only and not flags[i]:
+            continue
+        v = scores[i]
+        if first:
+            m = v
+            first = False
+        elif v > m:
+            m = v
+    if first:
+        return []
+    if m != m:
+        return None
+    cdef list out = []
+    for i in range(n):
+        if (not only or flags[i]) and scores[i] == m:
+            out.append(i)
+    return out

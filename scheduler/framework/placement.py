@@ -444,7 +444,10 @@ class PlacementCache:
         splits = self.splits
         assert splits is not None
         bases = self.ssn.node_order_scores(task, nodes)
-        cols = [[sp.per_node(task, n) for n in nodes] for sp in splits]
+        cols = [
+            sp.per_nodes(task, nodes) if sp.per_nodes is not None else [sp.per_node(task, n) for n in nodes]
+            for sp in splits
+        ]
         names = list(map(_name, nodes))
         if len(cols) == 1:
             # one split (nodeorder's): what _combine adds, base + (0.0 + part), in one pass
@@ -720,8 +723,10 @@ class PlacementCache:
             return order[top[0]]
         if not top:
             return None
-        tied = [order[i] for i in top]
-        return min(tied, key=_name) if ssn.options.deterministic else ssn.rng.choice(tied)
+        if ssn.options.deterministic:
+            return min([order[i] for i in top], key=_name)
+        # choice draws from the length alone: choosing among the positions draws the same node
+        return order[ssn.rng.choice(top)]
 
     def idle_fit(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
         """The nodes where the task's InitResreq fits Idle, in the given order."""

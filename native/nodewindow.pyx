@@ -52,6 +52,7 @@ def window_nodes(const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t end,
     cdef Py_ssize_t total = codes.shape[0]
     cdef Py_ssize_t pos, i
     cdef list fits = []
+    cdef list at = []
     cdef list refused = []
     for pos in range(end):
         i = start + pos
@@ -59,9 +60,37 @@ def window_nodes(const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t end,
             i -= total
         if codes[i] == FIT:
             fits.append(nodes[i])
+            at.append(i)
         else:
             refused.append(i)
-    return fits, refused
+    return fits, at, refused
+
+
+def gather_scores(const double[:] values, const unsigned char[:] known, list at, double[:] out):
+    cdef Py_ssize_t k, i
+    cdef Py_ssize_t n = len(at)
+    cdef list missing = []
+    for k in range(n):
+        i = at[k]
+        if known[i]:
+            out[k] = values[i]
+        else:
+            missing.append(k)
+    return missing
+
+
+def gather_flags(const unsigned char[:] codes, list at, unsigned char[:] out):
+    cdef Py_ssize_t k, i
+    cdef Py_ssize_t n = len(at)
+    cdef unsigned char c
+    cdef list missing = []
+    for k in range(n):
+        i = at[k]
+        c = codes[i]
+        if c == UNKNOWN:
+            missing.append(k)
+        out[k] = 1 if c == FIT else 0
+    return missing
 
 
 def top_indices(const double[:] scores, const unsigned char[:] flags):

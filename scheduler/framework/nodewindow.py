@@ -50,18 +50,45 @@ def to_ask(codes: bytearray, start: int, pos: int, need: int) -> list[int]:
     return out
 
 
-def window_nodes(codes: bytearray, start: int, end: int, nodes: list[Any]) -> tuple[list[Any], list[int]]:
-    """The fitting nodes of scan positions [0, end), in scan order, and the refused node indices."""
+def window_nodes(
+    codes: bytearray, start: int, end: int, nodes: list[Any]
+) -> tuple[list[Any], list[int], list[int]]:
+    """The fitting nodes of scan positions [0, end) in scan order, their indices, and the refused
+    node indices."""
     total = len(codes)
     fits: list[Any] = []
+    at: list[int] = []
     refused: list[int] = []
     for pos in range(end):
         i = (start + pos) % total
         if codes[i] == FIT:
             fits.append(nodes[i])
+            at.append(i)
         else:
             refused.append(i)
-    return fits, refused
+    return fits, at, refused
+
+
+def gather_scores(values: array, known: bytearray, at: list[int], out: array) -> list[int]:
+    """out[k] = values[at[k]] where known; the k whose value is not known."""
+    missing: list[int] = []
+    for k, i in enumerate(at):
+        if known[i]:
+            out[k] = values[i]
+        else:
+            missing.append(k)
+    return missing
+
+
+def gather_flags(codes: bytearray, at: list[int], out: bytearray) -> list[int]:
+    """out[k] = 1 where codes[at[k]] is FIT (else 0); the k whose code is UNKNOWN."""
+    missing: list[int] = []
+    for k, i in enumerate(at):
+        c = codes[i]
+        if c == UNKNOWN:
+            missing.append(k)
+        out[k] = 1 if c == FIT else 0
+    return missing
 
 
 def top_indices(scores: array, flags: bytearray) -> list[int] | None:

@@ -220,7 +220,20 @@ class _NodeValues:
     Shared by the jobs whose pods have the same shape, and emptied for a node when it changes.
     """
 
-    __slots__ = ("base", "carryable", "codes", "fits_idle", "mixed", "parts", "scores", "seq", "verdicts")
+    __slots__ = (
+        "base",
+        "carryable",
+        "codes",
+        "final",
+        "final_known",
+        "fit_codes",
+        "fits_idle",
+        "mixed",
+        "parts",
+        "scores",
+        "seq",
+        "verdicts",
+    )
 
     def __init__(self, seq: int, carryable: bool = False) -> None:
         self.seq = seq
@@ -239,12 +252,30 @@ class _NodeValues:
         # the same answers as one code per node of the cache's list (nodewindow's UNKNOWN, FIT,
         # REFUSED), so that the scan window is found by reading bytes; sized at the first scan
         self.codes = bytearray()
+        # `scores` and `fits_idle` mirrored the same way (fits as FIT/REFUSED codes), so that a new
+        # candidate list takes its scores and Idle fits from the arrays by node position; sized
+        # when first needed (PlacementCache._mirrors)
+        self.final = array("d")
+        self.final_known = bytearray()
+        self.fit_codes = bytearray()
         # node -> per-node parts of the split batch functions, when some other one has no split
         self.mixed: dict[str, tuple[int, ...]] = {}
+
+    def forget(self) -> None:
+        """Drop every known value (the arrays are sized again when next needed)."""
+        for known in (self.verdicts, self.mixed, self.parts, self.scores, self.base, self.fits_idle):
+            known.clear()
+        self.codes, self.final, self.final_known, self.fit_codes = (
+            bytearray(),
+            array("d"),
+            bytearray(),
+            bytearray(),
+        )
 
 
 class _Entry:
     __slots__ = (
+        "at",
         "complete",
         "errors",
         "feasible",
@@ -274,6 +305,9 @@ class _Entry:
         self.fit_flags = bytearray()
         # candidates that changed since the aligned lists were last brought up to date
         self.touched: set[str] = set()
+        # the candidates' positions in the cache's node list, in their order, while the candidate
+        # list is the scan's (None once a node joined or left it)
+        self.at: list[int] | None = None
 
 
 class _Shape:
@@ -420,14 +454,48 @@ class PlacementCache:
         for known in (vals.verdicts, vals.mixed, vals.parts, vals.scores, vals.base, vals.fits_idle):
             for name in changed:
                 known.pop(name, None)
-        codes = vals.codes
-        if codes:
-            index = self._index
-            for name in changed:
-                i = index.get(name)
-                if i is not None:
-                    codes[i] = UNKNOWN
+        index = self._index
+        for codes in (vals.codes, vals.final_known, vals.fit_codes):
+            if codes:
+                for name in changed:
+                    i = index.get(name)
+                    if i is not None:
+                        codes[i] = UNKNOWN
         return vals
+
+    def _mirrors(self, vals: _NodeValues) -> None:
+        """Size the shape's score and Idle-fit arrays, filled from what its dicts know."""
+        total = len(self.nodes)
+        if len(vals.final_known) == total:
+            return
+        vals.final = array("d", bytes(8 * total))
+        vals.final_known = bytearray(total)
+        vals.fit_codes = bytearray(total)
+        self._keep_scores(vals, list(vals.scores), list(vals.scores.values()))
+        self._keep_fits(vals, list(vals.fits_idle), list(vals.fits_idle.values()))
+
+    def _keep_scores(self, vals: _NodeValues, names: list[str], finals: list[float]) -> None:
+        """Mirror final scores just put in vals.scores into the arrays (once they are sized)."""
+        known = vals.final_known
+        if not known:
+            return
+        index, final = self._index, vals.final
+        for name, v in zip(names, finals, strict=True):
+            i = index.get(name)
+            if i is not None:
+                final[i] = v
+                known[i] = 1
+
+    def _keep_fits(self, vals: _NodeValues, names: list[str], fits: list[bool]) -> None:
+        """Mirror Idle fits just put in vals.fits_idle into the arrays (once they are sized)."""
+        codes = vals.fit_codes
+        if not codes:
+            return
+        index = self._index
+        for name, f in zip(names, fits, strict=True):
+            i = index.get(name)
+            if i is not None:
+                codes[i] = FIT if f else REFUSED
 
     def _codes(self, vals: _NodeValues) -> bytearray:
         """The shape's answer codes, built from its verdicts when first needed."""
@@ -459,6 +527,7 @@ class PlacementCache:
             out = [_combine(b, per, None, "") for b, per in zip(bases, pers, strict=True)]
         vals.parts.update(zip(names, zip(bases, pers, strict=True), strict=True))
         vals.scores.update(zip(names, out, strict=True))
+        self._keep_scores(vals, names, out)
         return out
 
     def _fill_split(self, vals: _NodeValues, task: TaskInfo, node: NodeInfo) -> None:
@@ -467,7 +536,8 @@ class PlacementCache:
         b = self.ssn.node_order_score(task, node)
         per = tuple(sp.per_node(task, node) for sp in splits)
         vals.parts[node.name] = (b, per)
-        vals.scores[node.name] = _combine(b, per, None, node.name)
+        v = vals.scores[node.name] = _combine(b, per, None, node.name)
+        self._keep_scores(vals, [node.name], [v])
 
     def _cached_check(self, vals: _NodeValues) -> NodePredicate:
         """allocate's predicate, answered from the shape's verdicts while the node is unchanged."""
@@ -517,7 +587,7 @@ class PlacementCache:
         self._fresh(values, task)
         entry = _Entry(values)
         entry.start = ssn.predicate_round_robin % len(self.nodes) if self.nodes else 0
-        found = self._scan_nodes(task, values, entry.errors)
+        found, entry.at = self._scan_window(task, values, entry.errors)
         # every node examined: a rescan could not find more
         entry.complete = len(found) + len(entry.errors.nodes) >= len(self.nodes)
         entry.feasible = {n.name: n for n in found}
@@ -585,7 +655,12 @@ class PlacementCache:
         ssn.carry(CARRY, _Carried(ssn, shapes, versions))
 
     def _scan_nodes(self, task: TaskInfo, vals: _NodeValues, errors: FitErrors) -> list[NodeInfo]:
-        """predicate_nodes over the cache's nodes, reading the shape's known answers: the same
+        return self._scan_window(task, vals, errors)[0]
+
+    def _scan_window(
+        self, task: TaskInfo, vals: _NodeValues, errors: FitErrors
+    ) -> tuple[list[NodeInfo], list[int]]:
+        """The feasible nodes and their positions in the cache's node list: predicate_nodes over the cache's nodes, reading the shape's known answers: the same
         rotating start, the same stop after numNodesToFind, the same errors, and the predicate
         asked of exactly the nodes predicate_nodes asks (those before the stop).
 
@@ -596,7 +671,7 @@ class PlacementCache:
         nodes = self.nodes
         total = len(nodes)
         if total == 0:
-            return []
+            return [], []
         want = num_feasible_nodes_to_find(ssn, total)
         start = ssn.predicate_round_robin % total
         codes = self._codes(vals)
@@ -607,7 +682,7 @@ class PlacementCache:
             if done:
                 break
             self._ask(task, vals, scan.to_ask(codes, start, pos, want - found))
-        feasible, refused = scan.window_nodes(codes, start, pos, nodes)
+        feasible, at, refused = scan.window_nodes(codes, start, pos, nodes)
         if refused:
             names = self._node_names()
             verdicts = vals.verdicts
@@ -615,7 +690,7 @@ class PlacementCache:
                 r = verdicts[names[i]]
                 errors.set_node_error(names[i], r.reason if isinstance(r, Unfit) else r)
         ssn.predicate_round_robin = (start + pos) % total
-        return feasible
+        return feasible, at
 
     def _node_names(self) -> list[str]:
         names = self._names
@@ -649,12 +724,12 @@ class PlacementCache:
                 if name in entry.feasible:
                     entry.touched.add(name)
                 else:
-                    entry.order = None  # appended: the candidate list changes
+                    entry.order = entry.at = None  # appended: the candidate list changes
                 entry.feasible[name] = node
                 entry.errors.nodes.pop(name, None)
             else:
                 if entry.feasible.pop(name, None) is not None:
-                    entry.order = None
+                    entry.order = entry.at = None
                 entry.errors.set_node_error(name, r.reason if isinstance(r, Unfit) else r)
 
     def best(self, task: TaskInfo, candidates: list[NodeInfo]) -> NodeInfo | None:
@@ -682,8 +757,18 @@ class PlacementCache:
         ):
             order = entry.order = list(candidates)
             entry.index = {}  # built when a candidate changes (one-pod jobs never need it)
-            entry.fit_flags = bytearray(self._fit_flags(task, vals, order))
-            entry.score_list = array("d", self.score_values(task, order))
+            at = entry.at
+            nodes = self.nodes
+            if (
+                at is not None
+                and len(at) == len(order)
+                and nodes[at[0]] is order[0]
+                and nodes[at[-1]] is order[-1]
+            ):
+                entry.fit_flags, entry.score_list = self._gathered(task, vals, order, at)
+            else:
+                entry.fit_flags = bytearray(self._fit_flags(task, vals, order))
+                entry.score_list = array("d", self.score_values(task, order))
             entry.touched.clear()
         elif entry.touched:
             req = task.init_resreq
@@ -696,6 +781,7 @@ class PlacementCache:
                 f = fits.get(name)
                 if f is None:
                     f = fits[name] = req.less_equal(node.idle)
+                    self._keep_fits(vals, [name], [f])
                 fit_flags[i] = f
                 v = finals.get(name)
                 if v is None:
@@ -728,6 +814,33 @@ class PlacementCache:
         # choice draws from the length alone: choosing among the positions draws the same node
         return order[ssn.rng.choice(top)]
 
+    def _gathered(
+        self, task: TaskInfo, vals: _NodeValues, order: list[NodeInfo], at: list[int]
+    ) -> tuple[bytearray, array]:
+        """The Idle-fit flags and scores of the candidates at positions `at`, read from the shape's
+        arrays; the unknown ones computed as _fit_flags and score_values compute them (Idle fits
+        first, then the scores of the missing nodes in one call), and kept."""
+        self._mirrors(vals)
+        n = len(order)
+        flags = bytearray(n)
+        missing = window_impl.gather_flags(vals.fit_codes, at, flags)
+        if missing:
+            req = task.init_resreq
+            nodes = [order[k] for k in missing]
+            got = [req.less_equal(node.idle) for node in nodes]
+            names = list(map(_name, nodes))
+            vals.fits_idle.update(zip(names, got, strict=True))
+            self._keep_fits(vals, names, got)
+            for k, f in zip(missing, got, strict=True):
+                flags[k] = f
+        scores = array("d", bytes(8 * n))
+        missing = window_impl.gather_scores(vals.final, vals.final_known, at, scores)
+        if missing:
+            got_scores = self._fill_split_many(vals, task, [order[k] for k in missing])
+            for k, v in zip(missing, got_scores, strict=True):
+                scores[k] = v
+        return flags, scores
+
     def idle_fit(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
         """The nodes where the task's InitResreq fits Idle, in the given order."""
         vals = self._values(task)
@@ -736,15 +849,16 @@ class PlacementCache:
             return [n for n in nodes if req.less_equal(n.idle)]
         return list(compress(nodes, self._fit_flags(task, vals, nodes)))
 
-    @staticmethod
-    def _fit_flags(task: TaskInfo, vals: _NodeValues, nodes: list[NodeInfo]) -> list[bool]:
+    def _fit_flags(self, task: TaskInfo, vals: _NodeValues, nodes: list[NodeInfo]) -> list[bool]:
         """Whether the task's InitResreq fits each node's Idle, from the shape's known answers."""
         fits = vals.fits_idle
         req = task.init_resreq
 
         def fill(missing: list[NodeInfo]) -> list[bool]:
             got = [req.less_equal(n.idle) for n in missing]
-            fits.update(zip(map(_name, missing), got, strict=True))
+            names = list(map(_name, missing))
+            fits.update(zip(names, got, strict=True))
+            self._keep_fits(vals, names, got)
             return got
 
         return _aligned(nodes, fits, fill)

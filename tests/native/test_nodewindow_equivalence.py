@@ -80,7 +80,8 @@ def test_the_window_is_the_plain_scans(ring: tuple[bytearray, int, int]) -> None
     """The twin's window is what a node-by-node scan gives: the first `want` fits from the start,
     wrapping, every refusal before the stop, and only nodes before the stop asked."""
     codes, start, want = ring
-    steps, asked, (fits, refused) = _scan(twin, codes, start, want)
+    steps, asked, (fits, at, refused) = _scan(twin, codes, start, want)
+    assert fits == [f"node-{i}" for i in at]
     n = len(codes)
     final = bytearray(codes)
     truth = [(i * 7 + start) % 3 != 0 for i in range(n)]
@@ -134,6 +135,40 @@ def test_top_indices(case: tuple[array, bytearray]) -> None:
     assert twin.top_indices(scores, flags) == want
     if native is not None:
         assert native.top_indices(scores, flags) == want
+
+
+@st.composite
+def gathers(draw: st.DrawFn) -> tuple[array, bytearray, bytearray, list[int]]:
+    """A shape's per-node scores (some known) and Idle-fit codes, and candidate positions."""
+    n = draw(st.integers(1, 30))
+    values = array("d", draw(st.lists(st.floats(allow_nan=False), min_size=n, max_size=n)))
+    known = bytearray(draw(st.lists(st.sampled_from([0, 1]), min_size=n, max_size=n)))
+    codes = bytearray(draw(st.lists(st.sampled_from([0, 1, 2]), min_size=n, max_size=n)))
+    at = draw(st.lists(st.integers(0, n - 1), unique=True, max_size=n))
+    return values, known, codes, at
+
+
+def _gather(mod, case: tuple[array, bytearray, bytearray, list[int]]) -> tuple:
+    values, known, codes, at = case
+    scores, flags = array("d", [-1.0] * len(at)), bytearray([7] * len(at))
+    missing_scores = mod.gather_scores(values, known, at, scores)
+    missing_fits = mod.gather_flags(codes, at, flags)
+    return missing_scores, list(scores), missing_fits, bytes(flags)
+
+
+@settings(max_examples=300, deadline=None)
+@given(gathers())
+def test_gather_reads_the_known_values_by_position(
+    case: tuple[array, bytearray, bytearray, list[int]],
+) -> None:
+    values, known, codes, at = case
+    missing_scores, scores, missing_fits, flags = _gather(twin, case)
+    assert missing_scores == [k for k, i in enumerate(at) if not known[i]]
+    assert all(scores[k] == values[i] for k, i in enumerate(at) if known[i])
+    assert missing_fits == [k for k, i in enumerate(at) if codes[i] == twin.UNKNOWN]
+    assert list(flags) == [1 if codes[i] == twin.FIT else 0 for i in at]
+    if native is not None:
+        assert _gather(native, case) == _gather(twin, case)
 
 
 @needs_native

@@ -123,3 +123,42 @@ def top_indices(const double[:] scores, const unsigned char[:] flags):
         if (not only or flags[i]) and scores[i] == m:
             out.append(i)
     return out
+
+
+def top_ties(const double[:] scores, const unsigned char[:] flags):
+    cdef Py_ssize_t n = scores.shape[0]
+    cdef Py_ssize_t i
+    cdef Py_ssize_t nflag = 0
+    cdef Py_ssize_t first = -1
+    cdef Py_ssize_t count = 0
+    cdef bint only
+    cdef double m = 0.0
+    cdef double v
+    for i in range(n):
+        if flags[i]:
+            nflag += 1
+    only = 0 < nflag < n
+    for i in range(n):
+        if only and not flags[i]:
+            continue
+        v = scores[i]
+        if first < 0 or v > m:
+            m = v
+            first = i
+            count = 1
+        elif v == m:
+            count += 1
+    if first >= 0 and m != m:
+        return None
+    return count, first, m, only
+
+
+def nth_tie(const double[:] scores, const unsigned char[:] flags, double top, bint only, Py_ssize_t k):
+    cdef Py_ssize_t n = scores.shape[0]
+    cdef Py_ssize_t i
+    for i in range(n):
+        if (not only or flags[i]) and scores[i] == top:
+            if k == 0:
+                return i
+            k -= 1
+    raise IndexError(k)

@@ -114,3 +114,35 @@ def top_indices(scores: array, flags: bytearray) -> list[int] | None:
     if m != m:
         return None
     return [i for i in range(n) if (not only or flags[i]) and scores[i] == m]
+
+
+def top_ties(scores: array, flags: bytearray) -> tuple[int, int, float, bool] | None:
+    """What top_indices finds, without listing it: (how many positions tie at the top, the first
+    of them, the top, whether only flagged positions count); None when the top is NaN."""
+    n = len(scores)
+    nflag = n - flags.count(0)
+    only = 0 < nflag < n
+    m = 0.0
+    first = -1
+    count = 0
+    for i in range(n):
+        if only and not flags[i]:
+            continue
+        v = scores[i]
+        if first < 0 or v > m:
+            m, first, count = v, i, 1
+        elif v == m:
+            count += 1
+    if first >= 0 and m != m:
+        return None
+    return count, first, m, only
+
+
+def nth_tie(scores: array, flags: bytearray, top: float, only: bool, k: int) -> int:
+    """The position of the k-th (from 0) tie at `top`, among the flagged positions if `only`."""
+    for i in range(len(scores)):
+        if (not only or flags[i]) and scores[i] == top:
+            if k == 0:
+                return i
+            k -= 1
+    raise IndexError(k)

@@ -449,18 +449,17 @@ class PlacementCache:
         log = self.ssn.node_changes
         if vals.seq == len(log):
             return vals
-        changed = set(log[vals.seq :])
+        # usually the one node the last placement changed
+        changed = (log[-1],) if len(log) - vals.seq == 1 else set(log[vals.seq :])
         vals.seq = len(log)
         for known in (vals.verdicts, vals.mixed, vals.parts, vals.scores, vals.base, vals.fits_idle):
             for name in changed:
                 known.pop(name, None)
-        index = self._index
+        at = [i for i in map(self._index.get, changed) if i is not None]
         for codes in (vals.codes, vals.final_known, vals.fit_codes):
             if codes:
-                for name in changed:
-                    i = index.get(name)
-                    if i is not None:
-                        codes[i] = UNKNOWN
+                for i in at:
+                    codes[i] = UNKNOWN
         return vals
 
     def _mirrors(self, vals: _NodeValues) -> None:
@@ -794,7 +793,7 @@ class PlacementCache:
         # The nodes fitting Idle if some do (else all), their top score and its ties in candidate
         # order: one compiled pass over the aligned arrays. A NaN top, or a BestNodeFn, is left
         # to _pick over Python lists.
-        top = None if ssn.has("best_node") else window_impl.top_indices(scores, flags)
+        top = None if ssn.has("best_node") else window_impl.top_ties(scores, flags)
         if top is None:
             nfit = len(flags) - flags.count(0)
             if nfit == len(order) or nfit == 0:
@@ -805,14 +804,16 @@ class PlacementCache:
             if len(group) == 1:
                 return group[0]
             return _pick(ssn, task, group, gvals)
-        if len(top) == 1:
-            return order[top[0]]
-        if not top:
+        count, first, m, only = top
+        if count == 1:
+            return order[first]
+        if count == 0:
             return None
         if ssn.options.deterministic:
-            return min([order[i] for i in top], key=_name)
-        # choice draws from the length alone: choosing among the positions draws the same node
-        return order[ssn.rng.choice(top)]
+            return min([order[i] for i in window_impl.top_indices(scores, flags)], key=_name)
+        # choice draws from the length alone and reads one item: choosing among the ties' positions,
+        # listed lazily, draws the same node as choosing among the tied nodes
+        return order[ssn.rng.choice(_Ties(scores, flags, m, only, count))]
 
     def _gathered(
         self, task: TaskInfo, vals: _NodeValues, order: list[NodeInfo], at: list[int]
@@ -934,6 +935,23 @@ class PlacementCache:
         for nm, t in zip(names, totals, strict=True):
             out[nm] += t
         return out
+
+
+class _Ties:
+    """The positions tied at the top score as a sequence whose items are found when read."""
+
+    __slots__ = ("count", "flags", "only", "scores", "top")
+
+    def __init__(self, scores: array, flags: bytearray, top: float, only: bool, count: int) -> None:
+        self.scores, self.flags, self.top, self.only, self.count = scores, flags, top, only, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, k: int) -> int:
+        if not 0 <= k < self.count:
+            raise IndexError(k)
+        return int(window_impl.nth_tie(self.scores, self.flags, self.top, self.only, k))
 
 
 def _aligned(nodes: list[NodeInfo], have: dict[str, T], fill: Callable[[list[NodeInfo]], list[T]]) -> list[T]:

@@ -132,9 +132,18 @@ def _top_by_lists(scores: array, flags: bytearray) -> list[int] | None:
 def test_top_indices(case: tuple[array, bytearray]) -> None:
     scores, flags = case
     want = _top_by_lists(scores, flags)
-    assert twin.top_indices(scores, flags) == want
-    if native is not None:
-        assert native.top_indices(scores, flags) == want
+    for mod in (twin, native) if native is not None else (twin,):
+        assert mod.top_indices(scores, flags) == want
+        # the same ties counted, and read one by one
+        ties = mod.top_ties(scores, flags)
+        if want is None:
+            assert ties is None
+            continue
+        count, first, top, only = ties
+        assert count == len(want) and first == want[0]
+        assert [mod.nth_tie(scores, flags, top, only, k) for k in range(count)] == want
+        with pytest.raises(IndexError):
+            mod.nth_tie(scores, flags, top, only, count)
 
 
 @st.composite

@@ -93,33 +93,29 @@ def gather_flags(const unsigned char[:] codes, list at, unsigned char[:] out):
     return missing
 
 
-def top_indices(const double[:] scores, const unsigned char[:] flags):
-    cdef Py_ssize_t n = scores.shape[0]
+cdef bint _only(const unsigned char[:] flags, Py_ssize_t n):
+    """Whether some but not all positions are flagged (then only the flagged ones count)."""
     cdef Py_ssize_t i
     cdef Py_ssize_t nflag = 0
-    cdef bint only
-    cdef bint first = True
-    cdef double m = 0.0
-    cdef double v
     for i in range(n):
         if flags[i]:
             nflag += 1
-    only = 0 < nflag < n
-    for i in range(n):
-        if only and not flags[i]:
-            continue
-        v = scores[i]
-        if first:
-            m = v
-            first = False
-        elif v > m:
-            m = v
-    if first:
-        return []
-    if m != m:
+    return 0 < nflag < n
+
+
+def top_indices(const double[:] scores, const unsigned char[:] flags):
+    got = top_ties(scores, flags)
+    if got is None:
         return None
+    cdef Py_ssize_t count = got[0]
+    cdef Py_ssize_t first = got[1]
+    cdef double m = got[2]
+    cdef bint only = got[3]
+    cdef Py_ssize_t i
     cdef list out = []
-    for i in range(n):
+    if count == 0:
+        return out
+    for i in range(first, scores.shape[0]):
         if (not only or flags[i]) and scores[i] == m:
             out.append(i)
     return out
@@ -128,16 +124,12 @@ def top_indices(const double[:] scores, const unsigned char[:] flags):
 def top_ties(const double[:] scores, const unsigned char[:] flags):
     cdef Py_ssize_t n = scores.shape[0]
     cdef Py_ssize_t i
-    cdef Py_ssize_t nflag = 0
     cdef Py_ssize_t first = -1
     cdef Py_ssize_t count = 0
     cdef bint only
     cdef double m = 0.0
     cdef double v
-    for i in range(n):
-        if flags[i]:
-            nflag += 1
-    only = 0 < nflag < n
+    only = _only(flags, n)
     for i in range(n):
         if only and not flags[i]:
             continue

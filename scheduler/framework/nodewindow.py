@@ -91,37 +91,30 @@ def gather_flags(codes: bytearray, at: list[int], out: bytearray) -> list[int]:
     return missing
 
 
+def _only(flags: bytearray) -> bool:
+    """Whether some but not all positions are flagged (then only the flagged ones count)."""
+    nflag = len(flags) - flags.count(0)
+    return 0 < nflag < len(flags)
+
+
 def top_indices(scores: array, flags: bytearray) -> list[int] | None:
     """The positions of the top score, in order, among those flagged when some but not all are
     flagged, else among all: what max, then == against it, give. None when the top is NaN (the
     caller decides on Python lists, where a NaN's identity matters)."""
-    n = len(scores)
-    nflag = n - flags.count(0)
-    only = 0 < nflag < n
-    m = 0.0
-    first = True
-    for i in range(n):
-        if only and not flags[i]:
-            continue
-        v = scores[i]
-        if first:
-            m = v
-            first = False
-        elif v > m:
-            m = v
-    if first:
-        return []
-    if m != m:
+    got = top_ties(scores, flags)
+    if got is None:
         return None
-    return [i for i in range(n) if (not only or flags[i]) and scores[i] == m]
+    count, first, m, only = got
+    if count == 0:
+        return []
+    return [i for i in range(first, len(scores)) if (not only or flags[i]) and scores[i] == m]
 
 
 def top_ties(scores: array, flags: bytearray) -> tuple[int, int, float, bool] | None:
     """What top_indices finds, without listing it: (how many positions tie at the top, the first
     of them, the top, whether only flagged positions count); None when the top is NaN."""
     n = len(scores)
-    nflag = n - flags.count(0)
-    only = 0 < nflag < n
+    only = _only(flags)
     m = 0.0
     first = -1
     count = 0

@@ -765,6 +765,9 @@ class PlacementCache:
                 and nodes[at[-1]] is order[-1]
             ):
                 entry.fit_flags, entry.score_list = self._gathered(task, vals, order, at)
+                # needed for this gather only (a later rebuild follows a change of the candidate
+                # list, which drops it anyway); a job's entry lives all session at 28+ bytes a position
+                entry.at = None
             else:
                 entry.fit_flags = bytearray(self._fit_flags(task, vals, order))
                 entry.score_list = array("d", self.score_values(task, order))

@@ -417,6 +417,8 @@ class PlacementCache:
         # when some batch function has no split, the others' per-node parts are still kept
         self.plan = ssn.batch_node_order_plan() if self.splits is None else []
         self._last: tuple[TaskInfo | None, tuple | None] = (None, None)
+        # identities of a pod template's shared objects -> (those objects, annotations, shape key)
+        self._shape_keys: dict[tuple, tuple[tuple, dict[str, str], tuple | None]] = {}
         # the whole cluster's cache keeps refusals between sessions (see carry_over)
         self.carrying = nodes is None and self.enabled and ssn.options.carry_placement
         self.carried: _Carried | None = None
@@ -430,8 +432,35 @@ class PlacementCache:
         last_task, last_key = self._last
         if task is last_task:
             return last_key
-        key = _shape_key(task) if self.enabled else None
+        key = self._memo_key(task) if self.enabled else None
         self._last = (task, key)
+        return key
+
+    def _memo_key(self, task: TaskInfo) -> tuple | None:
+        """_shape_key, built once per pod template: pods of one template share (by identity) the
+        request, selector, affinity, toleration, port and container objects that convert interns,
+        and building the key (sorting, repr) cost ~20 us per task. Node name and annotations are
+        per pod, so they are compared by value; the entry keeps the shared objects alive so their
+        ids cannot be reused by others while this cache lives (one allocate run)."""
+        pod = task.pod
+        aff = pod.affinity
+        if pod.topology_spread or (aff and ("podAffinity" in aff or "podAntiAffinity" in aff)):
+            return None
+        shared = (
+            task.init_resreq,
+            task.resreq,
+            pod.node_selector,
+            aff,
+            pod.tolerations,
+            pod.host_ports,
+            pod.containers,
+        )
+        ident = (task.job, task.role, pod.node_name, *map(id, shared))
+        hit = self._shape_keys.get(ident)
+        if hit is not None and hit[1] == pod.annotations:
+            return hit[2]
+        key = _shape_key(task)
+        self._shape_keys[ident] = (shared, dict(pod.annotations), key)
         return key
 
     def _values(self, task: TaskInfo) -> _NodeValues | None:

@@ -37,6 +37,7 @@ from scheduler.kube.earlybind import CommitSender
 from scheduler.kube.fence import Fence
 from scheduler.kube.informer import Informer, Resource
 from scheduler.kube.leader import LeaderConfig, LeaderElector
+from scheduler.kube.leasethread import LeaseThread
 from scheduler.kube.status import EventRecorder, ObjectRef, StatusWriter, podgroup_ref
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model.cluster import ClusterOptions
@@ -113,6 +114,7 @@ class Daemon:
         self.cache.on_watched = self._watched
         self.informers: list[Informer] = []
         self.elector: LeaderElector | None = None
+        self.lease_thread: LeaseThread | None = None
         self.fence = Fence(None)
         self.recorder: EventRecorder | None = None
         self.status: StatusWriter | None = None
@@ -259,6 +261,9 @@ class Daemon:
         self.metrics.is_leader.set(1)
         self._wake.set()  # a new leader schedules at once, not a period later
 
+    def _on_stopped_leading(self) -> None:
+        self.metrics.is_leader.set(0)
+
     # ------------------------------------------------------------------ lifecycle --
     def stop(self) -> None:
         self._stop.set()
@@ -282,25 +287,33 @@ class Daemon:
                 error=str(exc),
             )
             return 1
+        client_options = ClientOptions(o.kubeconfig, o.master, o.kube_api_qps, o.kube_api_burst)
+        own_client = self.client is None
         if self.client is None:
             try:
-                self.client = await KubeClient.create(
-                    ClientOptions(o.kubeconfig, o.master, o.kube_api_qps, o.kube_api_burst)
-                )
+                self.client = await KubeClient.create(client_options)
             except Exception as exc:
                 log.error(
                     "cannot load the Kubernetes client configuration", error=f"{type(exc).__name__}: {exc}"
                 )
                 return 1
         if o.leader_elect and not o.dry_run:
-            self.elector = LeaderElector(
-                self.client,
-                LeaderConfig(
-                    o.lease_namespace, o.lease_name, "", o.lease_duration, o.renew_deadline, o.retry_period
-                ),
-                on_started=self._on_leading,
-                on_stopped=lambda: self.metrics.is_leader.set(0),
+            lease = LeaderConfig(
+                o.lease_namespace, o.lease_name, "", o.lease_duration, o.renew_deadline, o.retry_period
             )
+            if own_client:  # renewed beside the sessions (scheduler/kube/leasethread.py says why)
+                self.lease_thread = LeaseThread.build(
+                    client_options,
+                    lease,
+                    self._on_leading,
+                    self._on_stopped_leading,
+                    asyncio.get_running_loop(),
+                )
+                self.elector = self.lease_thread.elector
+            else:  # a client handed in (tests) lives on this loop: so does its elector
+                self.elector = LeaderElector(
+                    self.client, lease, on_started=self._on_leading, on_stopped=self._on_stopped_leading
+                )
         else:
             self.metrics.is_leader.set(1)
         self._wire_writers()
@@ -333,7 +346,9 @@ class Daemon:
             inf = Informer(self.client, res, handler)
             self.informers.append(inf)
             self._tasks.append(asyncio.ensure_future(inf.run()))
-        if self.elector is not None:
+        if self.lease_thread is not None:
+            self.lease_thread.start()
+        elif self.elector is not None:
             self._tasks.append(asyncio.ensure_future(self.elector.run()))
         if o.scheduler_conf:
             self._tasks.append(asyncio.ensure_future(self.reloader.poll_file(1.0)))
@@ -576,7 +591,9 @@ class Daemon:
             await self.evictor.drain(max(o.drain_timeout / 2, 1.0))
         if self.status is not None:
             await self.status.drain(2.0)
-        if self.elector is not None:
+        if self.lease_thread is not None:
+            await self.lease_thread.stop(release=True)
+        elif self.elector is not None:
             await self.elector.release()
         for t in self._tasks:
             t.cancel()

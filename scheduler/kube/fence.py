@@ -30,6 +30,9 @@ class Lease(Protocol):
     def is_leader(self) -> bool: ...
 
     last_renew: float  # now() when the last successful renew was *sent*
+    # changes whenever the lease is acquired, or renewed after a gap of at least the renew
+    # deadline since the previous successful renew: one value per stretch of continuous tenure
+    tenure: int
 
     @property
     def renew_deadline(self) -> float: ...
@@ -43,7 +46,7 @@ class Fence:
     def __init__(self, lease: Lease | None) -> None:
         self.lease = lease
         self._term = 0
-        self._open_renew: float | None = None  # last_renew the open term started from or extended
+        self._open_tenure: int | None = None  # the lease tenure the open term belongs to
         self.on_closed: list[Callable[[str], None]] = []
         self.refused = 0  # writes refused, for logs and tests
 
@@ -53,27 +56,25 @@ class Fence:
             return 0
         now = lease.now()
         held = lease.is_leader and now - lease.last_renew < lease.renew_deadline
-        # the same term goes on only if no renew gap ever reached the deadline
-        if (
-            held
-            and self._open_renew is not None
-            and lease.last_renew - self._open_renew >= lease.renew_deadline
-        ):
+        # the same term goes on only while the tenure does: the elector (which sees every renew,
+        # even those made while a long session kept this thread from asking) starts a new one
+        # after any renew gap that reached the deadline
+        if held and self._open_tenure is not None and lease.tenure != self._open_tenure:
             self._close("the lease was renewed after a gap longer than the renew deadline")
         if not held:
-            if self._open_renew is not None:
+            if self._open_tenure is not None:
                 why = (
                     "not the leader" if not lease.is_leader else "lease not renewed within the renew deadline"
                 )
                 self._close(why)
             return None
-        if self._open_renew is None:
+        if self._open_tenure is None:
             self._term += 1
-        self._open_renew = lease.last_renew
+        self._open_tenure = lease.tenure
         return self._term
 
     def _close(self, why: str) -> None:
-        self._open_renew = None
+        self._open_tenure = None
         log.warning("fenced: writes stop until the lease is held again", reason=why, term=self._term)
         for fn in self.on_closed:
             fn(why)

@@ -73,6 +73,9 @@ class LeaderElector:
         self.observed_record: dict[str, Any] | None = None
         self.observed_time = 0.0
         self.last_renew = 0.0
+        # one value per stretch of continuous tenure (the fence's terms follow it): a new one on
+        # acquiring, and on a renew that came a renew deadline or more after the one before
+        self.tenure = 0
         self.holder = ""
         self.transitions = 0
         self._path = resource_path(LEASE_PREFIX, "leases", config.namespace, config.name)
@@ -177,6 +180,8 @@ class LeaderElector:
             )
             return False
         if ok:
+            if not self.leading.is_set() or sent - self.last_renew >= self.config.renew_deadline:
+                self.tenure += 1
             self.last_renew = sent
         return ok
 

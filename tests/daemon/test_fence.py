@@ -16,11 +16,25 @@ from tests.daemon.test_cache_binder import cluster, decision
 
 
 class FakeLease:
+    """Renews as the elector does: a renew a renew deadline or more after the previous one
+    starts a new tenure."""
+
     def __init__(self) -> None:
         self.t = 100.0
         self.is_leader = True
-        self.last_renew = 100.0
+        self._last_renew = 100.0
+        self.tenure = 1
         self.renew_deadline = 10.0
+
+    @property
+    def last_renew(self) -> float:
+        return self._last_renew
+
+    @last_renew.setter
+    def last_renew(self, sent: float) -> None:
+        if sent - self._last_renew >= self.renew_deadline:
+            self.tenure += 1
+        self._last_renew = sent
 
     def now(self) -> float:
         return self.t
@@ -101,3 +115,14 @@ def test_a_decision_of_an_ended_term_is_not_even_claimed() -> None:
     term = fence.term()
     lease.t += 11
     assert b.submit([decision(c)], term=term) == 0 and not c.assumed
+
+
+def test_renewals_made_while_the_fence_was_not_asked_keep_the_term() -> None:
+    # a 30 s session: the lease thread renews every 2 s beside it, nothing asks the fence meanwhile
+    lease = FakeLease()
+    fence = Fence(lease)
+    term = fence.term()
+    for _ in range(15):
+        lease.t += 2
+        lease.last_renew = lease.t
+    assert fence.allows(term) and fence.term() == term

@@ -144,7 +144,9 @@ class Cluster:
         """A crash: no drain, no lease release."""
         for dd, task in self.daemons:
             if dd is d:
-                if d.elector is not None:
+                if d.lease_thread is not None:
+                    await d.lease_thread.stop(release=False)
+                elif d.elector is not None:
 
                     async def no_release() -> None:
                         return None
@@ -170,15 +172,12 @@ async def wait_for(cond: Callable[[], Any], timeout: float, what: str) -> None:
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    srv = ApiServer(host="127.0.0.1", port=0)
-    await srv.start()
-    c = Cluster(srv, tmp_path)
+def seeded(c: Cluster) -> Cluster:
+    """The system namespaces, the default queue and three 4-CPU nodes."""
     for ns in ("volcano-system", "kube-system"):
-        if srv.store.get("namespaces", None, ns) is None:
+        if c.store.get("namespaces", None, ns) is None:
             c.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    if srv.store.get("queues", None, "default") is None:
+    if c.store.get("queues", None, "default") is None:
         c.create(
             {
                 "apiVersion": "scheduling.volcano.sh/v1beta1",
@@ -189,6 +188,14 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
         )
     for i in range(3):
         c.create(node(f"n{i}", cpu="4", memory="16Gi"))
+    return c
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    srv = ApiServer(host="127.0.0.1", port=0)
+    await srv.start()
+    c = seeded(Cluster(srv, tmp_path))
     try:
         yield c
     finally:

@@ -85,13 +85,13 @@ class Fence:
         lease = self.lease
         if lease is None:
             return term in (None, 0)
-        if self._open_renew is None or (term is not None and term != self._term):
+        if self._open_tenure is None or (term is not None and term != self._term):
             return False
-        # a renew after a gap as long as the deadline ends the term too (see _check)
+        # a new tenure (a renew after a gap of the deadline) ends the term too (see _check)
         return (
             lease.is_leader
             and lease.now() - lease.last_renew < lease.renew_deadline
-            and lease.last_renew - self._open_renew < lease.renew_deadline
+            and lease.tenure == self._open_tenure
         )
 
     def term(self) -> int | None:

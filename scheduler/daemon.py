@@ -38,6 +38,7 @@ from scheduler.kube.fence import Fence
 from scheduler.kube.informer import Informer, Resource
 from scheduler.kube.leader import LeaderConfig, LeaderElector
 from scheduler.kube.leasethread import LeaseThread
+from scheduler.kube.podfields import decode_pod_list
 from scheduler.kube.status import EventRecorder, ObjectRef, StatusWriter, podgroup_ref
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model.cluster import ClusterOptions
@@ -199,7 +200,7 @@ class Daemon:
         cm_ns, cm_name = o.scheduler_configmap_namespace, o.scheduler_configmap
         specs: list[tuple[Resource, Any]] = [
             (Resource("Node", "/api/v1/nodes"), c.nodes),
-            (Resource("Pod", "/api/v1/pods"), c.pods),
+            (Resource("Pod", "/api/v1/pods", loads=decode_pod_list), c.pods),
             (Resource("PodGroup", f"{VOLCANO_API}/podgroups"), c.podgroups),
             (Resource("Queue", f"{VOLCANO_API}/queues"), c.queues),
             (Resource("HyperNode", f"{TOPOLOGY_API}/hypernodes", optional=True), c.hypernodes),

@@ -380,20 +380,21 @@ class KubeClient:
         fenced: bool = True,
         term: int | None = None,
         decode: bool = True,
+        loads: Callable[[bytes], Any] = json_loads,
     ) -> Any:
         """One call; the decoded JSON answer, or ApiError carrying the server's Status.
 
         A write (any method but GET) with `fenced` goes only while `write_guard` allows it (for
         the fence `term` it was decided in, if given); the lease's own requests pass
         `fenced=False`, or a leader could never renew. `decode=False` skips decoding a successful
-        answer nobody reads (a Binding's).
+        answer nobody reads (a Binding's); `loads` decodes it (a pod list's decodes fewer fields).
         """
         timeout = timeout or self.options.request_timeout
         if method != "GET" and self.writer is not None:
             answer = await self._write(
                 self.writer, method, path, query, body, content_type, timeout, fenced, term
             )
-            return _decoded(answer.body, method, path, answer.status) if decode else None
+            return _decoded(answer.body, method, path, answer.status, loads) if decode else None
         resp = await self._send(method, path, query, body, content_type, timeout, fenced, term)
         try:
             data = await resp.read()
@@ -403,7 +404,7 @@ class KubeClient:
             resp.release()
         if not 200 <= resp.status < 300:
             raise status_error(resp.status, data, resp.headers)
-        return _decoded(data, method, path, resp.status) if decode else None
+        return _decoded(data, method, path, resp.status, loads) if decode else None
 
     async def watch(self, path: str, query: dict[str, Any], timeout: float) -> AsyncIterator[dict[str, Any]]:
         """Stream watch events as dicts. Ends when the server closes the stream."""
@@ -457,11 +458,13 @@ class KubeClient:
         )
 
 
-def _decoded(data: bytes, method: str, path: str, status: int) -> Any:
+def _decoded(
+    data: bytes, method: str, path: str, status: int, loads: Callable[[bytes], Any] = json_loads
+) -> Any:
     if not data:
         return None
     try:
-        return json_loads(data)
+        return loads(data)
     except ValueError:
         raise ApiError(status, "BadResponse", f"{method} {path}: answer is not JSON") from None
 

@@ -107,7 +107,10 @@ class Binder:
             if item.outcome == UNSENT or not self.cache.assume(d.task.key, d.task.uid, d.node, d.annotations):
                 continue
             settled.add(d.task.key)
+            if d.task.pod.creation:  # claimed, in effect, when it was sent
+                self._assumed_ms.observe(max(item.at - d.task.pod.creation, 0) * 1000)
             if item.outcome == SENT:
+                self._prebound([d], 0.0, item.at)  # no node lock: nothing ran before the Binding
                 self._bind_stage_ms.observe(item.ms)
                 self._succeeded(d)
                 continue
@@ -188,16 +191,7 @@ class Binder:
             await asyncio.gather(*(self._lock_node(*lk) for lk in locks))
         # the node locks are our PreBind: Volcano observes its duration and the PreBound latency
         # for every pod it binds, with or without device pre-binding work
-        prebind_ms = (time.perf_counter() - t0) * 1000
-        now = time.time()
-        prebind, prebound = (
-            self.metrics.stage_duration.labels("PreBind"),
-            self.metrics.task_latency.labels("PreBound"),
-        )
-        for d in binds:
-            prebind.observe(prebind_ms)
-            if d.task.pod.creation:
-                prebound.observe(max(now - d.task.pod.creation, 0) * 1000)
+        self._prebound(binds, (time.perf_counter() - t0) * 1000, time.time())
         # `concurrency` workers take the binds in order: a task per bind (20,000 after a restart
         # at 20,000 nodes) would all be started before the first Binding is written
         pending = iter(binds)
@@ -215,6 +209,17 @@ class Binder:
         log.info(
             "bind batch done", pods=len(binds), ms=round((time.perf_counter() - t0) * 1000, 1), **outcome
         )
+
+    def _prebound(self, binds: list[BindDecision], prebind_ms: float, now: float) -> None:
+        """Observe the PreBind stage and PreBound latency of binds about to be sent at `now`."""
+        prebind, prebound = (
+            self.metrics.stage_duration.labels("PreBind"),
+            self.metrics.task_latency.labels("PreBound"),
+        )
+        for d in binds:
+            prebind.observe(prebind_ms)
+            if d.task.pod.creation:
+                prebound.observe(max(now - d.task.pod.creation, 0) * 1000)
 
     async def _lock_node(self, node: str, key: str, value: str) -> None:
         assert self.client is not None

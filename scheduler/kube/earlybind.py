@@ -42,6 +42,7 @@ class Early:
     status: int = 0
     body: bytes = b""
     ms: float = 0.0
+    at: float = 0.0  # wall-clock time it was sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +146,7 @@ class CommitSender:
         """One Binding; False when the connection failed (the rest go the usual way)."""
         task = item.decision.task
         path = resource_path("/api/v1", "pods", task.namespace, task.name, "binding")
-        t0 = time.perf_counter()
+        item.at, t0 = time.time(), time.perf_counter()
         try:
             if self._conn is None:
                 self._conn = self.endpoint.connect()

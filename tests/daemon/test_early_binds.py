@@ -28,6 +28,7 @@ from scheduler.kube.status import EventRecorder, StatusWriter
 from scheduler.metrics import SchedulerMetrics
 from scheduler.sim.apiserver import ApiServer
 from tests.builders import node, pod, podgroup, queue
+from tests.daemon.test_cache_binder import _count
 from tests.daemon.test_fence import FakeLease
 
 NS = "c1"
@@ -123,6 +124,7 @@ async def test_a_binding_leaves_while_the_loop_is_busy_and_the_usual_path_does_n
     sender = b.commit_sender(0)
     assert sender is not None
     first, second = _decide(cache, "p1"), _decide(cache, "p2")
+    first.task.pod.creation = 1.0  # long ago: every latency is observed
     sender.hand(first)
     # the loop is held: only the sender's thread can have written this Binding
     assert _hold_loop_until(lambda: server.bindings("p1") == [201])
@@ -130,6 +132,13 @@ async def test_a_binding_leaves_while_the_loop_is_busy_and_the_usual_path_does_n
     assert [e.outcome for e in early] == [SENT]
     settled = b.settle_early(early, 0)
     assert settled == {f"{NS}/p1"} and b.bound == 1 and b.early == 1
+    # observed as every bind is (scheduler/kube/binder.py), the pod's creation being known
+    lat, dur = (
+        "volcano_task_scheduling_latency_milliseconds",
+        "volcano_scheduling_stage_duration_milliseconds",
+    )
+    assert [_count(b.metrics, lat, s) for s in ("Assumed", "PreBound", "Bound")] == [1, 1, 1]
+    assert [_count(b.metrics, dur, s) for s in ("PreBind", "Bind")] == [1, 1]
     task = cache.state.get_task(f"{NS}/p1")
     assert task is not None and task.node_name == "n1"  # claimed: the next session leaves it alone
     # the session's whole result reaches the binder: the early bind is claimed already

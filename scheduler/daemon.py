@@ -553,6 +553,7 @@ class Daemon:
             action_ms={k: round(v, 1) for k, v in res.action_ms.items()},
             jobs=len(res.jobs),
             binds=bound,
+            sent_during_session=len(early),
             decided=len(res.binds),
             evictions=evicted,
             pipelined=len(res.pipelined),

@@ -59,6 +59,9 @@ VOLCANO_API = "/apis/scheduling.volcano.sh/v1beta1"
 TOPOLOGY_API = "/apis/topology.volcano.sh/v1alpha1"
 DEVICE_CONFIGMAP = ("kube-system", "volcano-vgpu-device-config")
 
+# a session shorter than this sends its binds after it, as before (scheduler/kube/earlybind.py
+# says why); the first session after a restart at 5,000 nodes commits its first job later anyway
+SEND_DURING_SESSION_AFTER_S = 0.5
 # the flag parsing lives in scheduler.flags; these names stay importable from here
 __all__ = ["Daemon", "Options", "build_parser", "main", "parse_args", "parse_duration"]
 
@@ -425,7 +428,9 @@ class Daemon:
         self._last_generation = self.cache.generation
         t0 = time.perf_counter()
         sender = (
-            self.binder.commit_sender(term) if self.binder is not None and self.send_during_session else None
+            self.binder.commit_sender(term, time.monotonic() + SEND_DURING_SESSION_AFTER_S)
+            if self.binder is not None and self.send_during_session
+            else None
         )
         early: set[str] = set()
         try:

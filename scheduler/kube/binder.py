@@ -87,15 +87,16 @@ class Binder:
         timeout = min(self.client.options.request_timeout, 10.0) if self.client is not None else 10.0
         return Endpoint(writer.host, writer.port, writer.prefix, writer.ssl_context, timeout)
 
-    def commit_sender(self, term: int | None) -> CommitSender | None:
-        """A sender for the binds of the session about to run in `term`, or None (dry run, no
-        credentials prepared, a proxy, or the term already closed)."""
+    def commit_sender(self, term: int | None, not_before: float = 0.0) -> CommitSender | None:
+        """A sender for the binds of the session about to run in `term`, sending from monotonic
+        time `not_before` on; None for a dry run, without credentials prepared, through a proxy,
+        or when the term already closed."""
         headers, self._early_headers = self._early_headers, None
         endpoint = self._endpoint()
         if headers is None or endpoint is None or self.client is None or not self.fence.allows(term):
             return None
         fence = self.fence
-        return CommitSender(endpoint, headers, self.client.bucket, lambda: fence.still_open(term))
+        return CommitSender(endpoint, headers, self.client.bucket, lambda: fence.still_open(term), not_before)
 
     def settle_early(self, early: list[Early], term: int | None) -> set[str]:
         """Claim and record the binds a sender sent (on the loop, after the session); returns the

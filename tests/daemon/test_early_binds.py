@@ -212,6 +212,7 @@ async def test_no_pod_is_bound_twice_when_the_session_fails_after_its_first_comm
         raise RuntimeError("a core bug after the commits")
 
     monkeypatch.setattr(daemon_module, "close_session", close_fails)
+    monkeypatch.setattr(daemon_module, "SEND_DURING_SESSION_AFTER_S", 0.0)  # this session is short
     await d.binder.prepare_early()
     assert d.run_once() is None and d.session_errors == 1
     assert all(server.bindings(n) == [201] for n in names)
@@ -224,3 +225,21 @@ async def test_no_pod_is_bound_twice_when_the_session_fails_after_its_first_comm
     await d.status.drain(5)
     await d.status.stop()
     assert all(server.bindings(n) == [201] for n in names)
+
+
+async def test_a_short_session_sends_its_binds_after_it_as_before(
+    server: ServerThread, client: KubeClient
+) -> None:
+    cache = _cluster(server, ["p1"])
+    b = _binder(cache, client)
+    await b.prepare_early()
+    sender = b.commit_sender(0, not_before=time.monotonic() + 60)  # the session ends long before
+    assert sender is not None
+    d = _decide(cache, "p1")
+    sender.hand(d)
+    assert not _hold_loop_until(lambda: bool(server.bindings("p1")), 0.3)
+    early = sender.finish()
+    assert [e.outcome for e in early] == [UNSENT] and b.settle_early(early, 0) == set()
+    assert b.submit([d], term=0) == 1  # the usual way
+    await b.drain(5)
+    assert server.bindings("p1") == [201] and b.early == 0

@@ -82,10 +82,10 @@ class Binder:
 
     def _endpoint(self) -> Endpoint | None:
         writer = self.client.writer if self.client is not None else None
-        if writer is None or writer.server_hostname:  # through a proxy, or a TLS name of its own
+        if writer is None or self.client is None:  # writes go through aiohttp (a proxy)
             return None
-        timeout = min(self.client.options.request_timeout, 10.0) if self.client is not None else 10.0
-        return Endpoint(writer.host, writer.port, writer.prefix, writer.ssl_context, timeout)
+        timeout = min(self.client.options.request_timeout, 10.0)
+        return Endpoint(self.client.host, writer.ssl_context, writer.server_hostname, timeout)
 
     def commit_sender(self, term: int | None, not_before: float = 0.0) -> CommitSender | None:
         """A sender for the binds of the session about to run in `term`, sending from monotonic

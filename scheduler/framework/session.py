@@ -90,11 +90,14 @@ class BatchScoreSplit:
 
     per_node may depend only on the task's shape and the node's own state (so it can be kept until
     the node changes); rest holds what needs the whole candidate list (normalised scores). Both
-    must be integers so that the sum is exactly the batch function's result.
+    must be integers so that the sum is exactly the batch function's result. per_nodes, when
+    given, is per_node for several nodes at once (the same integers, in the nodes' order): the
+    placement cache scores a cold window with it.
     """
 
     per_node: Callable[[TaskInfo, NodeInfo], int]
     rest: Callable[[TaskInfo, list[NodeInfo]], dict[str, int]]
+    per_nodes: Callable[[TaskInfo, list[NodeInfo]], list[int]] | None = None
 
 
 @dataclass(slots=True)

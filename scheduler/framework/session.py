@@ -205,6 +205,9 @@ class Session:
         self._node_order_many: dict[str, Callable[[TaskInfo, list[NodeInfo]], list[float]]] = {}
         self.decisions = SessionDecisions()
         self.node_locks = self.decisions.node_locks
+        # told of each bind as it is committed, while the session goes on deciding: a caller may
+        # send it at once (Volcano dispatches a job's binds when its statement commits)
+        self.on_dispatch: Callable[[TaskInfo], None] | None = None
         self.warnings: list[str] = []
         # exceptions raised by a plugin for one node or one job, contained to it (see `contain`)
         self.plugin_errors: list[PluginError] = []
@@ -856,6 +859,8 @@ class Session:
         job.update_task_status(task, TaskStatus.BINDING)
         node.add_task(task)
         self.decisions.binds.append(task)
+        if self.on_dispatch is not None:
+            self.on_dispatch(task)
 
     def evict_committed(self, task: TaskInfo, reason: str) -> None:
         self.decisions.evictions.append(Eviction(task, reason))

@@ -455,7 +455,8 @@ class PlacementCache:
             pod.host_ports,
             pod.containers,
         )
-        ident = (task.job, task.role, pod.node_name, *map(id, shared))
+        # convert interns only non-empty values: every empty one reads the same, so 0 stands for it
+        ident = (task.job, task.role, pod.node_name, *[id(x) if x else 0 for x in shared])
         hit = self._shape_keys.get(ident)
         if hit is not None and hit[1] == pod.annotations:
             return hit[2]

@@ -177,14 +177,21 @@ class ClusterState:
     def apply_pod_status(self, task: TaskInfo, update: StatusUpdate) -> None:
         """A new status for a pod whose other fields did not change (see `podstatus`): the same
         bookkeeping as `apply_pod`, on the task we hold instead of a fresh conversion."""
-        self._detach(task)
         pod = task.pod
+        status = task_status(update.phase, task.node_name, pod.deleting)
+        moved = status != task.status or update.phase != pod.phase
+        if moved:  # the node's and the job's indexes by status change
+            self._detach(task)
         pod.phase = update.phase
         pod.nominated_node = update.nominated_node
         pod.scheduled_condition = update.scheduled_condition
         pod.resource_version = update.resource_version
-        task.status = task_status(update.phase, task.node_name, pod.deleting)
-        self._attach(task)
+        task.status = status
+        if moved:
+            self._attach(task)
+        elif task.job in self.jobs:
+            # the same indexes; the job's view is taken again so the session sees the new fields
+            self._dirty_jobs.add(task.job)
         self.generation += 1
 
     def remove_pod(self, namespace: str, name: str) -> TaskInfo | None:

@@ -22,25 +22,27 @@ import random
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import structlog
 
 from scheduler.flags import Options, build_parser, parse_args, parse_duration
-from scheduler.framework.cycle import SessionResult, close_session, open_session, run_actions
-from scheduler.framework.session import SessionOptions
+from scheduler.framework.cycle import SessionResult, bind_decision, close_session, open_session, run_actions
+from scheduler.framework.session import Session, SessionOptions
 from scheduler.kube.binder import Binder, Evictor
 from scheduler.kube.cache import SchedulerCache
 from scheduler.kube.client import ClientOptions, KubeClient
+from scheduler.kube.earlybind import CommitSender
 from scheduler.kube.fence import Fence
 from scheduler.kube.informer import Informer, Resource
 from scheduler.kube.leader import LeaderConfig, LeaderElector
 from scheduler.kube.leasethread import LeaseThread
+from scheduler.kube.podfields import decode_pod_list
 from scheduler.kube.status import EventRecorder, ObjectRef, StatusWriter, podgroup_ref
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model.cluster import ClusterOptions
-from scheduler.model.objects import TaskStatus
+from scheduler.model.objects import TaskInfo, TaskStatus
 from scheduler.model.resources import Resource as Res
 from scheduler.pacing import Pacer
 from scheduler.plugins.deviceshare.gpushare import KIND as GPUSHARE_KIND
@@ -57,6 +59,9 @@ VOLCANO_API = "/apis/scheduling.volcano.sh/v1beta1"
 TOPOLOGY_API = "/apis/topology.volcano.sh/v1alpha1"
 DEVICE_CONFIGMAP = ("kube-system", "volcano-vgpu-device-config")
 
+# a session shorter than this sends its binds after it, as before (scheduler/kube/earlybind.py
+# says why); the first session after a restart at 5,000 nodes commits its first job later anyway
+SEND_DURING_SESSION_AFTER_S = 0.5
 # the flag parsing lives in scheduler.flags; these names stay importable from here
 __all__ = ["Daemon", "Options", "build_parser", "main", "parse_args", "parse_duration"]
 
@@ -131,6 +136,11 @@ class Daemon:
         # the process's garbage collector is tuned around the initial sync (see settle_gc) only
         # when the daemon owns the process, never when it is embedded (tests, other programs)
         self.manage_gc = False
+        # binds leave while their session still decides (scheduler/kube/earlybind.py) only when
+        # the daemon owns the process: the thread that sends them waits for answers while the
+        # event loop is busy, so an API server served by this same loop (tests, embedding
+        # programs) would answer only after the session
+        self.send_during_session = False
         self.heartbeat = time.monotonic()
         self.sessions = 0
         self.session_errors = 0
@@ -193,7 +203,7 @@ class Daemon:
         cm_ns, cm_name = o.scheduler_configmap_namespace, o.scheduler_configmap
         specs: list[tuple[Resource, Any]] = [
             (Resource("Node", "/api/v1/nodes"), c.nodes),
-            (Resource("Pod", "/api/v1/pods"), c.pods),
+            (Resource("Pod", "/api/v1/pods", loads=decode_pod_list), c.pods),
             (Resource("PodGroup", f"{VOLCANO_API}/podgroups"), c.podgroups),
             (Resource("Queue", f"{VOLCANO_API}/queues"), c.queues),
             (Resource("HyperNode", f"{TOPOLOGY_API}/hypernodes", optional=True), c.hypernodes),
@@ -396,6 +406,8 @@ class Daemon:
             self.heartbeat = time.monotonic()
             if self.synced.is_set() and self.is_leader:
                 if self.cache.generation != self._last_generation or self.cache.has_pending_work():
+                    if self.binder is not None and self.send_during_session:
+                        await self.binder.prepare_early()
                     t0 = time.perf_counter()
                     self.run_once()
                     self.pacer.last_session_s = time.perf_counter() - t0
@@ -415,20 +427,34 @@ class Daemon:
         conf = self.reloader.current
         self._last_generation = self.cache.generation
         t0 = time.perf_counter()
+        sender = (
+            self.binder.commit_sender(term, time.monotonic() + SEND_DURING_SESSION_AFTER_S)
+            if self.binder is not None and self.send_during_session
+            else None
+        )
+        early: set[str] = set()
         try:
             snap = self.cache.snapshot()
             ssn = open_session(snap, conf, self.session_options, self.rng)
             open_ms = (time.perf_counter() - t0) * 1000
+            if sender is not None:
+                ssn.on_dispatch = _early_hook(ssn, sender)
             timings: dict[str, float] = {}
             run_actions(ssn, timings)
             res = close_session(ssn)
         except Exception as exc:  # a core bug on odd input must not end the daemon
+            if sender is not None:  # what already left is claimed; the rest stays Pending
+                assert self.binder is not None
+                self.binder.settle_early(sender.finish(), term)
             self.session_errors += 1
             self.failed_in_a_row += 1
             self.last_failure = f"{type(exc).__name__}: {exc}"[:300]
             self.metrics.session_failures.inc()
             log.exception("session failed", error=self.last_failure, in_a_row=self.failed_in_a_row)
             return None
+        if sender is not None:
+            assert self.binder is not None
+            early = self.binder.settle_early(sender.finish(), term)
         self.failed_in_a_row = 0
         self.last_failure = ""
         res.action_ms, res.open_ms = timings, open_ms
@@ -444,7 +470,7 @@ class Daemon:
             self.webview.notify(self.sessions)
         try:
             self._report_contained(res)
-            self._apply(res, attrs, term)
+            self._apply(res, attrs, term, early)
             shares = getattr(ssn.plugins.get("drf"), "shares", None)
             if shares:
                 self.metrics.observe_job_shares(shares)
@@ -476,10 +502,19 @@ class Daemon:
                 self.recorder.record(ObjectRef("Node", "", node), "Warning", "InvalidDeviceRegistration", why)
         self._node_warnings = current
 
-    def _apply(self, res: SessionResult, attrs: dict[str, Any] | None, term: int | None = 0) -> None:
+    def _apply(
+        self,
+        res: SessionResult,
+        attrs: dict[str, Any] | None,
+        term: int | None = 0,
+        early: Collection[str] = (),
+    ) -> None:
+        """Hand a session's decisions to the writers; `early`: keys of the binds already sent
+        while the session ran."""
         assert self.binder is not None and self.evictor is not None and self.status is not None
         assert self.recorder is not None
-        bound = self.binder.submit(res.binds, res.node_locks, term)
+        binds = [b for b in res.binds if b.task.key not in early] if early else res.binds
+        bound = self.binder.submit(binds, res.node_locks, term) + len(early)
         evicted = self.evictor.submit(res.evictions, term)
         pg_writes = sum(
             self.status.podgroup_status(uid, res.podgroup_status[uid]) for uid in res.podgroup_changed
@@ -523,6 +558,7 @@ class Daemon:
             action_ms={k: round(v, 1) for k, v in res.action_ms.items()},
             jobs=len(res.jobs),
             binds=bound,
+            sent_during_session=len(early),
             decided=len(res.binds),
             evictions=evicted,
             pipelined=len(res.pipelined),
@@ -576,6 +612,17 @@ class Daemon:
         if self.client is not None:
             await self.client.close()
         log.info("stopped", sessions=self.sessions)
+
+
+def _early_hook(ssn: Session, sender: CommitSender) -> Callable[[TaskInfo], None]:
+    """The session's commit hook: each bind to the sender while no device lock is involved (a
+    lock must reach the node before its bind, and locks go with the usual batch)."""
+
+    def hand(task: TaskInfo) -> None:
+        if not ssn.node_locks:
+            sender.hand(bind_decision(task))
+
+    return hand
 
 
 class _Phases:
@@ -636,6 +683,7 @@ def _install_loop_policy() -> str:
 async def _serve(opts: Options) -> int:
     daemon = Daemon(opts)
     daemon.manage_gc = True
+    daemon.send_during_session = True
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):

@@ -26,6 +26,11 @@ class BindDecision:
     annotations: dict[str, str]
 
 
+def bind_decision(task: TaskInfo) -> BindDecision:
+    """The bind of a task the session dispatched (at its commit or in the result)."""
+    return BindDecision(task, task.node_name, dict(task.bind_annotations))
+
+
 @dataclass(slots=True)
 class PodCondition:
     task: TaskInfo
@@ -226,8 +231,7 @@ def close_session(ssn: Session) -> SessionResult:
         jobs=ssn.jobs,
     )
     res.job_hypernodes = dict(ssn.job_hypernodes)
-    for task in ssn.decisions.binds:
-        res.binds.append(BindDecision(task, task.node_name, dict(task.bind_annotations)))
+    res.binds = [bind_decision(task) for task in ssn.decisions.binds]
     res.evictions = [(e.task, e.reason) for e in ssn.decisions.evictions]
     res.preemption_victims = ssn.last_preemption_victims
     res.preemption_attempts = ssn.preemption_attempts

@@ -7,12 +7,15 @@ what keeps a 5,000-node session from checking every node for every pod.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
 from itertools import chain, compress, islice, repeat
-from operator import attrgetter, eq, is_, is_not
+from operator import attrgetter, eq, is_
 from typing import Any, TypeVar
 
 from scheduler.framework.fiterrors import FitErrors
+from scheduler.framework.nodewindow import FIT, REFUSED, UNKNOWN
+from scheduler.framework.nodewindow_impl import window_impl
 from scheduler.framework.session import Session, SessionOptions
 from scheduler.framework.status import Unfit
 from scheduler.model.node import NodeInfo
@@ -217,7 +220,20 @@ class _NodeValues:
     Shared by the jobs whose pods have the same shape, and emptied for a node when it changes.
     """
 
-    __slots__ = ("base", "carryable", "fits_idle", "mixed", "parts", "scores", "seq", "verdicts")
+    __slots__ = (
+        "base",
+        "carryable",
+        "codes",
+        "final",
+        "final_known",
+        "fit_codes",
+        "fits_idle",
+        "mixed",
+        "parts",
+        "scores",
+        "seq",
+        "verdicts",
+    )
 
     def __init__(self, seq: int, carryable: bool = False) -> None:
         self.seq = seq
@@ -233,12 +249,33 @@ class _NodeValues:
         self.fits_idle: dict[str, bool] = {}
         # node -> allocate's predicate answer (None: fits)
         self.verdicts: dict[str, Unfit | list[str] | None] = {}
+        # the same answers as one code per node of the cache's list (nodewindow's UNKNOWN, FIT,
+        # REFUSED), so that the scan window is found by reading bytes; sized at the first scan
+        self.codes = bytearray()
+        # `scores` and `fits_idle` mirrored the same way (fits as FIT/REFUSED codes), so that a new
+        # candidate list takes its scores and Idle fits from the arrays by node position; sized
+        # when first needed (PlacementCache._mirrors)
+        self.final = array("d")
+        self.final_known = bytearray()
+        self.fit_codes = bytearray()
         # node -> per-node parts of the split batch functions, when some other one has no split
         self.mixed: dict[str, tuple[int, ...]] = {}
+
+    def forget(self) -> None:
+        """Drop every known value (the arrays are sized again when next needed)."""
+        for known in (self.verdicts, self.mixed, self.parts, self.scores, self.base, self.fits_idle):
+            known.clear()
+        self.codes, self.final, self.final_known, self.fit_codes = (
+            bytearray(),
+            array("d"),
+            bytearray(),
+            bytearray(),
+        )
 
 
 class _Entry:
     __slots__ = (
+        "at",
         "complete",
         "errors",
         "feasible",
@@ -264,10 +301,13 @@ class _Entry:
         # up to date in place while the candidate list itself does not change (see best()).
         self.order: list[NodeInfo] | None = None
         self.index: dict[str, int] = {}
-        self.score_list: list[float] = []
-        self.fit_flags: list[bool] = []
+        self.score_list = array("d")
+        self.fit_flags = bytearray()
         # candidates that changed since the aligned lists were last brought up to date
         self.touched: set[str] = set()
+        # the candidates' positions in the cache's node list, in their order, while the candidate
+        # list is the scan's (None once a node joined or left it)
+        self.at: list[int] | None = None
 
 
 class _Shape:
@@ -367,6 +407,8 @@ class PlacementCache:
         self._names: list[str] | None = None
         # the nodes searched: the session's, or those under one HyperNode (network topology)
         self.nodes = ssn.node_list if nodes is None else nodes
+        # node name -> position in `nodes`, where its answer code sits (_NodeValues.codes)
+        self._index = {n.name: i for i, n in enumerate(self.nodes)}
         self.entries: dict[tuple, _Entry] = {}
         self.values: dict[tuple, _NodeValues] = {}
         # Another pod's required anti-affinity can be hit by any placement in its topology domain.
@@ -407,19 +449,72 @@ class PlacementCache:
         log = self.ssn.node_changes
         if vals.seq == len(log):
             return vals
-        changed = set(log[vals.seq :])
+        # usually the one node the last placement changed
+        changed = (log[-1],) if len(log) - vals.seq == 1 else set(log[vals.seq :])
         vals.seq = len(log)
         for known in (vals.verdicts, vals.mixed, vals.parts, vals.scores, vals.base, vals.fits_idle):
             for name in changed:
                 known.pop(name, None)
+        at = [i for i in map(self._index.get, changed) if i is not None]
+        for codes in (vals.codes, vals.final_known, vals.fit_codes):
+            if codes:
+                for i in at:
+                    codes[i] = UNKNOWN
         return vals
+
+    def _mirrors(self, vals: _NodeValues) -> None:
+        """Size the shape's score and Idle-fit arrays, filled from what its dicts know."""
+        total = len(self.nodes)
+        if len(vals.final_known) == total:
+            return
+        vals.final = array("d", bytes(8 * total))
+        vals.final_known = bytearray(total)
+        vals.fit_codes = bytearray(total)
+        self._keep_scores(vals, list(vals.scores), list(vals.scores.values()))
+        self._keep_fits(vals, list(vals.fits_idle), list(vals.fits_idle.values()))
+
+    def _keep_scores(self, vals: _NodeValues, names: list[str], finals: list[float]) -> None:
+        """Mirror final scores just put in vals.scores into the arrays (once they are sized)."""
+        known = vals.final_known
+        if not known:
+            return
+        index, final = self._index, vals.final
+        for name, v in zip(names, finals, strict=True):
+            i = index.get(name)
+            if i is not None:
+                final[i] = v
+                known[i] = 1
+
+    def _keep_fits(self, vals: _NodeValues, names: list[str], fits: list[bool]) -> None:
+        """Mirror Idle fits just put in vals.fits_idle into the arrays (once they are sized)."""
+        codes = vals.fit_codes
+        if not codes:
+            return
+        index = self._index
+        for name, f in zip(names, fits, strict=True):
+            i = index.get(name)
+            if i is not None:
+                codes[i] = FIT if f else REFUSED
+
+    def _codes(self, vals: _NodeValues) -> bytearray:
+        """The shape's answer codes, built from its verdicts when first needed."""
+        codes = vals.codes
+        if len(codes) != len(self.nodes):
+            got = map(vals.verdicts.get, self._node_names(), repeat(_UNSET))
+            codes = vals.codes = bytearray(
+                UNKNOWN if r is _UNSET else FIT if r is None else REFUSED for r in got
+            )
+        return codes
 
     def _fill_split_many(self, vals: _NodeValues, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
         """_fill_split for several nodes, the node-order sums asked at once; their final scores."""
         splits = self.splits
         assert splits is not None
         bases = self.ssn.node_order_scores(task, nodes)
-        cols = [[sp.per_node(task, n) for n in nodes] for sp in splits]
+        cols = [
+            sp.per_nodes(task, nodes) if sp.per_nodes is not None else [sp.per_node(task, n) for n in nodes]
+            for sp in splits
+        ]
         names = list(map(_name, nodes))
         if len(cols) == 1:
             # one split (nodeorder's): what _combine adds, base + (0.0 + part), in one pass
@@ -431,6 +526,7 @@ class PlacementCache:
             out = [_combine(b, per, None, "") for b, per in zip(bases, pers, strict=True)]
         vals.parts.update(zip(names, zip(bases, pers, strict=True), strict=True))
         vals.scores.update(zip(names, out, strict=True))
+        self._keep_scores(vals, names, out)
         return out
 
     def _fill_split(self, vals: _NodeValues, task: TaskInfo, node: NodeInfo) -> None:
@@ -439,11 +535,14 @@ class PlacementCache:
         b = self.ssn.node_order_score(task, node)
         per = tuple(sp.per_node(task, node) for sp in splits)
         vals.parts[node.name] = (b, per)
-        vals.scores[node.name] = _combine(b, per, None, node.name)
+        v = vals.scores[node.name] = _combine(b, per, None, node.name)
+        self._keep_scores(vals, [node.name], [v])
 
     def _cached_check(self, vals: _NodeValues) -> NodePredicate:
         """allocate's predicate, answered from the shape's verdicts while the node is unchanged."""
         verdicts = vals.verdicts
+        codes = vals.codes
+        index = self._index if codes else {}
         check = self.check
 
         def cached(task: TaskInfo, node: NodeInfo) -> Unfit | list[str] | None:
@@ -451,6 +550,9 @@ class PlacementCache:
             if name in verdicts:
                 return verdicts[name]
             r = verdicts[name] = check(task, node)
+            i = index.get(name)
+            if i is not None:
+                codes[i] = FIT if r is None else REFUSED
             return r
 
         return cached
@@ -484,7 +586,7 @@ class PlacementCache:
         self._fresh(values, task)
         entry = _Entry(values)
         entry.start = ssn.predicate_round_robin % len(self.nodes) if self.nodes else 0
-        found = self._scan_nodes(task, values.verdicts, entry.errors)
+        found, entry.at = self._scan_window(task, values, entry.errors)
         # every node examined: a rescan could not find more
         entry.complete = len(found) + len(entry.errors.nodes) >= len(self.nodes)
         entry.feasible = {n.name: n for n in found}
@@ -513,6 +615,7 @@ class PlacementCache:
                     order = map(_name, chain(islice(nodes, start, None), islice(nodes, 0, start)))
                     entry.errors.nodes = {n: got[n] for n in order}
                 values.verdicts.update(kept.verdicts)
+                values.codes = bytearray()
                 entry.complete = True
                 entry.start = start
                 entry.seq = len(ssn.node_changes)
@@ -524,6 +627,7 @@ class PlacementCache:
             verdicts.update((n, v) for n, v in kept.verdicts.items() if n not in changed)
         else:
             verdicts.update((n, v) for n, v in kept.verdicts.items() if n in unchanged and n not in changed)
+        values.codes = bytearray()  # rebuilt from the seeded verdicts at the scan
         return False
 
     def carry_over(self) -> None:
@@ -549,71 +653,43 @@ class PlacementCache:
             shapes[vkey] = _Shape(refused, whole, entry.start)
         ssn.carry(CARRY, _Carried(ssn, shapes, versions))
 
-    def _scan_nodes(
-        self, task: TaskInfo, verdicts: dict[str, Unfit | list[str] | None], errors: FitErrors
-    ) -> list[NodeInfo]:
-        """predicate_nodes over the session's nodes, reading known answers from `verdicts`:
-        the same rotating start, the same stop after numNodesToFind, the same errors, and the
-        predicate asked of exactly the nodes predicate_nodes asks (those before the stop).
+    def _scan_nodes(self, task: TaskInfo, vals: _NodeValues, errors: FitErrors) -> list[NodeInfo]:
+        return self._scan_window(task, vals, errors)[0]
 
-        The window is found with C-level passes over the answers in scan order; the unknown
-        answers are asked in runs that certainly lie before the stop (`_fill`), so that a
-        batch predicate can answer a cold window at once."""
+    def _scan_window(
+        self, task: TaskInfo, vals: _NodeValues, errors: FitErrors
+    ) -> tuple[list[NodeInfo], list[int]]:
+        """The feasible nodes and their positions in the cache's node list: predicate_nodes over the cache's nodes, reading the shape's known answers: the same
+        rotating start, the same stop after numNodesToFind, the same errors, and the predicate
+        asked of exactly the nodes predicate_nodes asks (those before the stop).
+
+        The window is found by the compiled scans of nodewindow over the answer codes; unknown
+        answers are asked in runs that certainly lie before the stop (`to_ask`), so that a batch
+        predicate can answer a cold window at once."""
         ssn = self.ssn
         nodes = self.nodes
         total = len(nodes)
         if total == 0:
-            return []
+            return [], []
         want = num_feasible_nodes_to_find(ssn, total)
         start = ssn.predicate_round_robin % total
-        names = self._node_names()
-        if start:
-            order = nodes[start:] + nodes[:start]
-            onames = names[start:] + names[:start]
-        else:
-            order, onames = nodes, names
-        # the answers in scan order, read as far as the window may reach (a little past `want`
-        # positions), and further only when refusals push the stop beyond
-        got = list(map(verdicts.get, onames[: want + (want >> 2) + 16], repeat(_UNSET)))
-        pos = 0  # answers before `pos` are known
-        found = 0  # fitting nodes before `pos`
-        end = total  # the scan stops after position end - 1
+        codes = self._codes(vals)
+        scan = window_impl
+        pos = found = 0
         while True:
-            try:
-                miss = got.index(_UNSET, pos)
-            except ValueError:
-                miss = len(got)
-            known = found + got[pos:miss].count(None) if miss > pos else found
-            if known >= want:
-                # the want-th fitting node lies before the first unknown answer
-                need = want - found
-                if got[pos : pos + need].count(None) == need:
-                    end = pos + need
-                else:
-                    i = pos - 1
-                    for _ in range(need):
-                        i = got.index(None, i + 1)
-                    end = i + 1
+            pos, found, done = scan.window_stop(codes, start, want, pos, found)
+            if done:
                 break
-            found = known
-            pos = miss
-            if miss == len(got):
-                if miss == total:
-                    break
-                got.extend(map(verdicts.get, onames[miss : 2 * miss], repeat(_UNSET)))
-                continue
-            self._fill(task, verdicts, order, onames, got, miss, want - found)
-        window = got if end == total else got[:end]
-        fits = window.count(None)
-        if fits == end:
-            feasible = order[:end]
-        else:
-            feasible = list(compress(order, map(is_, window, repeat(None))))
-            for i in compress(range(end), map(is_not, window, repeat(None))):
-                r = window[i]
-                errors.set_node_error(onames[i], r.reason if isinstance(r, Unfit) else r)
-        ssn.predicate_round_robin = (start + end) % total
-        return feasible
+            self._ask(task, vals, scan.to_ask(codes, start, pos, want - found))
+        feasible, at, refused = scan.window_nodes(codes, start, pos, nodes)
+        if refused:
+            names = self._node_names()
+            verdicts = vals.verdicts
+            for i in refused:
+                r = verdicts[names[i]]
+                errors.set_node_error(names[i], r.reason if isinstance(r, Unfit) else r)
+        ssn.predicate_round_robin = (start + pos) % total
+        return feasible, at
 
     def _node_names(self) -> list[str]:
         names = self._names
@@ -621,41 +697,13 @@ class PlacementCache:
             names = self._names = list(map(_name, self.nodes))
         return names
 
-    def _fill(
-        self,
-        task: TaskInfo,
-        verdicts: dict[str, Unfit | list[str] | None],
-        order: list[NodeInfo],
-        onames: list[str],
-        got: list[Any],
-        pos: int,
-        need: int,
-    ) -> None:
-        """Ask the predicate for the unknown answers from `pos` on that lie before the stop
-        whatever they turn out to be: those among the first `need` answers not known to refuse
-        (each of those could be at most one of the `need` fitting nodes still wanted)."""
-        head = got[pos : pos + need]
-        if head.count(_UNSET) + head.count(None) == len(head):
-            # no refusal among them (a cold window): all of them, found with C-level passes
-            idx = list(compress(range(pos, pos + len(head)), map(is_, head, repeat(_UNSET))))
-            answers = self.check_many(task, [order[i] for i in idx])
-            for i, r in zip(idx, answers, strict=True):
-                got[i] = verdicts[onames[i]] = r
-            return
-        idx = []
-        i = pos
-        total = len(got)
-        while i < total and need > 0:
-            r = got[i]
-            if r is _UNSET:
-                idx.append(i)
-                need -= 1
-            elif r is None:
-                need -= 1
-            i += 1
-        answers = self.check_many(task, [order[i] for i in idx])
-        for i, r in zip(idx, answers, strict=True):
-            got[i] = verdicts[onames[i]] = r
+    def _ask(self, task: TaskInfo, vals: _NodeValues, idx: list[int]) -> None:
+        """Ask the predicate about the nodes at `idx` (in scan order) and keep the answers."""
+        nodes, names = self.nodes, self._node_names()
+        verdicts, codes = vals.verdicts, vals.codes
+        for i, r in zip(idx, self.check_many(task, [nodes[i] for i in idx]), strict=True):
+            verdicts[names[i]] = r
+            codes[i] = FIT if r is None else REFUSED
 
     def _refresh(self, task: TaskInfo, entry: _Entry) -> None:
         log = self.ssn.node_changes
@@ -675,12 +723,12 @@ class PlacementCache:
                 if name in entry.feasible:
                     entry.touched.add(name)
                 else:
-                    entry.order = None  # appended: the candidate list changes
+                    entry.order = entry.at = None  # appended: the candidate list changes
                 entry.feasible[name] = node
                 entry.errors.nodes.pop(name, None)
             else:
                 if entry.feasible.pop(name, None) is not None:
-                    entry.order = None
+                    entry.order = entry.at = None
                 entry.errors.set_node_error(name, r.reason if isinstance(r, Unfit) else r)
 
     def best(self, task: TaskInfo, candidates: list[NodeInfo]) -> NodeInfo | None:
@@ -708,8 +756,21 @@ class PlacementCache:
         ):
             order = entry.order = list(candidates)
             entry.index = {}  # built when a candidate changes (one-pod jobs never need it)
-            entry.fit_flags = self._fit_flags(task, vals, order)
-            entry.score_list = self.score_values(task, order)
+            at = entry.at
+            nodes = self.nodes
+            if (
+                at is not None
+                and len(at) == len(order)
+                and nodes[at[0]] is order[0]
+                and nodes[at[-1]] is order[-1]
+            ):
+                entry.fit_flags, entry.score_list = self._gathered(task, vals, order, at)
+                # needed for this gather only (a later rebuild follows a change of the candidate
+                # list, which drops it anyway); a job's entry lives all session at 28+ bytes a position
+                entry.at = None
+            else:
+                entry.fit_flags = bytearray(self._fit_flags(task, vals, order))
+                entry.score_list = array("d", self.score_values(task, order))
             entry.touched.clear()
         elif entry.touched:
             req = task.init_resreq
@@ -722,6 +783,7 @@ class PlacementCache:
                 f = fits.get(name)
                 if f is None:
                     f = fits[name] = req.less_equal(node.idle)
+                    self._keep_fits(vals, [name], [f])
                 fit_flags[i] = f
                 v = finals.get(name)
                 if v is None:
@@ -729,16 +791,59 @@ class PlacementCache:
                     v = finals[name]
                 score_list[i] = v
             entry.touched.clear()
-        flags = entry.fit_flags
-        nfit = flags.count(True)
-        if nfit == len(order) or nfit == 0:
-            group, gvals = order, entry.score_list
-        else:
-            group = list(compress(order, flags))
-            gvals = list(compress(entry.score_list, flags))
-        if len(group) == 1:
-            return group[0]
-        return _pick(self.ssn, task, group, gvals)
+        flags, scores = entry.fit_flags, entry.score_list
+        ssn = self.ssn
+        # The nodes fitting Idle if some do (else all), their top score and its ties in candidate
+        # order: one compiled pass over the aligned arrays. A NaN top, or a BestNodeFn, is left
+        # to _pick over Python lists.
+        top = None if ssn.has("best_node") else window_impl.top_ties(scores, flags)
+        if top is None:
+            nfit = len(flags) - flags.count(0)
+            if nfit == len(order) or nfit == 0:
+                group, gvals = order, scores.tolist()
+            else:
+                group = list(compress(order, flags))
+                gvals = list(compress(scores, flags))
+            if len(group) == 1:
+                return group[0]
+            return _pick(ssn, task, group, gvals)
+        count, first, m, only = top
+        if count == 1:
+            return order[first]
+        if count == 0:
+            return None
+        if ssn.options.deterministic:
+            return min([order[i] for i in window_impl.top_indices(scores, flags)], key=_name)
+        # choice draws from the length alone and reads one item: choosing among the ties' positions,
+        # listed lazily, draws the same node as choosing among the tied nodes
+        return order[ssn.rng.choice(_Ties(scores, flags, m, only, count))]
+
+    def _gathered(
+        self, task: TaskInfo, vals: _NodeValues, order: list[NodeInfo], at: list[int]
+    ) -> tuple[bytearray, array]:
+        """The Idle-fit flags and scores of the candidates at positions `at`, read from the shape's
+        arrays; the unknown ones computed as _fit_flags and score_values compute them (Idle fits
+        first, then the scores of the missing nodes in one call), and kept."""
+        self._mirrors(vals)
+        n = len(order)
+        flags = bytearray(n)
+        missing = window_impl.gather_flags(vals.fit_codes, at, flags)
+        if missing:
+            req = task.init_resreq
+            nodes = [order[k] for k in missing]
+            got = [req.less_equal(node.idle) for node in nodes]
+            names = list(map(_name, nodes))
+            vals.fits_idle.update(zip(names, got, strict=True))
+            self._keep_fits(vals, names, got)
+            for k, f in zip(missing, got, strict=True):
+                flags[k] = f
+        scores = array("d", bytes(8 * n))
+        missing = window_impl.gather_scores(vals.final, vals.final_known, at, scores)
+        if missing:
+            got_scores = self._fill_split_many(vals, task, [order[k] for k in missing])
+            for k, v in zip(missing, got_scores, strict=True):
+                scores[k] = v
+        return flags, scores
 
     def idle_fit(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
         """The nodes where the task's InitResreq fits Idle, in the given order."""
@@ -748,15 +853,16 @@ class PlacementCache:
             return [n for n in nodes if req.less_equal(n.idle)]
         return list(compress(nodes, self._fit_flags(task, vals, nodes)))
 
-    @staticmethod
-    def _fit_flags(task: TaskInfo, vals: _NodeValues, nodes: list[NodeInfo]) -> list[bool]:
+    def _fit_flags(self, task: TaskInfo, vals: _NodeValues, nodes: list[NodeInfo]) -> list[bool]:
         """Whether the task's InitResreq fits each node's Idle, from the shape's known answers."""
         fits = vals.fits_idle
         req = task.init_resreq
 
         def fill(missing: list[NodeInfo]) -> list[bool]:
             got = [req.less_equal(n.idle) for n in missing]
-            fits.update(zip(map(_name, missing), got, strict=True))
+            names = list(map(_name, missing))
+            fits.update(zip(names, got, strict=True))
+            self._keep_fits(vals, names, got)
             return got
 
         return _aligned(nodes, fits, fill)
@@ -832,6 +938,23 @@ class PlacementCache:
         for nm, t in zip(names, totals, strict=True):
             out[nm] += t
         return out
+
+
+class _Ties:
+    """The positions tied at the top score as a sequence whose items are found when read."""
+
+    __slots__ = ("count", "flags", "only", "scores", "top")
+
+    def __init__(self, scores: array, flags: bytearray, top: float, only: bool, count: int) -> None:
+        self.scores, self.flags, self.top, self.only, self.count = scores, flags, top, only, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, k: int) -> int:
+        if not 0 <= k < self.count:
+            raise IndexError(k)
+        return int(window_impl.nth_tie(self.scores, self.flags, self.top, self.only, k))
 
 
 def _aligned(nodes: list[NodeInfo], have: dict[str, T], fill: Callable[[list[NodeInfo]], list[T]]) -> list[T]:

@@ -90,11 +90,14 @@ class BatchScoreSplit:
 
     per_node may depend only on the task's shape and the node's own state (so it can be kept until
     the node changes); rest holds what needs the whole candidate list (normalised scores). Both
-    must be integers so that the sum is exactly the batch function's result.
+    must be integers so that the sum is exactly the batch function's result. per_nodes, when
+    given, is per_node for several nodes at once (the same integers, in the nodes' order): the
+    placement cache scores a cold window with it.
     """
 
     per_node: Callable[[TaskInfo, NodeInfo], int]
     rest: Callable[[TaskInfo, list[NodeInfo]], dict[str, int]]
+    per_nodes: Callable[[TaskInfo, list[NodeInfo]], list[int]] | None = None
 
 
 @dataclass(slots=True)
@@ -202,6 +205,9 @@ class Session:
         self._node_order_many: dict[str, Callable[[TaskInfo, list[NodeInfo]], list[float]]] = {}
         self.decisions = SessionDecisions()
         self.node_locks = self.decisions.node_locks
+        # told of each bind as it is committed, while the session goes on deciding: a caller may
+        # send it at once (Volcano dispatches a job's binds when its statement commits)
+        self.on_dispatch: Callable[[TaskInfo], None] | None = None
         self.warnings: list[str] = []
         # exceptions raised by a plugin for one node or one job, contained to it (see `contain`)
         self.plugin_errors: list[PluginError] = []
@@ -853,6 +859,8 @@ class Session:
         job.update_task_status(task, TaskStatus.BINDING)
         node.add_task(task)
         self.decisions.binds.append(task)
+        if self.on_dispatch is not None:
+            self.on_dispatch(task)
 
     def evict_committed(self, task: TaskInfo, reason: str) -> None:
         self.decisions.evictions.append(Eviction(task, reason))

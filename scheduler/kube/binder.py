@@ -21,7 +21,8 @@ import structlog
 
 from scheduler.framework.cycle import BindDecision
 from scheduler.kube.cache import SchedulerCache
-from scheduler.kube.client import MERGE_PATCH, ApiError, Fenced, KubeClient, resource_path
+from scheduler.kube.client import MERGE_PATCH, ApiError, Fenced, KubeClient, resource_path, status_error
+from scheduler.kube.earlybind import SENT, UNSENT, CommitSender, Early, Endpoint, binding_body
 from scheduler.kube.fence import Fence
 from scheduler.kube.status import EventRecorder, StatusWriter, pod_ref, podgroup_ref
 from scheduler.metrics import SchedulerMetrics
@@ -70,6 +71,62 @@ class Binder:
         self.failed = 0
         self.conflicts = 0
         self.fenced = 0  # decisions dropped because the term they were made in had ended
+        self.early = 0  # binds sent while their session still ran (scheduler/kube/earlybind.py)
+        self._early_headers: dict[str, str] | None = None
+
+    # ------------------------------------------------------------------ early binds --
+    async def prepare_early(self) -> None:
+        """Fresh credentials for the next session's early binds (see scheduler/kube/earlybind.py)."""
+        if self.client is not None and self._endpoint() is not None and not self.dry_run:
+            self._early_headers = await self.client.credentials()
+
+    def _endpoint(self) -> Endpoint | None:
+        writer = self.client.writer if self.client is not None else None
+        if writer is None or self.client is None:  # writes go through aiohttp (a proxy)
+            return None
+        timeout = min(self.client.options.request_timeout, 10.0)
+        return Endpoint(self.client.host, writer.ssl_context, writer.server_hostname, timeout)
+
+    def commit_sender(self, term: int | None, not_before: float = 0.0) -> CommitSender | None:
+        """A sender for the binds of the session about to run in `term`, sending from monotonic
+        time `not_before` on; None for a dry run, without credentials prepared, through a proxy,
+        or when the term already closed."""
+        headers, self._early_headers = self._early_headers, None
+        endpoint = self._endpoint()
+        if headers is None or endpoint is None or self.client is None or not self.fence.allows(term):
+            return None
+        fence = self.fence
+        return CommitSender(endpoint, headers, self.client.bucket, lambda: fence.still_open(term), not_before)
+
+    def settle_early(self, early: list[Early], term: int | None) -> set[str]:
+        """Claim and record the binds a sender sent (on the loop, after the session); returns the
+        keys of those settled here, which `submit` must leave alone. Refused ones are claimed
+        and go through the conflict check (409, 404) or the usual failure path."""
+        settled: set[str] = set()
+        for item in early:
+            d = item.decision
+            if item.outcome == UNSENT or not self.cache.assume(d.task.key, d.task.uid, d.node, d.annotations):
+                continue
+            settled.add(d.task.key)
+            if d.task.pod.creation:  # claimed, in effect, when it was sent
+                self._assumed_ms.observe(max(item.at - d.task.pod.creation, 0) * 1000)
+            if item.outcome == SENT:
+                self._prebound([d], 0.0, item.at)  # no node lock: nothing ran before the Binding
+                self._bind_stage_ms.observe(item.ms)
+                self._succeeded(d)
+                continue
+            exc = status_error(item.status, item.body, {})
+            self.metrics.bind_errors.labels(str(exc.status)).inc()
+            if exc.status in (409, 404):
+                self._spawn(self._conflict(d, exc))
+            elif exc.retryable:  # retried the usual way, with its attempts and backoff
+                self._spawn(self._batch([d], [], term))
+            else:
+                self._spawn(self._failed(d, exc))
+        if settled:
+            self.early += len(settled)
+            self._record_scheduled()
+        return settled
 
     # ------------------------------------------------------------------ submit --
     def submit(
@@ -135,16 +192,7 @@ class Binder:
             await asyncio.gather(*(self._lock_node(*lk) for lk in locks))
         # the node locks are our PreBind: Volcano observes its duration and the PreBound latency
         # for every pod it binds, with or without device pre-binding work
-        prebind_ms = (time.perf_counter() - t0) * 1000
-        now = time.time()
-        prebind, prebound = (
-            self.metrics.stage_duration.labels("PreBind"),
-            self.metrics.task_latency.labels("PreBound"),
-        )
-        for d in binds:
-            prebind.observe(prebind_ms)
-            if d.task.pod.creation:
-                prebound.observe(max(now - d.task.pod.creation, 0) * 1000)
+        self._prebound(binds, (time.perf_counter() - t0) * 1000, time.time())
         # `concurrency` workers take the binds in order: a task per bind (20,000 after a restart
         # at 20,000 nodes) would all be started before the first Binding is written
         pending = iter(binds)
@@ -162,6 +210,17 @@ class Binder:
         log.info(
             "bind batch done", pods=len(binds), ms=round((time.perf_counter() - t0) * 1000, 1), **outcome
         )
+
+    def _prebound(self, binds: list[BindDecision], prebind_ms: float, now: float) -> None:
+        """Observe the PreBind stage and PreBound latency of binds about to be sent at `now`."""
+        prebind, prebound = (
+            self.metrics.stage_duration.labels("PreBind"),
+            self.metrics.task_latency.labels("PreBound"),
+        )
+        for d in binds:
+            prebind.observe(prebind_ms)
+            if d.task.pod.creation:
+                prebound.observe(max(now - d.task.pod.creation, 0) * 1000)
 
     async def _lock_node(self, node: str, key: str, value: str) -> None:
         assert self.client is not None
@@ -186,17 +245,7 @@ class Binder:
     async def _bind(self, d: BindDecision, term: int | None = 0) -> str:
         assert self.client is not None
         task = d.task
-        md: dict[str, Any] = {"name": task.name, "namespace": task.namespace}
-        if task.uid and "/" not in task.uid:
-            md["uid"] = task.uid  # the API refuses the Binding if the pod was replaced meanwhile
-        if d.annotations:
-            md["annotations"] = dict(d.annotations)
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": md,
-            "target": {"apiVersion": "v1", "kind": "Node", "name": d.node},
-        }
+        body = binding_body(d)
         last: ApiError | None = None
         for attempt in range(self.attempts):
             t0 = time.perf_counter()

@@ -142,7 +142,7 @@ async def load_configuration(kubeconfig: str = "", master: str = "") -> k8s.Conf
     return cfg
 
 
-def _status_error(status: int, body: bytes, headers: Any) -> ApiError:
+def status_error(status: int, body: bytes, headers: Any) -> ApiError:
     reason, message = "", body.decode("utf-8", "replace")[:500]
     try:
         parsed = json.loads(body)
@@ -281,18 +281,23 @@ class KubeClient:
             await self.writer.close()
         await self.api.close()
 
-    async def _headers(
-        self, method: str, path: str, content_type: str | None, fenced: bool, term: int | None
-    ) -> dict[str, str]:
-        """Take a token, then the request's headers with fresh credentials; Fenced when a write
-        may no longer go."""
-        await self.bucket_for(path).acquire()
+    async def credentials(self, content_type: str | None = None) -> dict[str, str]:
+        """A request's headers with fresh credentials (no token taken, no fence asked)."""
         headers = {**self.api.default_headers, "Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
         cfg = self.api.configuration
         if "BearerToken" in cfg.api_key:  # an exec/OIDC token is refreshed by this call when due
             headers["authorization"] = await cfg.get_api_key_with_prefix("BearerToken")
+        return headers
+
+    async def _headers(
+        self, method: str, path: str, content_type: str | None, fenced: bool, term: int | None
+    ) -> dict[str, str]:
+        """Take a token, then the request's headers with fresh credentials; Fenced when a write
+        may no longer go."""
+        await self.bucket_for(path).acquire()
+        headers = await self.credentials(content_type)
         # checked after every wait (the token, a token refresh) and with none before the send: a
         # write held up across a pause must not go
         if fenced and method != "GET" and self.write_guard is not None and not self.write_guard(term):
@@ -361,7 +366,7 @@ class KubeClient:
         except TransportError as exc:
             raise ApiError(0, "ConnectionError", f"{method} {path}: {exc}") from None
         if not 200 <= answer.status < 300:
-            raise _status_error(answer.status, answer.body, {"Retry-After": answer.retry_after})
+            raise status_error(answer.status, answer.body, {"Retry-After": answer.retry_after})
         return answer
 
     async def request(
@@ -375,20 +380,21 @@ class KubeClient:
         fenced: bool = True,
         term: int | None = None,
         decode: bool = True,
+        loads: Callable[[bytes], Any] = json_loads,
     ) -> Any:
         """One call; the decoded JSON answer, or ApiError carrying the server's Status.
 
         A write (any method but GET) with `fenced` goes only while `write_guard` allows it (for
         the fence `term` it was decided in, if given); the lease's own requests pass
         `fenced=False`, or a leader could never renew. `decode=False` skips decoding a successful
-        answer nobody reads (a Binding's).
+        answer nobody reads (a Binding's); `loads` decodes it (a pod list's decodes fewer fields).
         """
         timeout = timeout or self.options.request_timeout
         if method != "GET" and self.writer is not None:
             answer = await self._write(
                 self.writer, method, path, query, body, content_type, timeout, fenced, term
             )
-            return _decoded(answer.body, method, path, answer.status) if decode else None
+            return _decoded(answer.body, method, path, answer.status, loads) if decode else None
         resp = await self._send(method, path, query, body, content_type, timeout, fenced, term)
         try:
             data = await resp.read()
@@ -397,8 +403,8 @@ class KubeClient:
         finally:
             resp.release()
         if not 200 <= resp.status < 300:
-            raise _status_error(resp.status, data, resp.headers)
-        return _decoded(data, method, path, resp.status) if decode else None
+            raise status_error(resp.status, data, resp.headers)
+        return _decoded(data, method, path, resp.status, loads) if decode else None
 
     async def watch(self, path: str, query: dict[str, Any], timeout: float) -> AsyncIterator[dict[str, Any]]:
         """Stream watch events as dicts. Ends when the server closes the stream."""
@@ -407,7 +413,7 @@ class KubeClient:
         resp = await self._send("GET", path, {**query, "watch": "true"}, None, None, client_timeout)
         try:
             if not 200 <= resp.status < 300:
-                raise _status_error(resp.status, await resp.read(), resp.headers)
+                raise status_error(resp.status, await resp.read(), resp.headers)
             # whatever the socket has is read at once and split into events: one await per
             # network read instead of one per event (a burst's thousands of events), and an event
             # of any size (aiohttp's readline refuses lines over 128 KiB)
@@ -452,11 +458,13 @@ class KubeClient:
         )
 
 
-def _decoded(data: bytes, method: str, path: str, status: int) -> Any:
+def _decoded(
+    data: bytes, method: str, path: str, status: int, loads: Callable[[bytes], Any] = json_loads
+) -> Any:
     if not data:
         return None
     try:
-        return json_loads(data)
+        return loads(data)
     except ValueError:
         raise ApiError(status, "BadResponse", f"{method} {path}: answer is not JSON") from None
 

@@ -79,6 +79,21 @@ class Fence:
         for fn in self.on_closed:
             fn(why)
 
+    def still_open(self, term: int | None) -> bool:
+        """Is `term` still open? Answered from the clock alone, without closing a term or telling
+        anyone: what a thread other than the event loop's may ask (the loop closes terms)."""
+        lease = self.lease
+        if lease is None:
+            return term in (None, 0)
+        if self._open_tenure is None or (term is not None and term != self._term):
+            return False
+        # a new tenure (a renew after a gap of the deadline) ends the term too (see _check)
+        return (
+            lease.is_leader
+            and lease.now() - lease.last_renew < lease.renew_deadline
+            and lease.tenure == self._open_tenure
+        )
+
     def term(self) -> int | None:
         """The open term (decisions made now carry it), or None when this process may not write."""
         return self._check()

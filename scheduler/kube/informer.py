@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from scheduler.kube.client import ApiError, KubeClient
+from scheduler.kube.client import ApiError, KubeClient, json_loads
 
 log = structlog.get_logger("vc-scheduler.informer")
 _rng = random.Random()
@@ -47,6 +47,8 @@ class Resource:
     # a CRD the cluster may not have (or RBAC may not grant): 404/403 count as an empty list, so
     # the daemon is not held back, and the list is retried now and then
     optional: bool = False
+    # decodes a page of the list (default: all of it); pods decode only what conversion reads
+    loads: Callable[[bytes], Any] = json_loads
 
 
 def object_key(obj: dict[str, Any]) -> str:
@@ -137,7 +139,7 @@ class Informer:
         q = {**self._query(), "limit": self.page_size}
         if cont:
             q["continue"] = cont
-        page = await self.client.request("GET", self.resource.path, q)
+        page = await self.client.request("GET", self.resource.path, q, loads=self.resource.loads)
         if not isinstance(page, dict):
             raise ApiError(0, "BadResponse", f"list {self.resource.path}: not an object")
         return page

@@ -25,6 +25,7 @@ from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import BatchScoreSplit, Session
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import TaskInfo
+from scheduler.model.resources import Resource
 from scheduler.plugins.k8s.interpod import (
     normalize_min_max,
     pod_terms,
@@ -97,7 +98,7 @@ class NodeOrderPlugin(Plugin):
         def rest(task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, int]:
             return self.normalized(sp, task, nodes)
 
-        ssn.add_batch_node_order_fn(self.name, batch, BatchScoreSplit(self.per_node, rest))
+        ssn.add_batch_node_order_fn(self.name, batch, BatchScoreSplit(self.per_node, rest, self.per_nodes))
 
     def scores(self, sp: SessionPods, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
         """Sum of weight x score over the active scorers: per-node part plus the normalised part."""
@@ -114,16 +115,41 @@ class NodeOrderPlugin(Plugin):
             return self._per_node(task, node)
         return self._memo.score(task, node, self._per_node)
 
-    def _per_node(self, task: TaskInfo, node: NodeInfo) -> int:
-        w = self.weights
+    def per_nodes(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[int]:
+        """per_node for each node, in order: the task's weights read once, and each node's score
+        computed (or found in the memo) without a chain of calls per node."""
+        if task.resreq.scalars.get(GPU, 0.0) != 0:
+            return [self._per_node(task, n) for n in nodes]
         req = task.resreq
+        wl, wm, wb, taint = self._task_weights(req)
+        if wl or wm or wb:
+
+            def compute(node: NodeInfo) -> int:
+                s = resource_scores(node, req, wl, wm, wb)
+                return s + taint if taint else s
+
+        else:
+
+            def compute(node: NodeInfo) -> int:
+                return taint
+
+        return self._memo.scores(req, nodes, compute)
+
+    def _task_weights(self, req: Resource) -> tuple[int, int, int, int]:
+        """The least/most-requested and balanced weights for this request, and the per-node
+        TaintToleration constant (0 when it does not apply)."""
+        w = self.weights
         wl, wm, wb = w[LEAST_REQUESTED], w[MOST_REQUESTED], w[BALANCED_RESOURCE]
         if wb and requests_none_of(req):
             wb = 0
+        taint = 100 * w[TAINT_TOLERATION] if w[TAINT_TOLERATION] and self.taint_constant else 0
+        return wl, wm, wb, taint
+
+    def _per_node(self, task: TaskInfo, node: NodeInfo) -> int:
+        req = task.resreq
+        wl, wm, wb, taint = self._task_weights(req)
         s = resource_scores(node, req, wl, wm, wb) if wl or wm or wb else 0
-        if w[TAINT_TOLERATION] and self.taint_constant:
-            s += 100 * w[TAINT_TOLERATION]
-        return s
+        return s + taint if taint else s
 
     def normalized(self, sp: SessionPods, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, int]:
         """The scores normalised over the candidate list (empty when none applies to the task)."""

@@ -31,6 +31,7 @@ class FakeClient:
         timeout: float | None = None,
         fenced: bool = True,
         term: int | None = None,
+        loads: Any = None,  # answers are objects already: nothing to decode
     ) -> Any:
         self.calls.append((method, path, body))
         await asyncio.sleep(0)

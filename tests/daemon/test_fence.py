@@ -126,3 +126,22 @@ def test_renewals_made_while_the_fence_was_not_asked_keep_the_term() -> None:
         lease.t += 2
         lease.last_renew = lease.t
     assert fence.allows(term) and fence.term() == term
+
+
+def test_still_open_answers_by_the_clock_and_closes_nothing() -> None:
+    # asked by the thread that sends binds during a session: only the loop's thread closes terms
+    lease = FakeLease()
+    fence = Fence(lease)
+    closed: list[str] = []
+    fence.on_closed.append(closed.append)
+    term = fence.term()
+    assert fence.still_open(term) and not fence.still_open((term or 0) + 1)
+    lease.t += 11
+    lease.last_renew = lease.t  # renewed after a gap of the deadline: a new tenure
+    assert not fence.still_open(term) and closed == []
+    assert not fence.allows(term) and len(closed) == 1
+    lease2 = FakeLease()
+    fence2 = Fence(lease2)
+    term2 = fence2.term()
+    lease2.t += lease2.renew_deadline  # not renewed in time
+    assert not fence2.still_open(term2) and fence2.refused == 0

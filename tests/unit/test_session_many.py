@@ -32,7 +32,7 @@ WEIGHTED = SESSION_CONF.replace(
 )
 
 
-def _session(nodes: int = 40, pods: int = 6) -> Session:
+def _session(nodes: int = 40, pods: int = 6, conf: str = WEIGHTED) -> Session:
     """vGPU nodes, some with little CPU left for a 3-CPU pod, and pending one-pod vGPU jobs."""
     state = ClusterState()
     specs = [parse_node_spec(f"{nodes // 2}:cpu=4,memory=32Gi,gpu=2xA100-40GB")]
@@ -60,7 +60,7 @@ def _session(nodes: int = 40, pods: int = 6) -> Session:
                 {"name": "main", "resources": {"requests": {"cpu": "3"}, "limits": limits}}]},
             "status": {"phase": "Pending"},
         })  # fmt: skip
-    return open_session(state.snapshot(), parse(WEIGHTED), SessionOptions(), rng=random.Random(1))
+    return open_session(state.snapshot(), parse(conf), SessionOptions(), rng=random.Random(1))
 
 
 def _pending(ssn: Session) -> list[TaskInfo]:
@@ -179,7 +179,7 @@ def test_window_scan_asks_the_nodes_a_plain_scan_asks_and_finds_the_same_window(
             after = ssn.predicate_round_robin
             ssn.predicate_round_robin = start
             cache_errors = FitErrors()
-            got = cache._scan_nodes(task, cache._fresh(_values(cache, task), task).verdicts, cache_errors)
+            got = cache._scan_nodes(task, cache._fresh(_values(cache, task), task), cache_errors)
             assert [n.name for n in got] == [n.name for n in want]
             assert list(cache_errors.nodes.items()) == list(plain_errors.nodes.items())
             assert ssn.predicate_round_robin == after
@@ -217,3 +217,31 @@ def test_a_many_form_that_raises_sends_the_nodes_down_the_one_node_path() -> Non
     assert _reasons(ssn.predicate_many(task, ssn.node_list)) == want
     assert ssn.node_order_scores(task, ssn.node_list) == want_scores
     assert not ssn.plugin_errors  # the one-node forms did not fail: nothing to record
+
+
+def test_nodeorder_scores_a_window_at_once_as_it_scores_node_by_node() -> None:
+    """nodeorder's many-node split (what a cold window is scored with) gives per_node's integers,
+    under each weight mix, and again after a placement changed a node's usage."""
+    mixes = [
+        "",
+        "      mostrequested.weight: 2\n      leastrequested.weight: 0\n",
+        "      balancedresource.weight: 3\n      tainttoleration.weight: 0\n",
+        "      leastrequested.weight: 0\n      balancedresource.weight: 0\n",
+    ]
+    for mix in mixes:
+        conf = WEIGHTED.replace("  - name: nodeorder\n", "  - name: nodeorder\n    arguments:\n" + mix)
+        batch, plain = _session(conf=conf), _session(conf=conf)
+        (b,) = [sp for sp in batch.batch_node_order_splits() or [] if sp.per_nodes is not None]
+        (p,) = [sp for sp in plain.batch_node_order_splits() or [] if sp.per_nodes is not None]
+        assert b.per_nodes is not None
+        seen = set()
+        for ssn in (batch, plain):
+            task = _pending(ssn)[0]
+            ssn.place(task, ssn.node_list[0], TaskStatus.ALLOCATED)
+        for task in _pending(batch):
+            want = [p.per_node(task, n) for n in plain.node_list]
+            assert b.per_nodes(task, batch.node_list) == want
+            assert b.per_nodes(task, batch.node_list) == want  # from the memo
+            seen.update(want)
+        # the weights tell nodes apart, except in the mix where only the taint constant is left
+        assert len(seen) > 1 or mix.endswith("balancedresource.weight: 0\n")

@@ -89,8 +89,7 @@ def _decide(conf: str, seed: int) -> tuple[list[tuple[str, str, str]], list[tupl
 
 def _forget(self: PlacementCache, vals: _NodeValues, task: TaskInfo) -> _NodeValues:
     """PlacementCache._fresh that keeps nothing: every value is computed again when looked up."""
-    for known in (vals.verdicts, vals.mixed, vals.parts, vals.scores, vals.base, vals.fits_idle):
-        known.clear()
+    vals.forget()
     vals.seq = len(self.ssn.node_changes)
     return vals
 

@@ -1,0 +1,156 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Compiled twin of scheduler/framework/nodewindow.py: the same functions, the same answers.
+
+The placement cache calls these once per task (top_indices) or per scan (the window functions),
+over a shape's per-node answer codes and its candidates' scores and Idle-fit flags.
+"""
+
+UNKNOWN = 0
+FIT = 1
+REFUSED = 2
+
+
+def window_stop(const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t want, Py_ssize_t pos,
+                Py_ssize_t found):
+    cdef Py_ssize_t total = codes.shape[0]
+    cdef Py_ssize_t i
+    cdef unsigned char c
+    while pos < total:
+        i = start + pos
+        if i >= total:
+            i -= total
+        c = codes[i]
+        if c == UNKNOWN:
+            return pos, found, False
+        pos += 1
+        if c == FIT:
+            found += 1
+            if found >= want:
+                return pos, found, True
+    return pos, found, True
+
+
+def to_ask(const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t pos, Py_ssize_t need):
+    cdef Py_ssize_t total = codes.shape[0]
+    cdef Py_ssize_t i
+    cdef unsigned char c
+    cdef list out = []
+    while pos < total and need > 0:
+        i = start + pos
+        if i >= total:
+            i -= total
+        c = codes[i]
+        if c != REFUSED:
+            if c == UNKNOWN:
+                out.append(i)
+            need -= 1
+        pos += 1
+    return out
+
+
+def window_nodes(const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t end, list nodes):
+    cdef Py_ssize_t total = codes.shape[0]
+    cdef Py_ssize_t pos, i
+    cdef list fits = []
+    cdef list at = []
+    cdef list refused = []
+    for pos in range(end):
+        i = start + pos
+        if i >= total:
+            i -= total
+        if codes[i] == FIT:
+            fits.append(nodes[i])
+            at.append(i)
+        else:
+            refused.append(i)
+    return fits, at, refused
+
+
+def gather_scores(const double[:] values, const unsigned char[:] known, list at, double[:] out):
+    cdef Py_ssize_t k, i
+    cdef Py_ssize_t n = len(at)
+    cdef list missing = []
+    for k in range(n):
+        i = at[k]
+        if known[i]:
+            out[k] = values[i]
+        else:
+            missing.append(k)
+    return missing
+
+
+def gather_flags(const unsigned char[:] codes, list at, unsigned char[:] out):
+    cdef Py_ssize_t k, i
+    cdef Py_ssize_t n = len(at)
+    cdef unsigned char c
+    cdef list missing = []
+    for k in range(n):
+        i = at[k]
+        c = codes[i]
+        if c == UNKNOWN:
+            missing.append(k)
+        out[k] = 1 if c == FIT else 0
+    return missing
+
+
+cdef bint _only(const unsigned char[:] flags, Py_ssize_t n):
+    """Whether some but not all positions are flagged (then only the flagged ones count)."""
+    cdef Py_ssize_t i
+    cdef Py_ssize_t nflag = 0
+    for i in range(n):
+        if flags[i]:
+            nflag += 1
+    return 0 < nflag < n
+
+
+def top_indices(const double[:] scores, const unsigned char[:] flags):
+    got = top_ties(scores, flags)
+    if got is None:
+        return None
+    cdef Py_ssize_t count = got[0]
+    cdef Py_ssize_t first = got[1]
+    cdef double m = got[2]
+    cdef bint only = got[3]
+    cdef Py_ssize_t i
+    cdef list out = []
+    if count == 0:
+        return out
+    for i in range(first, scores.shape[0]):
+        if (not only or flags[i]) and scores[i] == m:
+            out.append(i)
+    return out
+
+
+def top_ties(const double[:] scores, const unsigned char[:] flags):
+    cdef Py_ssize_t n = scores.shape[0]
+    cdef Py_ssize_t i
+    cdef Py_ssize_t first = -1
+    cdef Py_ssize_t count = 0
+    cdef bint only
+    cdef double m = 0.0
+    cdef double v
+    only = _only(flags, n)
+    for i in range(n):
+        if only and not flags[i]:
+            continue
+        v = scores[i]
+        if first < 0 or v > m:
+            m = v
+            first = i
+            count = 1
+        elif v == m:
+            count += 1
+    if first >= 0 and m != m:
+        return None
+    return count, first, m, only
+
+
+def nth_tie(const double[:] scores, const unsigned char[:] flags, double top, bint only, Py_ssize_t k):
+    cdef Py_ssize_t n = scores.shape[0]
+    cdef Py_ssize_t i
+    for i in range(n):
+        if (not only or flags[i]) and scores[i] == top:
+            if k == 0:
+                return i
+            k -= 1
+    raise IndexError(k)

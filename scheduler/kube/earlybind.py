@@ -1,0 +1,203 @@
+"""Bindings sent while the session that decided them is still deciding.
+
+A session runs on the event loop's thread, so nothing the loop would send can leave before it
+ends: after a restart at 20,000 nodes that is the whole backlog's session (20 s on a slow host)
+before the first Binding. Volcano dispatches each job's binds when its statement commits. Here
+the session tells `CommitSender.hand` of each bind as it commits, and one thread sends them with
+an event loop and keep-alive client of its own: waiting on sockets releases the interpreter lock,
+so the Bindings travel while the session computes (the thread gets the lock back at the
+interpreter's switch interval, and then handles every answer that came meanwhile).
+
+The thread touches nothing the event loop owns. It asks the fence with `Fence.still_open`, which
+reads the clock and closes nothing; it takes tokens from the core clientset's bucket, which no one
+else uses while the loop is busy in the session; it does not claim pods in the cache, whose task
+maps the session's views share. `finish()`, on the loop's thread once the session is over, stops
+the thread (waiting for the requests on the wire) and returns every bind with its outcome;
+the binder claims and records them there, and whatever was not sent goes the usual way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from scheduler.framework.cycle import BindDecision
+from scheduler.kube.client import TokenBucket, json_dumps, resource_path
+from scheduler.kube.keepalive import KeepAliveClient, TransportError
+
+SENT = "bound"  # the API accepted the Binding
+REFUSED = "refused"  # the API answered an error status (`status` says which)
+UNSENT = "unsent"  # not sent: the session ended first, the term closed, or the connection failed
+
+
+@dataclass(slots=True)
+class Early:
+    """One bind handed to the sender, and what became of it."""
+
+    decision: BindDecision
+    outcome: str = UNSENT
+    status: int = 0
+    body: bytes = b""
+    ms: float = 0.0
+    at: float = 0.0  # wall-clock time it was sent
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where Bindings go: the API server's address as the loop's keep-alive writer has it."""
+
+    base_url: str
+    ssl_context: ssl.SSLContext | None = None
+    server_hostname: str | None = None
+    timeout: float = 10.0
+
+
+def binding_body(d: BindDecision) -> dict[str, object]:
+    """The Binding object of a decision (the API refuses it if the pod was replaced meanwhile)."""
+    task = d.task
+    md: dict[str, object] = {"name": task.name, "namespace": task.namespace}
+    if task.uid and "/" not in task.uid:
+        md["uid"] = task.uid
+    if d.annotations:
+        md["annotations"] = dict(d.annotations)
+    return {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": md,
+        "target": {"apiVersion": "v1", "kind": "Node", "name": d.node},
+    }
+
+
+class CommitSender:
+    """Sends the Bindings one session hands it, from one thread, until `finish()`.
+
+    The thread runs its own event loop with its own keep-alive client (`kube/keepalive.py`), and
+    `CONCURRENCY` requests in flight: a thread that waits for each answer in turn needs the
+    interpreter lock back once or twice a bind, and every hand-over costs the session; with
+    several answers arriving while it waits, one hand-over serves them all.
+    """
+
+    CONCURRENCY = 8
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        headers: dict[str, str],
+        bucket: TokenBucket,
+        still_open: Callable[[], bool],
+        not_before: float = 0.0,
+    ) -> None:
+        self.endpoint = endpoint
+        self.headers = {**headers, "Content-Type": "application/json"}
+        self.bucket = bucket
+        self.still_open = still_open  # may a write of this session's term go now?
+        # monotonic time before which nothing is sent (see `hand`)
+        self.not_before = not_before
+        self.handed: list[Early] = []
+        self._pending: collections.deque[Early] = collections.deque()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._more: asyncio.Event | None = None  # set on the thread's loop when binds wait
+        self._stop = False
+        self._ready = threading.Event()
+
+    def hand(self, d: BindDecision) -> None:
+        """A committed bind (called by the session, on the loop's thread)."""
+        item = Early(d)
+        self.handed.append(item)
+        with self._lock:
+            self._pending.append(item)
+        # started by the first bind once the session has run for a while: an idle session costs
+        # nothing, and a short one sends its binds after it as before, because each bind sent
+        # beside the session costs the session the interpreter lock's hand-overs (about 1 ms a
+        # bind, one request at a time, measured on a loaded 2-core host, against 0.1 ms on the
+        # loop after the session)
+        if self._thread is None:
+            if time.monotonic() < self.not_before:
+                return
+            self._thread = threading.Thread(target=self._run, name="early-binds", daemon=True)
+            self._thread.start()
+            self._ready.wait()
+        self._wake()
+
+    def _wake(self) -> None:
+        loop, more = self._loop, self._more
+        if loop is not None and more is not None and not more.is_set():
+            with contextlib.suppress(RuntimeError):  # the thread's loop has just ended
+                loop.call_soon_threadsafe(more.set)
+
+    def finish(self) -> list[Early]:
+        """Stop sending; every bind handed, with its outcome (on the loop's thread). Waits for
+        the requests on the wire (at most the endpoint's timeout)."""
+        self._stop = True
+        if self._thread is not None:
+            self._wake()
+            self._thread.join()
+            self._thread = None
+        return self.handed
+
+    # ------------------------------------------------------------------ the thread --
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        finally:
+            self._ready.set()  # never leave `hand` waiting, whatever happened
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._more = asyncio.Event()
+        e = self.endpoint
+        client = KeepAliveClient(e.base_url, e.ssl_context, e.server_hostname, self.CONCURRENCY)
+        self._ready.set()
+        try:
+            await asyncio.gather(*(self._worker(client) for _ in range(self.CONCURRENCY)))
+        finally:
+            await client.close()
+
+    def _next(self) -> Early | None:
+        with self._lock:
+            return self._pending.popleft() if self._pending else None
+
+    async def _worker(self, client: KeepAliveClient) -> None:
+        assert self._more is not None
+        while not self._stop:
+            item = self._next()
+            if item is None:
+                self._more.clear()
+                if self._pending or self._stop:
+                    continue
+                await self._more.wait()
+                continue
+            delay = self.bucket.reserve()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            # asked right before the send, after any wait: a term that ended sends nothing more
+            if self._stop or not self.still_open():
+                self._stop = True  # the rest go the usual way, where the fence refuses them
+                return
+            await self._send(client, item)
+
+    async def _send(self, client: KeepAliveClient, item: Early) -> None:
+        task = item.decision.task
+        path = resource_path("/api/v1", "pods", task.namespace, task.name, "binding")
+        body = json_dumps(binding_body(item.decision))
+        item.at, t0 = time.time(), time.perf_counter()
+        try:
+            answer = await client.request("POST", path, self.headers, body, self.endpoint.timeout)
+        except TransportError:
+            # whether it landed is unknown: left unsent, the binder sends it again and a 409
+            # there finds our own Binding (the binder's conflict check)
+            return
+        item.ms = (time.perf_counter() - t0) * 1000
+        item.status = answer.status
+        if 200 <= answer.status < 300:
+            item.outcome = SENT
+        else:
+            item.outcome, item.body = REFUSED, answer.body

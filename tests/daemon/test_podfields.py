@@ -1,0 +1,207 @@
+"""Pod lists decoded into only the fields conversion reads (scheduler/kube/podfields.py): every
+field `pod_to_task` reads is declared, conversion makes the same task of either decoding, and a
+page with a malformed pod still refuses that pod alone, by name."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from scheduler.kube.cache import SchedulerCache
+from scheduler.kube.client import ClientOptions, KubeClient
+from scheduler.kube.informer import Informer, Resource
+from scheduler.kube.podfields import (
+    ContainerFields,
+    MetadataFields,
+    PodFields,
+    SpecFields,
+    StatusFields,
+    decode_pod_list,
+)
+from scheduler.model.convert import pod_to_task
+from scheduler.model.objects import TaskInfo
+from scheduler.sim.apiserver import ApiServer
+from tests.builders import pod, podgroup, queue
+
+pytest.importorskip("msgspec", reason="the typed decode needs msgspec")
+
+
+def rich_pod(name: str = "p1", **spec: Any) -> dict[str, Any]:
+    """A pod with every field a scheduler may read, and many it never does."""
+    obj = pod(name, group="g", role="worker", priority=7, limits={"cpu": "2", "memory": "2Gi"})
+    obj["metadata"].update(
+        uid=f"uid-{name}",
+        resourceVersion="42",
+        creationTimestamp="2026-01-01T00:00:00Z",
+        labels={"app": "train", "volcano.sh/task-index": "3"},
+        ownerReferences=[{"kind": "Job", "name": "j", "uid": "owner-1", "controller": True}],
+        managedFields=[{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}],
+    )
+    obj["spec"].update(
+        initContainers=[
+            {"name": "init", "image": "busybox", "resources": {"requests": {"cpu": "3"}}, "command": ["true"]}
+        ],
+        overhead={"cpu": "100m"},
+        priorityClassName="high",
+        preemptionPolicy="Never",
+        nodeSelector={"zone": "a"},
+        affinity={
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}
+        },
+        tolerations=[{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        topologySpreadConstraints=[
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+        ],
+        schedulingGates=[{"name": "wait"}],
+        restartPolicy="Always",
+        volumes=[{"name": "data", "emptyDir": {}}],
+        **spec,
+    )
+    obj["spec"]["containers"][0].update(
+        ports=[{"containerPort": 80, "hostPort": 8080, "protocol": "TCP"}],
+        env=[{"name": "A", "value": "1"}],
+        command=["sleep", "infinity"],
+    )
+    obj["status"] = {
+        "phase": "Pending",
+        "nominatedNodeName": "n3",
+        "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "no"}
+        ],
+        "containerStatuses": [{"name": "main", "ready": False, "restartCount": 0}],
+        "qosClass": "Burstable",
+    }
+    return obj
+
+
+class Recording(dict[str, Any]):
+    """A dict that notes every key read through it, and hands out its sub-objects wrapped."""
+
+    def __init__(self, data: dict[str, Any], path: str, reads: set[tuple[str, str]]) -> None:
+        super().__init__(data)
+        self.path, self.reads = path, reads
+
+    def _wrap(self, key: str, value: Any) -> Any:
+        self.reads.add((self.path, key))
+        child = f"{self.path}.{key}" if self.path else key
+        if isinstance(value, dict) and child in ("metadata", "spec", "status"):
+            return Recording(value, child, self.reads)
+        if isinstance(value, list) and child in ("spec.containers", "spec.initContainers"):
+            return [Recording(c, "container", self.reads) if isinstance(c, dict) else c for c in value]
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._wrap(key, super().get(key, default))
+
+    def __getitem__(self, key: str) -> Any:
+        return self._wrap(key, super().__getitem__(key))
+
+
+def test_every_field_conversion_reads_is_declared() -> None:
+    reads: set[tuple[str, str]] = set()
+    pod_to_task(Recording(rich_pod(), "", reads))
+    declared = {
+        "": set(PodFields.__annotations__),
+        "metadata": set(MetadataFields.__annotations__),
+        "spec": set(SpecFields.__annotations__),
+        "status": set(StatusFields.__annotations__),
+        "container": set(ContainerFields.__annotations__),
+    }
+    assert {(p, k) for p, k in reads if p in declared} == reads  # nothing read below the leaves
+    missing = sorted(f"{p}.{k}" for p, k in reads if k not in declared[p])
+    assert missing == [], f"pod_to_task reads fields the typed pod decode skips: {missing}"
+    assert ("spec", "containers") in reads and ("container", "resources") in reads  # it did record
+
+
+def _fields(task: TaskInfo) -> dict[str, Any]:
+    pod_fields = {f.name: getattr(task.pod, f.name) for f in dataclasses.fields(task.pod)}
+    return {
+        "pod": pod_fields,
+        "job": task.job,
+        "resreq": task.resreq,
+        "init_resreq": task.init_resreq,
+        "status": task.status,
+        "priority": task.priority,
+        "role": task.role,
+        "index": task.index,
+        "preemptable": task.preemptable,
+        "gated": task.scheduling_gated,
+    }
+
+
+def test_conversion_makes_the_same_task_of_either_decoding() -> None:
+    bound = rich_pod("p2", nodeName="n1")
+    bound["status"]["phase"] = "Running"
+    bound["metadata"]["deletionTimestamp"] = "2026-01-02T00:00:00Z"
+    pods = [rich_pod("p1"), bound, pod("p3", group="g"), pod("p4", cpu="", memory="")]
+    raw = orjson.dumps({"kind": "PodList", "metadata": {"resourceVersion": "9"}, "items": pods})
+    typed = decode_pod_list(raw)
+    full = orjson.loads(raw)
+    assert typed["metadata"] == full["metadata"]
+    assert "containerStatuses" not in typed["items"][0]["status"]  # skipped, not built
+    assert "env" not in typed["items"][0]["spec"]["containers"][0]
+    for t, f in zip(typed["items"], full["items"], strict=True):
+        assert _fields(pod_to_task(t)) == _fields(pod_to_task(f))
+
+
+def test_a_malformed_pod_in_a_page_is_refused_by_name_and_the_others_kept() -> None:
+    bad_section = pod("bad-section", group="g")
+    bad_section["spec"]["containers"] = {"name": "not-a-list"}  # a section of the wrong kind
+    not_int = pod("bad-priority", group="g")
+    not_int["spec"]["priority"] = "high"  # a leaf of the wrong kind: conversion's to refuse
+    pods = [pod("ok-1", group="g"), bad_section, not_int, pod("ok-2", group="g")]
+    page = decode_pod_list(orjson.dumps({"items": pods}))
+    cache = SchedulerCache()
+    cache.upsert_queue(queue("default"))
+    cache.upsert_podgroup(podgroup("g", 1))
+    for obj in page["items"]:
+        cache.upsert_pod(obj)  # never raises
+    assert cache.state.get_task("c1/ok-1") is not None and cache.state.get_task("c1/ok-2") is not None
+    assert cache.state.get_task("c1/bad-section") is None and cache.state.get_task("c1/bad-priority") is None
+    assert "'containers' must be a list" in cache.skipped["Pod c1/bad-section"]
+    assert "spec.priority" in cache.skipped["Pod c1/bad-priority"]
+
+
+def test_a_page_that_is_not_json_is_an_error_as_before() -> None:
+    with pytest.raises(ValueError):
+        decode_pod_list(b"<html>proxy error</html>")
+
+
+async def test_the_pod_informer_lists_through_the_typed_decode(tmp_path: Path) -> None:
+    srv = ApiServer()
+    await srv.start()
+    srv.write_kubeconfig(tmp_path / "kubeconfig")
+    client = await KubeClient.create(ClientOptions(kubeconfig=str(tmp_path / "kubeconfig")))
+    try:
+        srv.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+        srv.store.create(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "high"},
+                "value": 7,
+            }
+        )
+        for i in range(7):
+            srv.store.create(rich_pod(f"p{i}"))
+        got: list[dict[str, Any]] = []
+
+        class Collect:
+            def upsert(self, obj: dict[str, Any]) -> None:
+                got.append(obj)
+
+            def delete(self, key: str, obj: dict[str, Any] | None) -> None:
+                raise AssertionError("nothing is deleted")
+
+        inf = Informer(client, Resource("Pod", "/api/v1/pods", loads=decode_pod_list), Collect(), page_size=3)
+        await inf.list()
+        assert sorted(o["metadata"]["name"] for o in got) == [f"p{i}" for i in range(7)]
+        assert all("containerStatuses" not in o["status"] for o in got)
+        assert all(o["metadata"]["resourceVersion"] for o in got) and inf.resource_version
+    finally:
+        await client.close()
+        await srv.stop()

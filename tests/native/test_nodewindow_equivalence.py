@@ -1,0 +1,193 @@
+"""The compiled placement window scans give exactly the answers of their Python twin
+(native/nodewindow.pyx vs scheduler/framework/nodewindow.py), and a whole session decides the same
+on either.
+
+CI sets VC_SCHEDULER_REQUIRE_NATIVE=1: then a missing compiled module is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from array import array
+from itertools import compress
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler.framework import nodewindow as twin
+from scheduler.framework import nodewindow_impl, placement
+from tests.unit.deviceshare.test_ds_session_fast_path import SESSION_CONF, _decide
+
+native = nodewindow_impl.native_module()
+needs_native = pytest.mark.skipif(native is None, reason="scheduler._native.nodewindow is not built")
+
+
+def test_compiled_module_is_present_where_it_must_be() -> None:
+    if os.environ.get("VC_SCHEDULER_REQUIRE_NATIVE", "") not in ("", "0"):
+        assert native is not None, (
+            "VC_SCHEDULER_REQUIRE_NATIVE=1 but scheduler._native.nodewindow did not import"
+        )
+        assert nodewindow_impl.window_impl is native or os.environ.get("VC_SCHEDULER_PURE", "") not in (
+            "",
+            "0",
+        )
+    elif native is None:
+        pytest.skip("compiled module not built (set VC_SCHEDULER_REQUIRE_NATIVE=1 to make this fail)")
+
+
+@st.composite
+def rings(draw: st.DrawFn) -> tuple[bytearray, int, int]:
+    """Answer codes of a ring of nodes (unknown, fit, refused), a rotating start and a sample size."""
+    n = draw(st.integers(1, 40))
+    codes = bytearray(draw(st.lists(st.sampled_from([0, 1, 1, 2]), min_size=n, max_size=n)))
+    return codes, draw(st.integers(0, n - 1)), draw(st.integers(1, n))
+
+
+def _scan(mod, codes: bytearray, start: int, want: int) -> tuple:
+    """A whole scan as the placement cache runs it, the predicate answering from `truth`: every
+    call's answer, the nodes asked in order, the window and its refusals."""
+    codes = bytearray(codes)
+    truth = [(i * 7 + start) % 3 != 0 for i in range(len(codes))]
+    steps, asked = [], []
+    pos = found = 0
+    while True:
+        pos, found, done = mod.window_stop(codes, start, want, pos, found)
+        steps.append((pos, found, done))
+        if done:
+            break
+        idx = mod.to_ask(codes, start, pos, want - found)
+        assert idx, "a scan that stops at an unknown answer must ask about it"
+        asked.append(idx)
+        for i in idx:
+            codes[i] = twin.FIT if truth[i] else twin.REFUSED
+    nodes = [f"node-{i}" for i in range(len(codes))]
+    return steps, asked, mod.window_nodes(codes, start, pos, nodes)
+
+
+@needs_native
+@settings(max_examples=400, deadline=None)
+@given(rings())
+def test_compiled_scan_equals_the_twin(ring: tuple[bytearray, int, int]) -> None:
+    codes, start, want = ring
+    assert _scan(native, codes, start, want) == _scan(twin, codes, start, want)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rings())
+def test_the_window_is_the_plain_scans(ring: tuple[bytearray, int, int]) -> None:
+    """The twin's window is what a node-by-node scan gives: the first `want` fits from the start,
+    wrapping, every refusal before the stop, and only nodes before the stop asked."""
+    codes, start, want = ring
+    steps, asked, (fits, at, refused) = _scan(twin, codes, start, want)
+    assert fits == [f"node-{i}" for i in at]
+    n = len(codes)
+    final = bytearray(codes)
+    truth = [(i * 7 + start) % 3 != 0 for i in range(n)]
+    for i in range(n):
+        if final[i] == twin.UNKNOWN:
+            final[i] = twin.FIT if truth[i] else twin.REFUSED
+    plain_fits, plain_refused, end = [], [], 0
+    for p in range(n):
+        i = (start + p) % n
+        end = p + 1
+        if final[i] == twin.FIT:
+            plain_fits.append(f"node-{i}")
+            if len(plain_fits) >= want:
+                break
+        else:
+            plain_refused.append(i)
+    assert (fits, refused) == (plain_fits, plain_refused)
+    assert steps[-1][0] == end
+    window = {(start + p) % n for p in range(end)}
+    assert all(i in window and codes[i] == twin.UNKNOWN for idx in asked for i in idx)
+
+
+@st.composite
+def scored(draw: st.DrawFn) -> tuple[array, bytearray]:
+    n = draw(st.integers(1, 30))
+    values = st.sampled_from([0.0, 1.5, 2.0, 2.0, 7.25, -3.0, 1e300, -math.inf, math.inf, math.nan])
+    scores = array("d", draw(st.lists(values, min_size=n, max_size=n)))
+    flags = bytearray(draw(st.lists(st.sampled_from([0, 1]), min_size=n, max_size=n)))
+    return scores, flags
+
+
+def _top_by_lists(scores: array, flags: bytearray) -> list[int] | None:
+    """What the placement cache chose before the arrays: the Idle-fit group (else all), max(),
+    then the positions equal to it, over Python lists."""
+    idx = list(range(len(scores)))
+    nfit = sum(1 for f in flags if f)
+    if 0 < nfit < len(idx):
+        idx = list(compress(idx, flags))
+    vals = [scores[i] for i in idx]
+    m = max(vals)
+    if m != m:
+        return None
+    return [i for i, v in zip(idx, vals, strict=True) if v == m]
+
+
+@settings(max_examples=400, deadline=None)
+@given(scored())
+def test_top_indices(case: tuple[array, bytearray]) -> None:
+    scores, flags = case
+    want = _top_by_lists(scores, flags)
+    for mod in (twin, native) if native is not None else (twin,):
+        assert mod.top_indices(scores, flags) == want
+        # the same ties counted, and read one by one
+        ties = mod.top_ties(scores, flags)
+        if want is None:
+            assert ties is None
+            continue
+        count, first, top, only = ties
+        assert count == len(want) and first == want[0]
+        assert [mod.nth_tie(scores, flags, top, only, k) for k in range(count)] == want
+        with pytest.raises(IndexError):
+            mod.nth_tie(scores, flags, top, only, count)
+
+
+@st.composite
+def gathers(draw: st.DrawFn) -> tuple[array, bytearray, bytearray, list[int]]:
+    """A shape's per-node scores (some known) and Idle-fit codes, and candidate positions."""
+    n = draw(st.integers(1, 30))
+    values = array("d", draw(st.lists(st.floats(allow_nan=False), min_size=n, max_size=n)))
+    known = bytearray(draw(st.lists(st.sampled_from([0, 1]), min_size=n, max_size=n)))
+    codes = bytearray(draw(st.lists(st.sampled_from([0, 1, 2]), min_size=n, max_size=n)))
+    at = draw(st.lists(st.integers(0, n - 1), unique=True, max_size=n))
+    return values, known, codes, at
+
+
+def _gather(mod, case: tuple[array, bytearray, bytearray, list[int]]) -> tuple:
+    values, known, codes, at = case
+    scores, flags = array("d", [-1.0] * len(at)), bytearray([7] * len(at))
+    missing_scores = mod.gather_scores(values, known, at, scores)
+    missing_fits = mod.gather_flags(codes, at, flags)
+    return missing_scores, list(scores), missing_fits, bytes(flags)
+
+
+@settings(max_examples=300, deadline=None)
+@given(gathers())
+def test_gather_reads_the_known_values_by_position(
+    case: tuple[array, bytearray, bytearray, list[int]],
+) -> None:
+    values, known, codes, at = case
+    missing_scores, scores, missing_fits, flags = _gather(twin, case)
+    assert missing_scores == [k for k, i in enumerate(at) if not known[i]]
+    assert all(scores[k] == values[i] for k, i in enumerate(at) if known[i])
+    assert missing_fits == [k for k, i in enumerate(at) if codes[i] == twin.UNKNOWN]
+    assert list(flags) == [1 if codes[i] == twin.FIT else 0 for i in at]
+    if native is not None:
+        assert _gather(native, case) == _gather(twin, case)
+
+
+@needs_native
+@pytest.mark.parametrize("seed", [3, 4])
+def test_a_session_decides_the_same_on_the_twin(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Allocate's scans and picks from the compiled module or from the twin: the same binds, in
+    the same order, and the same reasons for the pods left pending."""
+    monkeypatch.setattr(placement, "window_impl", native)
+    compiled = _decide(SESSION_CONF, seed)
+    monkeypatch.setattr(placement, "window_impl", twin)
+    pure = _decide(SESSION_CONF, seed)
+    assert len(compiled[0]) > 20 and compiled[2]
+    assert compiled == pure

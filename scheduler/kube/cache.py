@@ -19,12 +19,15 @@ import structlog
 
 from scheduler.model.cluster import ClusterOptions, ClusterState
 from scheduler.model.convert import ConvertError, object_name
-from scheduler.model.objects import TaskStatus
+from scheduler.model.objects import TaskInfo, TaskStatus
+from scheduler.model.podstatus import PodSeen, pod_seen, status_only, with_bind_annotations
 from scheduler.model.resources import QuantityError
 from scheduler.model.snapshot import Snapshot
 
 log = structlog.get_logger("vc-scheduler.cache")
 
+# pods remembered for the status-only shortcut; past this, pods take the full conversion as before
+SEEN_MAX = 50_000
 BAD_INPUT = (ConvertError, QuantityError, TypeError, ValueError, AttributeError, KeyError)
 
 
@@ -65,6 +68,9 @@ class SchedulerCache:
         self.node_selector = node_selector or {}
         self.device_configmaps = set(device_configmaps)
         self.assumed: dict[str, Assumed] = {}
+        # pods of ours not yet running -> what their last full conversion read outside status: the
+        # watch echo of a Binding and the kubelet's reports then skip the full conversion
+        self.seen: dict[str, PodSeen] = {}
         self.evicting: dict[str, str] = {}  # pod key -> uid of the pod we asked to delete
         self.podgroup_rv: dict[str, str] = {}  # "ns/name" -> resourceVersion
         # "ns/name" -> metadata.uid: events name it, as kubectl describe looks events up by uid
@@ -101,6 +107,20 @@ class SchedulerCache:
 
     # ---------------------------------------------------------------- pods --
     def upsert_pod(self, obj: dict[str, Any]) -> None:
+        md = obj.get("metadata")
+        if type(md) is dict and self.seen:
+            key = f"{md.get('namespace') or 'default'}/{md.get('name')}"
+            seen = self.seen.get(key)
+            task = self.state.get_task(key) if seen is not None else None
+            if seen is not None and task is not None:
+                update = status_only(obj, seen, task.node_name)
+                if update is not None:
+                    self.state.apply_pod_status(task, update)
+                    if update.phase != "Pending":
+                        del self.seen[key]  # running: no echo of ours is to come
+                    self._good("Pod", obj)
+                    self._pod_settled(key, task)
+                    return
         known = len(self.state.tasks)
         try:
             task = self.state.apply_pod(obj)
@@ -109,14 +129,24 @@ class SchedulerCache:
             return
         self._good("Pod", obj)
         key = task.key
+        ours = task.pod.scheduler_name in self.state.options.scheduler_names
         if (
             self.on_watched is not None
             and len(self.state.tasks) > known  # a pod we did not have (not an update)
             and not task.node_name
             and task.pod.creation
-            and task.pod.scheduler_name in self.state.options.scheduler_names
+            and ours
         ):
             self.on_watched(task.pod.creation)
+        seen = pod_seen(obj) if ours and task.pod.phase == "Pending" else None
+        if seen is not None and (key in self.seen or len(self.seen) < SEEN_MAX):
+            self.seen[key] = seen
+        else:
+            self.seen.pop(key, None)
+        self._pod_settled(key, task)
+
+    def _pod_settled(self, key: str, task: TaskInfo) -> None:
+        """What a new version of a pod means for the binds and evictions in flight."""
         a = self.assumed.get(key)
         if a is not None:
             if a.uid != task.uid or task.node_name:
@@ -125,6 +155,9 @@ class SchedulerCache:
             else:
                 # an event from before our Binding: keep counting the pod where we sent it
                 self.state.assume_bound(key, a.node, a.annotations)
+                seen = self.seen.get(key)
+                if seen is not None:
+                    self.seen[key] = with_bind_annotations(seen, a.annotations)
         ev = self.evicting.get(key)
         if ev is not None and (ev != task.uid or task.pod.deleting):
             del self.evicting[key]
@@ -134,6 +167,7 @@ class SchedulerCache:
         self.state.remove_pod(ns, name)
         self.assumed.pop(key, None)
         self.evicting.pop(key, None)
+        self.seen.pop(key, None)
 
     # ---------------------------------------------------------------- nodes --
     def _selected(self, obj: dict[str, Any]) -> bool:
@@ -285,6 +319,9 @@ class SchedulerCache:
             return False
         self.assumed[key] = Assumed(uid, node, dict(annotations), time.monotonic())
         self.state.assume_bound(key, node, annotations)
+        seen = self.seen.get(key)
+        if seen is not None:
+            self.seen[key] = with_bind_annotations(seen, annotations)
         return True
 
     def bind_sent(self, key: str) -> None:

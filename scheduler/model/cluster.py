@@ -28,10 +28,12 @@ from scheduler.model.convert import (
     podgroup_to_job,
     priority_class_to_info,
     queue_to_info,
+    task_status,
 )
 from scheduler.model.job import JobInfo
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import ON_NODE_STATUSES, PriorityClassInfo, QueueInfo, TaskInfo, TaskStatus
+from scheduler.model.podstatus import StatusUpdate
 from scheduler.model.policy import PdbInfo, ResourceQuotaInfo, pdb_to_info, resource_quota_to_info
 from scheduler.model.snapshot import JobViewChanges, Snapshot
 from scheduler.model.topology import HyperNodeSpec, Topology, build_topology
@@ -171,6 +173,26 @@ class ClusterState:
         self._attach(task)
         self.generation += 1
         return task
+
+    def apply_pod_status(self, task: TaskInfo, update: StatusUpdate) -> None:
+        """A new status for a pod whose other fields did not change (see `podstatus`): the same
+        bookkeeping as `apply_pod`, on the task we hold instead of a fresh conversion."""
+        pod = task.pod
+        status = task_status(update.phase, task.node_name, pod.deleting)
+        moved = status != task.status or update.phase != pod.phase
+        if moved:  # the node's and the job's indexes by status change
+            self._detach(task)
+        pod.phase = update.phase
+        pod.nominated_node = update.nominated_node
+        pod.scheduled_condition = update.scheduled_condition
+        pod.resource_version = update.resource_version
+        task.status = status
+        if moved:
+            self._attach(task)
+        elif task.job in self.jobs:
+            # the same indexes; the job's view is taken again so the session sees the new fields
+            self._dirty_jobs.add(task.job)
+        self.generation += 1
 
     def remove_pod(self, namespace: str, name: str) -> TaskInfo | None:
         uid = self.pod_keys.get(f"{namespace}/{name}")

@@ -307,6 +307,15 @@ def _pod_where(pod: Any) -> str:
     return f"Pod {ns}/{name}" if ns else f"Pod {name}"
 
 
+def scheduled_condition(status: dict[str, Any]) -> tuple[str, str, str] | None:
+    """(status, reason, message) of a pod status's last PodScheduled condition."""
+    cond = None
+    for c in status.get("conditions") or []:
+        if isinstance(c, dict) and c.get("type") == "PodScheduled":
+            cond = (str(c.get("status", "")), str(c.get("reason", "")), str(c.get("message", "")))
+    return cond
+
+
 def pod_to_task(
     pod: dict[str, Any], priority_classes: dict[str, PriorityClassInfo] | None = None
 ) -> TaskInfo:
@@ -383,10 +392,7 @@ def pod_to_task(
     node_name = _shared(str(spec.get("nodeName") or ""))
     phase = _shared(str(status.get("phase") or "Pending"))
     deleting = bool(md.get("deletionTimestamp"))
-    cond = None
-    for c in status.get("conditions") or []:
-        if isinstance(c, dict) and c.get("type") == "PodScheduled":
-            cond = (str(c.get("status", "")), str(c.get("reason", "")), str(c.get("message", "")))
+    cond = scheduled_condition(status)
     owner_uid = ""
     for ref in md.get("ownerReferences") or []:
         if isinstance(ref, dict) and ref.get("controller"):

@@ -190,22 +190,28 @@ def prioritize(
     return select_best(ssn, task, group, cache)
 
 
+def _depends_on_other_pods(task: TaskInfo) -> bool:
+    """Its answers on a node depend on pods elsewhere (inter-pod affinity, topology spread)."""
+    pod = task.pod
+    aff = pod.affinity
+    return bool(pod.topology_spread or (aff and ("podAffinity" in aff or "podAntiAffinity" in aff)))
+
+
 def _shape_key(task: TaskInfo) -> tuple | None:
     """Tasks with equal keys get equal predicate answers and scores on an unchanged node.
 
     None for tasks whose answers depend on other nodes' pods (inter-pod affinity, spread).
     """
-    pod = task.pod
-    aff = pod.affinity
-    if pod.topology_spread or (aff and ("podAffinity" in aff or "podAntiAffinity" in aff)):
+    if _depends_on_other_pods(task):
         return None
+    pod = task.pod
     return (
         task.job,
         task.role,
         tuple(sorted(task.init_resreq.to_dict().items())),
         tuple(sorted(task.resreq.to_dict().items())),
         tuple(sorted(pod.node_selector.items())),
-        repr(aff) if aff else "",
+        repr(pod.affinity) if pod.affinity else "",
         repr(pod.tolerations) if pod.tolerations else "",
         tuple(pod.host_ports),
         repr([(c.limits, c.requests) for c in pod.containers]),
@@ -442,15 +448,14 @@ class PlacementCache:
         and building the key (sorting, repr) cost ~20 us per task. Node name and annotations are
         per pod, so they are compared by value; the entry keeps the shared objects alive so their
         ids cannot be reused by others while this cache lives (one allocate run)."""
-        pod = task.pod
-        aff = pod.affinity
-        if pod.topology_spread or (aff and ("podAffinity" in aff or "podAntiAffinity" in aff)):
+        if _depends_on_other_pods(task):
             return None
+        pod = task.pod
         shared = (
             task.init_resreq,
             task.resreq,
             pod.node_selector,
-            aff,
+            pod.affinity,
             pod.tolerations,
             pod.host_ports,
             pod.containers,

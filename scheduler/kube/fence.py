@@ -54,8 +54,7 @@ class Fence:
         lease = self.lease
         if lease is None:  # no leader election: one writer by configuration
             return 0
-        now = lease.now()
-        held = lease.is_leader and now - lease.last_renew < lease.renew_deadline
+        held = _held(lease)
         # the same term goes on only while the tenure does: the elector (which sees every renew,
         # even those made while a long session kept this thread from asking) starts a new one
         # after any renew gap that reached the deadline
@@ -88,11 +87,7 @@ class Fence:
         if self._open_tenure is None or (term is not None and term != self._term):
             return False
         # a new tenure (a renew after a gap of the deadline) ends the term too (see _check)
-        return (
-            lease.is_leader
-            and lease.now() - lease.last_renew < lease.renew_deadline
-            and lease.tenure == self._open_tenure
-        )
+        return _held(lease) and lease.tenure == self._open_tenure
 
     def term(self) -> int | None:
         """The open term (decisions made now carry it), or None when this process may not write."""
@@ -105,3 +100,8 @@ class Fence:
         if not ok:
             self.refused += 1
         return ok
+
+
+def _held(lease: Lease) -> bool:
+    """We lead and the last renew, by our own clock, is younger than the renew deadline."""
+    return lease.is_leader and lease.now() - lease.last_renew < lease.renew_deadline

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from scheduler.sim.apiserver import codec, protobuf, scale, tables
+from scheduler.sim.apiserver import codec, fieldcheck, protobuf, scale, tables
 from scheduler.sim.apiserver.appkeys import SERVER_KEY
 from scheduler.sim.apiserver.errors import (
     ApiError,
@@ -64,11 +64,16 @@ def json_response(
     )
 
 
-def written_response(store: Store, res: ResourceInfo, obj: dict[str, Any], status: int = 200) -> web.Response:
+def written_response(
+    store: Store, res: ResourceInfo, obj: dict[str, Any], status: int = 200, warnings: list[str] | None = None
+) -> web.Response:
     """The answer to a write: the object's bytes are the ones its watch event sends (encoded once)."""
     ev = store.history(res).last()
     body = ev.obj_bytes() if ev is not None and ev.obj is obj else codec.dumps(obj)
-    return web.Response(body=body, status=status, headers={"Content-Type": JSON})
+    resp = web.Response(body=body, status=status, headers={"Content-Type": JSON})
+    for w in warnings or ():
+        resp.headers.add("Warning", w)
+    return resp
 
 
 def error_response(err: ApiError) -> web.Response:
@@ -117,6 +122,39 @@ def _check_kind(rr: ResourceRequest, body: Any, expected_kind: str | None = None
             f"the API version in the data ({body.get('apiVersion')}) and kind ({kind}) do not match the expected {want}"
         )
     return body
+
+
+CRDS = "customresourcedefinitions.apiextensions.k8s.io"
+
+
+def _schema(store: Store, res: ResourceInfo) -> fieldcheck.Schema | None:
+    if res.group in BUILT_IN_GROUPS or res.group == "apiextensions.k8s.io":
+        return fieldcheck.builtin_schema(res)
+    return fieldcheck.crd_schema(res, store.get(CRDS, None, f"{res.plural}.{res.group}"))
+
+
+def checked_fields(
+    store: Store, request: web.Request, rr: ResourceRequest, body: Any, options: str, patch: str | None = None
+) -> tuple[Any, list[str]]:
+    """The body as the kind can hold it, and the warnings to send (see `fieldcheck`).
+
+    `patch`: the patch type when `body` is a patch, not an object.
+    """
+    directive = fieldcheck.directive(request.query, options)
+    schema = _schema(store, rr.res)
+    if schema is None:
+        return body, []
+    kept = body
+    if patch == "json":
+        kept, unknown = fieldcheck.json_patch_checked(body, schema)
+    else:
+        unknown = fieldcheck.unknown_fields(body, schema, patch=patch == "strategic")
+    if not unknown:
+        return body, []
+    if directive == "Strict":
+        raise fieldcheck.strict_error(rr.res, unknown)
+    body = kept if patch == "json" else fieldcheck.pruned(body, schema, patch=patch == "strategic")
+    return body, fieldcheck.warnings(unknown) if directive == "Warn" else []
 
 
 def _is_dry_run(request: web.Request) -> bool:
@@ -297,8 +335,9 @@ async def handle_post(store: Store, request: web.Request, rr: ResourceRequest, b
         return json_response(success(code=201), 201)
     if rr.name is not None:
         raise method_not_allowed()
-    obj = store.create(_check_kind(rr, body), rr.namespace, rr.res, dry_run=_is_dry_run(request))
-    return written_response(store, rr.res, obj, 201)
+    body, warn = checked_fields(store, request, rr, _check_kind(rr, body), "CreateOptions")
+    obj = store.create(body, rr.namespace, rr.res, dry_run=_is_dry_run(request))
+    return written_response(store, rr.res, obj, 201, warn)
 
 
 async def handle_put(store: Store, request: web.Request, rr: ResourceRequest, body: Any) -> web.Response:
@@ -306,10 +345,9 @@ async def handle_put(store: Store, request: web.Request, rr: ResourceRequest, bo
         return json_response(scale.write_scale(store, rr.res, rr.namespace, rr.name, body))
     if rr.name is None or rr.subresource not in (None, "status"):
         raise method_not_allowed()
-    obj = store.update(
-        _check_kind(rr, body), rr.namespace, rr.res, rr.subresource, rr.name, dry_run=_is_dry_run(request)
-    )
-    return written_response(store, rr.res, obj)
+    body, warn = checked_fields(store, request, rr, _check_kind(rr, body), "UpdateOptions")
+    obj = store.update(body, rr.namespace, rr.res, rr.subresource, rr.name, dry_run=_is_dry_run(request))
+    return written_response(store, rr.res, obj, warnings=warn)
 
 
 BUILT_IN_GROUPS = frozenset(
@@ -345,10 +383,11 @@ async def handle_patch(store: Store, request: web.Request, rr: ResourceRequest, 
     patch = decode_body(raw)
     if rr.subresource == "scale":
         return json_response(scale.patch_scale(store, rr.res, rr.namespace, rr.name, patch, ptype))
+    patch, warn = checked_fields(store, request, rr, patch, "PatchOptions", ptype)
     obj = store.patch(
         rr.res, rr.namespace, rr.name, patch, ptype, rr.subresource, dry_run=_is_dry_run(request)
     )
-    return written_response(store, rr.res, obj)
+    return written_response(store, rr.res, obj, warnings=warn)
 
 
 async def handle_apply(store: Store, request: web.Request, rr: ResourceRequest, raw: bytes) -> web.Response:
@@ -370,7 +409,7 @@ async def handle_apply(store: Store, request: web.Request, rr: ResourceRequest, 
         raise bad_request(f"error decoding YAML: {exc}") from None
     if not isinstance(applied, dict):
         raise bad_request("the applied configuration must be an object")
-    body = _check_kind(rr, applied)
+    body, warn = checked_fields(store, request, rr, _check_kind(rr, applied), "PatchOptions")
     dry = _is_dry_run(request)
     if store.get(rr.res, rr.namespace, str(rr.name)) is None:
         if rr.subresource is not None:
@@ -382,10 +421,10 @@ async def handle_apply(store: Store, request: web.Request, rr: ResourceRequest, 
             )
         md["name"] = rr.name
         obj = store.create({**body, "metadata": md}, rr.namespace, rr.res, dry_run=dry)
-        return written_response(store, rr.res, obj, 201)
+        return written_response(store, rr.res, obj, 201, warn)
     ptype = "strategic" if rr.res.group in BUILT_IN_GROUPS else "merge"
     obj = store.patch(rr.res, rr.namespace, str(rr.name), body, ptype, rr.subresource, dry_run=dry)
-    return written_response(store, rr.res, obj)
+    return written_response(store, rr.res, obj, warnings=warn)
 
 
 async def handle_delete(store: Store, request: web.Request, rr: ResourceRequest, raw: bytes) -> web.Response:

@@ -19,6 +19,7 @@ from scheduler.kube.client import ApiError, ClientOptions, KubeClient
 from scheduler.kube.status import EventRecorder, StatusWriter
 from scheduler.metrics import SchedulerMetrics
 from scheduler.sim.apiserver import ApiServer
+from scheduler.sim.apiserver.kubeconfig import write_kubeconfig
 from tests.builders import node, pod, podgroup, queue
 
 NS = "c1"
@@ -153,6 +154,36 @@ async def test_500_is_retried_and_a_final_422_is_not(sandbox: tuple[ApiServer, K
     assert [e["code"] for e in _bindings(srv, "p2")] == [422] and b.failed == 1
     task = cache.state.get_task(f"{NS}/p2")
     assert task is not None and not task.node_name
+
+
+async def test_bindings_over_mutual_tls_present_the_kubeconfigs_client_certificate(tmp_path: Path) -> None:
+    """kubeadm-style kubeconfigs authenticate with a client certificate, not a token: the lean
+    writer must present it on its own connections, or every Binding is a 401."""
+    async with ApiServer(tls=True, require_auth=True, client_certs=True) as srv:
+        srv.write_kubeconfig(tmp_path / "kubeconfig")
+        client = await KubeClient.create(ClientOptions(kubeconfig=str(tmp_path / "kubeconfig")))
+        try:
+            assert client.writer is not None and client.writer.tls
+            cache = _cluster(srv, ["p1"])
+            b, st = _binder(cache, client)
+            assert b.submit([_decide(cache, "p1")]) == 1
+            await b.drain(5)
+            await st.drain(5)
+            await st.stop()
+            assert b.bound == 1 and [e["code"] for e in _bindings(srv, "p1")] == [201]
+            assert client.writer.opened >= 1  # the Binding went through the lean writer
+        finally:
+            await client.close()
+        # the same server refuses a writer that has the CA but no certificate nor token
+        bare = tmp_path / "bare"
+        write_kubeconfig(bare, srv.url, None, srv.ca_file)
+        anonymous = await KubeClient.create(ClientOptions(kubeconfig=str(bare)))
+        try:
+            with pytest.raises(ApiError) as err:
+                await anonymous.request("POST", f"/api/v1/namespaces/{NS}/events", body={})
+            assert err.value.status == 401 and not err.value.retryable
+        finally:
+            await anonymous.close()
 
 
 async def test_a_wrong_token_is_a_401_that_is_not_retried(sandbox: tuple[ApiServer, KubeClient]) -> None:

@@ -33,10 +33,19 @@ GENERATORS = [
 @pytest.mark.parametrize("generator", GENERATORS)
 def test_certificates_chain_to_the_ca(tmp_path: Path, generator: str) -> None:
     make = tls._with_cryptography if generator == "cryptography" else tls._with_openssl
-    certs = make(tmp_path, "127.0.0.1")
+    certs = make(tmp_path, "127.0.0.1", client=True)
     ctx = ssl.create_default_context(cafile=str(certs.ca_file))
     ctx.load_cert_chain(certs.cert_file, certs.key_file)  # the key matches the certificate
     assert certs.key_file.stat().st_mode & 0o077 == 0
+    assert certs.client_cert_file and certs.client_key_file
+    ctx.load_cert_chain(certs.client_cert_file, certs.client_key_file)
+    assert certs.client_key_file.stat().st_mode & 0o077 == 0
+    # the client certificate names its user and group as kube-apiserver reads them (CN, O)
+    peer = ssl._ssl._test_decode_cert(str(certs.client_cert_file))  # type: ignore[attr-defined]
+    subject = dict(pair for rdn in peer["subject"] for pair in rdn)
+    assert subject == {"commonName": tls.CLIENT_USER, "organizationName": tls.CLIENT_GROUP}
+    (tmp_path / "plain").mkdir()
+    assert make(tmp_path / "plain", "127.0.0.1").client_cert_file is None
 
 
 async def test_https_with_kubernetes_asyncio(tmp_path: Path) -> None:
@@ -55,11 +64,12 @@ async def test_https_with_kubernetes_asyncio(tmp_path: Path) -> None:
 
 
 @pytest.mark.kubectl
-async def test_https_with_kubectl(tmp_path: Path) -> None:
+@pytest.mark.parametrize("client_certs", [False, True], ids=["token", "client-certificate"])
+async def test_https_with_kubectl(tmp_path: Path, client_certs: bool) -> None:
     tools = k8stools.ensure_binaries()
     if tools is None:
         pytest.skip(k8stools.SKIP_REASON)
-    async with ApiServer(tls=True) as srv:
+    async with ApiServer(tls=True, require_auth=True, client_certs=client_certs) as srv:
         srv.write_kubeconfig(tmp_path / "kc")
         proc = await asyncio.create_subprocess_exec(
             str(tools["kubectl"]),
@@ -76,3 +86,4 @@ async def test_https_with_kubectl(tmp_path: Path) -> None:
         out, err = await asyncio.wait_for(proc.communicate(), 20)
         assert proc.returncode == 0, err.decode()
         assert "namespace/kube-system" in out.decode().split()
+        assert ("token" in (tmp_path / "kc").read_text()) is not client_certs

@@ -89,6 +89,16 @@ async def read_body(request: web.Request) -> bytes:
     return b"".join(chunks)
 
 
+def _authenticated(server: ApiServer, request: web.Request) -> bool:
+    """The token, or (with client certificates on) a certificate the sandbox's CA signed."""
+    if request.headers.get("Authorization", "") == f"Bearer {server.token}":
+        return True
+    if not server.client_certs or request.transport is None:
+        return False
+    # the TLS layer verified it against the CA (CERT_OPTIONAL): present means trusted
+    return bool(request.transport.get_extra_info("peercert"))
+
+
 class App:
     def __init__(self, server: ApiServer) -> None:
         self.server = server
@@ -126,7 +136,7 @@ class App:
             if (
                 server.require_auth
                 and not request.path.startswith("/sandbox/")
-                and request.headers.get("Authorization", "") != f"Bearer {server.token}"
+                and not _authenticated(server, request)
             ):
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             resp = await handler(request)

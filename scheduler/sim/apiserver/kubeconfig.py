@@ -11,12 +11,19 @@ CONTEXT = "vc-sandbox"
 
 
 def kubeconfig(
-    url: str, token: str | None = None, ca_file: str | None = None, namespace: str = "default"
+    url: str,
+    token: str | None = None,
+    ca_file: str | None = None,
+    namespace: str = "default",
+    client_cert: tuple[str, str] | None = None,
 ) -> dict:
+    """`client_cert`: (certificate file, key file) the user authenticates with."""
     cluster: dict[str, object] = {"server": url}
     if ca_file:
         cluster["certificate-authority"] = str(ca_file)
     user: dict[str, object] = {"token": token} if token else {}
+    if client_cert:
+        user["client-certificate"], user["client-key"] = client_cert
     return {
         "apiVersion": "v1",
         "kind": "Config",
@@ -36,6 +43,7 @@ def write_kubeconfig(
     token: str | None = None,
     ca_file: str | None = None,
     namespace: str = "default",
+    client_cert: tuple[str, str] | None = None,
 ) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -43,6 +51,6 @@ def write_kubeconfig(
     # it may hold a token: readable by its owner only, as kubectl expects of a kubeconfig
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
-        yaml.safe_dump(kubeconfig(url, token, ca_file, namespace), f, sort_keys=False)
+        yaml.safe_dump(kubeconfig(url, token, ca_file, namespace, client_cert), f, sort_keys=False)
     tmp.replace(p)
     return p

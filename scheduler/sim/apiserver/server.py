@@ -71,6 +71,7 @@ class ApiServer:
         watch_coalesce: float = 0.002,
         require_auth: bool = False,
         request_log_size: int = 100_000,
+        client_certs: bool = False,
     ) -> None:
         self.host = host
         self.port = port
@@ -89,6 +90,10 @@ class ApiServer:
         # a bearer token is always written to the kubeconfig; it is checked only when asked to
         self.token = secrets.token_urlsafe(24)
         self.require_auth = require_auth
+        # with TLS: clients may authenticate with a certificate the CA signed, as on a kubeadm
+        # cluster, and the kubeconfig then carries one instead of the token
+        self.client_certs = client_certs and tls
+        self.client_cert_files: tuple[str, str] | None = None
         self.request_log: deque[dict[str, Any]] = deque(maxlen=request_log_size)
         self.in_flight: set[asyncio.Task[Any]] = set()
         self.active_watches = 0
@@ -108,10 +113,15 @@ class ApiServer:
             from scheduler.sim.apiserver.tls import make_certificates
 
             self._tmpdir = tempfile.TemporaryDirectory(prefix="vc-sandbox-tls-")
-            certs = make_certificates(Path(self._tmpdir.name), self.host)
+            certs = make_certificates(Path(self._tmpdir.name), self.host, client=self.client_certs)
             self.ca_file = str(certs.ca_file)
             ssl_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             ssl_ctx.load_cert_chain(certs.cert_file, certs.key_file)
+            if certs.client_cert_file and certs.client_key_file:
+                # optional: a client without a certificate may still present the token
+                ssl_ctx.load_verify_locations(certs.ca_file)
+                ssl_ctx.verify_mode = ssl.CERT_OPTIONAL
+                self.client_cert_files = (str(certs.client_cert_file), str(certs.client_key_file))
         app = App(self).build()
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
@@ -142,6 +152,8 @@ class ApiServer:
         await self.stop()
 
     def write_kubeconfig(self, path: str | os.PathLike[str], namespace: str = "default") -> Path:
+        if self.client_cert_files:
+            return write_kubeconfig(path, self.url, None, self.ca_file, namespace, self.client_cert_files)
         return write_kubeconfig(path, self.url, self.token, self.ca_file, namespace)
 
     def set_faults(self, **knobs: Any) -> None:

@@ -1,0 +1,33 @@
+"""The daemon benchmark end to end on a tiny cluster: its section, the burst's CPU split and the
+server's profile of the burst window (the figures a user reads to see what bounds a burst)."""
+
+from __future__ import annotations
+
+import pstats
+from pathlib import Path
+
+from scheduler.sim import daemonbench
+
+
+def test_a_tiny_run_writes_its_section_with_the_burst_cpu_split_and_a_server_profile(tmp_path: Path) -> None:
+    doc = tmp_path / "performance.md"
+    doc.write_text(f"# Performance\n\n{daemonbench.SECTION}\n\nstale figures\n\n## Next\n\nkept\n")
+    prof = tmp_path / "server.prof"
+    argv = ["--nodes", "4", "--running", "16", "--pending", "8", "--burst", "16", "--arrival-rate", "0",
+            "--idle-seconds", "0.5", "--server-profile", str(prof), "--output", str(doc)]  # fmt: skip
+    assert daemonbench.main(argv) == 0
+    text = doc.read_text()
+    assert "stale figures" not in text and "## Next\n\nkept" in text
+    assert "| burst: 16 pods created at once while running" in text
+    assert "and the API server's CPU per burst pod" in text
+    assert "The burst is bounded by CPU on both sides" in text
+    # the profile covers the burst window: the server bound the burst's pods in it
+    functions = {name for (_file, _line, name) in pstats.Stats(str(prof)).stats}  # type: ignore[attr-defined]
+    assert "bind" in functions and "create" in functions
+
+
+def test_the_bound_is_what_two_cores_allow() -> None:
+    lines = daemonbench._burst_bound({"burst_daemon_cpu_ms_per_pod": 1.5, "burst_server_cpu_ms_per_pod": 0.5})
+    text = " ".join(lines)
+    assert "more than 2,000 pods/s" in text and "at most 1,000 pods/s" in text
+    assert daemonbench._burst_bound({"burst_daemon_cpu_ms_per_pod": 1.5}) == []

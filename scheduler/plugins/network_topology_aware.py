@@ -49,6 +49,20 @@ def _weight(arguments: Arguments, key: str) -> int:
     return 1 if w < 0 else w
 
 
+def reverse_and_cap(gradients: list[list[HyperNodeInfo]], limit: int) -> list[list[HyperNodeInfo]]:
+    """Eviction's order: the widest domains first, at most `limit` HyperNodes (0: all, as given)."""
+    if limit <= 0:
+        return gradients
+    out: list[list[HyperNodeInfo]] = []
+    left = limit
+    for group in reversed(gradients):
+        if left == 0:
+            break
+        out.append(group[-left:] if len(group) > left else group)
+        left -= len(out[-1])
+    return out
+
+
 class _Usage:
     __slots__ = ("allocatable", "future_idle", "idle", "used")
 
@@ -118,6 +132,11 @@ class NetworkTopologyAwarePlugin(Plugin):
 
     # ------------------------------------------------------------------ gradient --
     def gradient(self, unit: Any, start: HyperNodeInfo, purpose: str) -> list[list[HyperNodeInfo]]:
+        result = self.eligible_gradient(unit, start, purpose)
+        return reverse_and_cap(result, self.evict_max) if purpose == PURPOSE_EVICT else result
+
+    def eligible_gradient(self, unit: Any, start: HyperNodeInfo, purpose: str) -> list[list[HyperNodeInfo]]:
+        """The HyperNodes under `start` the unit may use, by tier, lowest tier first."""
         tier = unit.hard_tier
         if tier is None:
             return [[start]]
@@ -136,18 +155,7 @@ class NetworkTopologyAwarePlugin(Plugin):
             if self._eligible(hn, tier, unit.allocated_hypernode, need, purpose):
                 by_tier.setdefault(hn.tier, []).append(hn)
             queue.extend(topo.hypernodes[c] for c in hn.children)
-        result = [by_tier[t] for t in sorted(by_tier)]
-        if purpose != PURPOSE_EVICT:
-            return result
-        # eviction looks at the widest domains first, and at a bounded number of them
-        out: list[list[HyperNodeInfo]] = []
-        left = self.evict_max
-        for group in reversed(result):
-            if left == 0:
-                break
-            out.append(group[-left:] if len(group) > left else group)
-            left -= len(out[-1])
-        return out
+        return [by_tier[t] for t in sorted(by_tier)]
 
     def _usage(self, name: str) -> _Usage:
         """The HyperNode's resources, summed over its nodes the first time they are asked for

@@ -20,6 +20,7 @@ from scheduler.framework.cycle import open_session
 from scheduler.framework.session import Session, SessionOptions
 from scheduler.model.cluster import ClusterState
 from scheduler.model.objects import TaskInfo
+from scheduler.model.resources import Resource
 from scheduler.registry import parse
 from tests.builders import node, pod, podgroup, queue
 from tests.unit.test_topology import hypernode
@@ -225,3 +226,88 @@ def test_node_score_of_a_rescheduled_job(
     nodes = [n for n in ssn.node_list if n.name in scored]
     got = ssn.batch_node_order_scores(task, nodes)
     assert [got.get(n, 0.0) for n in scored] == [pytest.approx(w, abs=0.1) for w in want]
+
+
+# ------------------------------------------------------------ TestHyperNodeGradientPreFiltering --
+GI_BYTES = 2**30
+
+
+def _gradient_cluster(min_cpu: int, min_gi: int) -> ClusterState:
+    """1,000 nodes of 4 CPU and 8Gi in 100 tier-1 HyperNodes of 10 under one tier-2 HyperNode,
+    and a job whose gang (one pending pod) needs `min_cpu` cores and `min_gi` GiB."""
+    state = ClusterState()
+    state.apply_queue(queue("q1"))
+    leaves = []
+    for i in range(100):
+        names = [f"node-{i * 10 + j}" for j in range(10)]
+        for n in names:
+            state.apply_node(node(n, cpu="4", memory="8Gi"))
+        state.apply_hypernode(hypernode(f"hn-1-{i}", 1, names))
+        leaves.append(f"hn-1-{i}")
+    state.apply_hypernode(hypernode("hn-2-0", 2, children=leaves))
+    minimum = {"cpu": str(min_cpu), "memory": f"{min_gi}Gi"}
+    state.apply_podgroup(podgroup("j", ns="ns1", queue="q1", min_resources=minimum))
+    state.apply_pod(pod("j-0", cpu=str(min_cpu), memory=f"{min_gi}Gi", ns="ns1", group="j"))
+    return state
+
+
+GRADIENT = [
+    # (unit, highest tier allowed, minimum (cores, GiB), idle, future idle of hn-1-0, purpose, selected)
+    pytest.param("job", 2, (20, 40), (30, 60), (35, 70), "allocate", True, id="Job - idle sufficient, futureIdle sufficient"),
+    pytest.param("job", 2, (20, 40), (30, 60), (15, 30), "allocate", True, id="Job - idle sufficient, futureIdle insufficient"),
+    pytest.param("job", 2, (20, 40), (15, 30), (30, 60), "allocate", True, id="Job - idle insufficient, futureIdle sufficient"),
+    pytest.param("job", 2, (20, 40), (15, 30), (15, 30), "allocate", False, id="Job - idle insufficient, futureIdle insufficient"),
+    pytest.param("subjob", 1, (10, 20), (20, 40), (25, 50), "allocate", True, id="SubJob - idle sufficient, futureIdle sufficient"),
+    pytest.param("subjob", 1, (10, 20), (20, 40), (5, 10), "allocate", True, id="SubJob - idle sufficient, futureIdle insufficient"),
+    pytest.param("subjob", 1, (10, 20), (5, 10), (20, 40), "allocate", True, id="SubJob - idle insufficient, futureIdle sufficient"),
+    pytest.param("subjob", 1, (10, 20), (5, 10), (5, 10), "allocate", False, id="SubJob - idle insufficient, futureIdle insufficient"),
+    pytest.param("job", 2, (20, 40), (15, 30), (15, 30), "evict", True, id="Evict purpose - idle insufficient, futureIdle insufficient"),
+    pytest.param("job", 2, (50, 100), (15, 30), (15, 30), "evict", False, id="Evict purpose - allocatable insufficient"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("kind", "tier", "minimum", "idle", "future", "purpose", "selected"), GRADIENT)
+def test_hypernode_gradient_pre_filtering(
+    kind: str,
+    tier: int,
+    minimum: tuple[int, int],
+    idle: tuple[int, int],
+    future: tuple[int, int],
+    purpose: str,
+    selected: bool,
+) -> None:
+    """A HyperNode enters the gradient when the gang's minimum fits its idle or its future idle
+    resources (allocation), or its allocatable ones (eviction): hn-1-0's are set by hand, as
+    Volcano's test does, and the gradient lists tiers in ascending order."""
+    from scheduler.actions.allocate_topology import JobUnit
+    from scheduler.model.subjob import SubJob
+    from scheduler.model.topology import NetworkTopologySpec
+
+    ssn, task = _session(_gradient_cluster(*minimum), {})
+    job = ssn.jobs[task.job]
+    spec = NetworkTopologySpec("hard", tier)
+    unit: Any = (
+        JobUnit(job, spec)
+        if kind == "job"
+        else SubJob("j-sub", "j-sub", job.uid, network_topology=spec, task_uids=[task.uid])
+    )
+    plugin = ssn.plugins["network-topology-aware"]
+    usage = plugin._usage("hn-1-0")
+    usage.idle = Resource(idle[0] * 1000, idle[1] * GI_BYTES)
+    usage.future_idle = Resource(future[0] * 1000, future[1] * GI_BYTES)
+    gradient = plugin.eligible_gradient(unit, ssn.topology.hypernodes["hn-2-0"], purpose)
+    assert any(hn.name == "hn-1-0" for group in gradient for hn in group) is selected
+    tiers = [group[0].tier for group in gradient if group]
+    assert tiers == sorted(tiers)
+
+
+def test_reverse_and_cap_eviction_gradients() -> None:
+    """Eviction looks at the widest domains first and at no more HyperNodes than its bound
+    (hypernode.gradient.evict.max-hypernodes); without a bound the gradient stays as it is."""
+    from scheduler.model.topology import HyperNodeInfo
+    from scheduler.plugins.network_topology_aware import reverse_and_cap
+
+    a, b, c, d = (HyperNodeInfo(n, 1) for n in "abcd")
+    gradients = [[a, b], [c, d]]
+    assert [[h.name for h in g] for g in reverse_and_cap(gradients, 3)] == [["c", "d"], ["b"]]
+    assert reverse_and_cap(gradients, 0) == gradients

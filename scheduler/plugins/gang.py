@@ -123,8 +123,9 @@ class GangPlugin(Plugin):
 
 def _only_releasing(job: JobInfo) -> bool:
     """Not ready only because scheduled tasks are being released: no condition churn for that."""
-    if job.count(TaskStatus.PENDING, TaskStatus.PIPELINED):
+    # a releasing task never placed (deleted while pending) holds no gang slot
+    releasing = sum(1 for t in job.tasks_in(TaskStatus.RELEASING) if t.node_name)
+    if not releasing or job.count(TaskStatus.PENDING, TaskStatus.PIPELINED):
         return False
     scheduled = job.count(TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
-    releasing = sum(1 for t in job.tasks_in(TaskStatus.RELEASING) if t.node_name)
     return scheduled + releasing >= job.min_available

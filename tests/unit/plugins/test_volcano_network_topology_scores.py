@@ -21,6 +21,7 @@ from scheduler.framework.session import Session, SessionOptions
 from scheduler.model.cluster import ClusterState
 from scheduler.model.objects import TaskInfo
 from scheduler.model.resources import Resource
+from scheduler.model.topology import CLUSTER_TOP
 from scheduler.registry import parse
 from tests.builders import node, pod, podgroup, queue
 from tests.unit.test_topology import hypernode
@@ -55,12 +56,15 @@ def _pod(name: str, foo: bool, on: str = "", labels: dict | None = None) -> dict
     return p
 
 
-def _cluster(foo: bool, pg: dict[str, Any], pods: list[dict[str, Any]]) -> ClusterState:
+def _cluster(
+    foo: bool, pg: dict[str, Any], pods: list[dict[str, Any]], foo_on_both: bool = True
+) -> ClusterState:
+    """`foo_on_both` False: only the first node of each leaf has example.com/foo."""
     state = ClusterState()
     state.apply_queue(queue("q1"))
     for leaf, cpu, memory, foos in LEAVES:
         for i in (1, 2):
-            extra = {"example.com/foo": foos} if foo else None
+            extra = {"example.com/foo": foos if i == 1 or foo_on_both else "0"} if foo else None
             state.apply_node(node(f"{leaf}-n{i}", cpu=cpu, memory=memory, pods="10", extra=extra))
         state.apply_hypernode(hypernode(leaf, 1, [f"{leaf}-n1", f"{leaf}-n2"]))
     for name, tier, children in TREE:
@@ -135,6 +139,40 @@ def test_batch_node_order_for_a_task_with_network_topology() -> None:
     # Volcano's test sets the task's job HyperNode by hand; allocate sets it from the job's
     ssn.task_job_hypernode[task.uid] = "s1"
     _assert_scores(ssn.batch_node_order_scores(task, ssn.node_list), _leaf_scores(66.7, 116.7, 33.3, 33.3))
+
+
+HYPERNODE_ORDER = [
+    pytest.param(False, {}, (25.0, 58.3, 45.8, 0.0, 100.0, 0.0, 75.0, 25.0), id="default-arguments"),
+    pytest.param(
+        True,
+        {**CUSTOM, "hypernode.binpack.cpu": 3},
+        (266.7, 700.0, 450.0, 0.0, 0.0, 0.0, 800.0, 266.7),
+        id="customized-arguments",
+    ),
+]
+
+
+@pytest.mark.parametrize(("foo", "arguments", "want"), HYPERNODE_ORDER)
+def test_hypernode_order_for_a_subjob(foo: bool, arguments: dict[str, Any], want: tuple[float, ...]) -> None:
+    """Volcano's TestHyperNodeOrderFn: a sub-job of two pending pods (4 CPU, 4G each, and 8
+    example.com/foo where the case has it, a resource only each leaf's first node offers) scores
+    every HyperNode by bin packing its whole request there (0 where it does not fit)."""
+    pg = podgroup("pg1", ns="ns1", queue="q1", min_member=2)
+    pg["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 2}
+    pg["spec"]["subGroupPolicy"] = [
+        {"name": "task1", "matchLabelKeys": ["volcano.sh/task-spec"], "subGroupSize": 1}
+    ]
+    pods = []
+    for name in ("p1", "p2"):
+        p = _pod(name, foo, labels={"volcano.sh/task-spec": "worker"})
+        p["spec"]["containers"][0]["resources"]["requests"].update({"cpu": "4", "memory": "4G"})
+        pods.append(p)
+    ssn, task = _session(_cluster(foo, pg, pods, foo_on_both=False), arguments)
+    job = ssn.jobs[task.job]
+    prepare(ssn, job, list(job.tasks.values()))
+    names = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", CLUSTER_TOP]
+    got = ssn.plugins["network-topology-aware"].hypernode_order(ssn, ssn.task_subjob[task.uid], names)
+    assert [got[n] for n in names] == [pytest.approx(w, abs=0.1) for w in want]
 
 
 # ------------------------------------------ TestNetworkTopologyAwareNodeScore_Hard / _Soft --
@@ -311,3 +349,31 @@ def test_reverse_and_cap_eviction_gradients() -> None:
     gradients = [[a, b], [c, d]]
     assert [[h.name for h in g] for g in reverse_and_cap(gradients, 3)] == [["c", "d"], ["b"]]
     assert reverse_and_cap(gradients, 0) == gradients
+
+
+def test_hard_topology_without_a_feasible_domain_has_no_gradient() -> None:
+    """Volcano's TestHyperNodeGradientForSubJobFn_NoSubJobPolicyRespectsHardTopology: a sub-job
+    bound to tier 1 that needs 20 CPU, where each tier-1 zone holds 16, gets no domain to evict
+    in; the search never falls back to the region or the cluster's top."""
+    from scheduler.model.subjob import SubJob
+    from scheduler.model.topology import NetworkTopologySpec
+    from scheduler.plugins.network_topology_aware import PURPOSE_EVICT
+
+    state = ClusterState()
+    state.apply_queue(queue("q1"))
+    for zone in ("a", "d"):
+        names = [f"node-{zone}-1", f"node-{zone}-2"]
+        for n in names:
+            state.apply_node(node(n, cpu="8"))
+        state.apply_hypernode(hypernode(f"zone-{zone}", 1, names))
+    state.apply_hypernode(hypernode("region", 2, children=["zone-a", "zone-d"]))
+    pg = podgroup("j", ns="ns1", queue="q1")
+    pg["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1}
+    state.apply_podgroup(pg)
+    state.apply_pod(pod("pending-task", cpu="20", ns="ns1", group="j"))
+    ssn, task = _session(state, {})
+    sub = SubJob(
+        "sid", "gid", task.job, network_topology=NetworkTopologySpec("hard", 1), task_uids=[task.uid]
+    )
+    plugin = ssn.plugins["network-topology-aware"]
+    assert plugin.gradient(sub, ssn.topology.hypernodes[CLUSTER_TOP], PURPOSE_EVICT) == []

@@ -45,6 +45,8 @@ ports.
 
 from __future__ import annotations
 
+from typing import Any
+
 from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
@@ -80,6 +82,40 @@ NO_OP_SWITCHES = {
 }
 
 
+class _SpecMemo:
+    """What the filters read from a pod's spec alone, computed once per session for the pods of
+    one template: conversion hands them the same node selector, affinity and toleration objects
+    (model/convert.py `_interned`), so the object itself is the key, kept alive beside its answer
+    so that its id cannot be reused while cached."""
+
+    __slots__ = ("_affinity", "_tolerations")
+
+    def __init__(self) -> None:
+        self._tolerations: dict[int, tuple[Any, bool]] = {}
+        self._affinity: dict[tuple[int, int], tuple[Any, Any, RequiredNodeAffinity | None]] = {}
+
+    def tolerates_unschedulable(self, tolerations: list[dict[str, Any]]) -> bool:
+        if not tolerations:
+            return False
+        hit = self._tolerations.get(id(tolerations))
+        if hit is None or hit[0] is not tolerations:
+            hit = self._tolerations[id(tolerations)] = (tolerations, tolerates_unschedulable(tolerations))
+        return hit[1]
+
+    def node_affinity(
+        self, selector: dict[str, str], affinity: dict[str, Any]
+    ) -> RequiredNodeAffinity | None:
+        """The pod's nodeSelector and required node affinity; None when it has neither."""
+        if not selector and not affinity:
+            return None
+        key = (id(selector), id(affinity))
+        hit = self._affinity.get(key)
+        if hit is None or hit[0] is not selector or hit[1] is not affinity:
+            req = required_node_affinity(selector, affinity)
+            hit = self._affinity[key] = (selector, affinity, None if req.empty else req)
+        return hit[2]
+
+
 class _TaskState:
     """What the filters need of one task, computed once."""
 
@@ -94,16 +130,15 @@ class _TaskState:
         "uid",
     )
 
-    def __init__(self, plugin: PredicatesPlugin, sp: SessionPods, task: TaskInfo) -> None:
+    def __init__(self, plugin: PredicatesPlugin, sp: SessionPods, task: TaskInfo, memo: _SpecMemo) -> None:
         pod: PodInfo = task.pod
         self.uid = task.uid
         self.node_name = pod.node_name
-        self.tolerates_unschedulable = tolerates_unschedulable(pod.tolerations)
+        self.tolerates_unschedulable = memo.tolerates_unschedulable(pod.tolerations)
         self.taints = plugin.taints
         self.affinity: RequiredNodeAffinity | None = None
         if plugin.node_affinity:
-            req = required_node_affinity(pod.node_selector, pod.affinity)
-            self.affinity = None if req.empty else req
+            self.affinity = memo.node_affinity(pod.node_selector, pod.affinity)
         self.ports = list(pod.host_ports) if plugin.node_ports else []
         self.interpod: InterPodState | None = None
         if plugin.pod_affinity:
@@ -134,6 +169,7 @@ class PredicatesPlugin(Plugin):
         sp = session_pods(ssn)
         # The state of the task being scheduled; a new task replaces it.
         current: list[_TaskState | None] = [None]
+        memo = _SpecMemo()
         # A task's affinity and spread counts are those of its pre-predicate: evictions made for
         # it are not seen (Volcano's cycle state), except by the inter-pod affinity counts in
         # preempt's topology-aware dry run, which Volcano replays into this plugin only when its
@@ -148,7 +184,7 @@ class PredicatesPlugin(Plugin):
         sp.listeners.append(follow)
 
         def prepare(task: TaskInfo) -> _TaskState:
-            st = _TaskState(self, sp, task)
+            st = _TaskState(self, sp, task, memo)
             current[0] = st
             return st
 

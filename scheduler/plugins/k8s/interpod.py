@@ -85,6 +85,11 @@ class PodTerms:
         self.preferred_anti = _preferred(pod, paa)
 
 
+# the terms of a pod without affinity, shared (read-only: tuples, so a mutation would fail loudly)
+NO_TERMS = PodTerms.__new__(PodTerms)
+NO_TERMS.affinity = NO_TERMS.anti = NO_TERMS.preferred_affinity = NO_TERMS.preferred_anti = ()  # type: ignore[assignment]
+
+
 def _term(pod: PodInfo, raw: Any, weight: int = 0) -> AffinityTerm | None:
     if not isinstance(raw, dict):
         return None
@@ -120,6 +125,8 @@ def _preferred(pod: PodInfo, section: Mapping[str, Any]) -> list[AffinityTerm]:
 
 def pod_terms(sp: SessionPods, pod: PodInfo) -> PodTerms:
     """Compiled terms of a pod, memoised per session (existing pods are read for every task)."""
+    if not pod.affinity:
+        return NO_TERMS  # most pods: nothing to compile, nothing to remember per pod
     cache: dict[str, PodTerms] = sp.memo.setdefault("interpod.terms", {})
     t = cache.get(pod.uid)
     if t is None:

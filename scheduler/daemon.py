@@ -322,7 +322,10 @@ class Daemon:
             self.metrics.is_leader.set(1)
         self._wire_writers()
         self.server = HttpServer(
-            self.metrics if o.enable_metrics else None, Probes(self._ready, self._alive), self.webview
+            self.metrics if o.enable_metrics else None,
+            Probes(self._ready, self._alive),
+            self.webview,
+            own_thread=True,
         )
         try:
             self.ports = await self.server.start(addresses)

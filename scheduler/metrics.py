@@ -313,11 +313,11 @@ class SchedulerMetrics:
         self._queues: set[str] = set()
 
     # ------------------------------------------------------------------ exposition --
-    def render(self) -> bytes:
-        try:
-            self._sync_devices()
-        except Exception as exc:  # a ledger we cannot read costs the device gauges, never /metrics
-            log.warning("device gauges not updated", error=f"{type(exc).__name__}: {exc}")
+    def render(self, devices: bool = True) -> bytes:
+        """The exposition; `devices=False` when the caller refreshed the device gauges itself
+        (on the loop that owns the ledgers) or chose not to wait for it."""
+        if devices:
+            self.refresh_devices()
         return (
             generate_latest(self.registry)
             + (self.preemption_attempts.render() + self.job_retry_counts.render()).encode()
@@ -444,6 +444,12 @@ class SchedulerMetrics:
         cards would otherwise pay four gauge updates per card every second for nothing.
         """
         self._ledgers = (vgpu, share)
+
+    def refresh_devices(self) -> None:
+        try:
+            self._sync_devices()
+        except Exception as exc:  # a ledger we cannot read costs the device gauges, never /metrics
+            log.warning("device gauges not updated", error=f"{type(exc).__name__}: {exc}")
 
     def _sync_devices(self) -> None:
         from scheduler.plugins.deviceshare.gpushare import gpushare_node_metrics

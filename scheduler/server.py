@@ -9,19 +9,32 @@ leader election a standby is ready too: its caches are warm and it can take over
 making standbys unready would stall rolling updates of a replicated Deployment. The body says
 whether this replica leads. Liveness fails when the session loop has not turned for a long time
 (a wedged event loop or a crashed loop task) or the leader stopped renewing its lease.
+
+The server runs on its own thread and event loop (`own_thread=True`, as the daemon starts it): a
+session holds the daemon's loop for as long as it decides (20 s for a backlog at 20,000 nodes), and
+probes or scrapes waiting behind it would time out, marking a busy replica unready or dead. The
+probes read a few attributes and the metrics registry is thread-safe, so both answer from the
+server's thread. What reads session state (the device gauges, the web view) still runs on the
+daemon's loop between its steps; the device gauges are skipped for a scrape that would wait
+behind a session (they are then one scrape old), the web view waits as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import contextlib
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 
 from scheduler.metrics import SchedulerMetrics
 
 CONTENT_TYPE_LATEST = "text/plain; version=0.0.4; charset=utf-8"
+DEVICE_GAUGES_WAIT_S = 0.5  # how long a scrape waits for the daemon's loop to refresh device gauges
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -42,11 +55,60 @@ def split_address(addr: str, default_port: int) -> tuple[str, int]:
         raise ValueError(f"invalid address {addr!r}: the port must be a number") from None
 
 
+class OwnerLoop:
+    """Runs a function on the loop that owns the state it reads, from another loop's coroutine."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        self.loop = loop
+
+    async def call(self, fn: Callable[[], T], timeout: float | None = None) -> T:
+        if self.loop is None or self.loop is asyncio.get_running_loop():
+            return fn()
+
+        async def run() -> T:
+            return fn()
+
+        done = asyncio.wrap_future(asyncio.run_coroutine_threadsafe(run(), self.loop))
+        return await asyncio.wait_for(done, timeout)
+
+
+class _LoopThread:
+    """An event loop on a daemon thread, for the server's sockets."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, name="vc-scheduler-http", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> Awaitable[T]:
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    async def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        await asyncio.to_thread(self.thread.join, 5.0)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
 class HttpServer:
-    def __init__(self, metrics: SchedulerMetrics | None, probes: Probes, webview: Any = None) -> None:
+    def __init__(
+        self,
+        metrics: SchedulerMetrics | None,
+        probes: Probes,
+        webview: Any = None,
+        *,
+        own_thread: bool = False,
+    ) -> None:
         self.metrics = metrics
         self.probes = probes
         self.webview = webview
+        self.own_thread = own_thread
+        self.owner = OwnerLoop()  # the daemon's loop, once started on another thread
+        self._thread: _LoopThread | None = None
         self.app = web.Application()
         self.app.router.add_get("/metrics", self._metrics)
         self.app.router.add_get("/healthz", self._healthz)
@@ -59,7 +121,11 @@ class HttpServer:
     async def _metrics(self, _req: web.Request) -> web.Response:
         if self.metrics is None:
             return web.Response(status=404, text="metrics are disabled (start with --enable-metrics)\n")
-        return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+        metrics = self.metrics
+        # the ledgers belong to the daemon's loop, and a session may be using them
+        with contextlib.suppress(TimeoutError):
+            await self.owner.call(metrics.refresh_devices, DEVICE_GAUGES_WAIT_S)
+        return web.Response(body=metrics.render(devices=False), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def _healthz(self, _req: web.Request) -> web.Response:
         ok, why = self.probes.alive()
@@ -70,6 +136,20 @@ class HttpServer:
         return web.Response(status=200 if ok else 503, text=(why or "ok") + "\n")
 
     async def start(self, addresses: list[tuple[str, int]]) -> list[int]:
+        if not self.own_thread:
+            return await self._start(addresses)
+        self.owner = OwnerLoop(asyncio.get_running_loop())
+        if self.webview is not None:
+            self.webview.owner = self.owner
+        self._thread = _LoopThread()
+        try:
+            return await self._thread.submit(self._start(addresses))
+        except BaseException:
+            await self._thread.close()
+            self._thread = None
+            raise
+
+    async def _start(self, addresses: list[tuple[str, int]]) -> list[int]:
         self.runner = web.AppRunner(self.app, access_log=None)
         await self.runner.setup()
         for host, port in addresses:
@@ -83,6 +163,14 @@ class HttpServer:
     async def stop(self) -> None:
         if self.webview is not None:
             self.webview.close()  # end the event streams, or the cleanup waits for them
+        if self._thread is None:
+            await self._cleanup()
+            return
+        await self._thread.submit(self._cleanup())
+        await self._thread.close()
+        self._thread = None
+
+    async def _cleanup(self) -> None:
         if self.runner is not None:
             await self.runner.cleanup()
             self.runner = None

@@ -1,6 +1,9 @@
 """The web view's HTTP side: the page, its assets, `/api/...` JSON and a server-sent event stream.
 
 Everything answers from `Summary` (the last session's state): no request reaches the API server.
+In the daemon the HTTP server has its own thread (scheduler/server.py): answers are computed on
+the daemon's loop (`owner`), where the state they read is never changed under them, and the
+session notifications cross to the server's loop.
 `/api/events` sends one `session` event per published session; the page then re-reads only what
 it shows. Clients that stop reading are dropped rather than buffered without bound.
 """
@@ -42,6 +45,8 @@ class WebView:
         self.summary = summary
         self.explain = explain  # (namespace, name) -> dict | None, from the last session
         self._listeners: set[asyncio.Queue[int]] = set()
+        self.owner: Any = None  # an OwnerLoop when the server runs on another thread
+        self._loop: asyncio.AbstractEventLoop | None = None  # the server's loop, for notifications
 
     def add_routes(self, app: web.Application) -> None:
         r = app.router
@@ -63,13 +68,16 @@ class WebView:
 
     def _endpoint(self, fn: Any, paged: bool) -> Any:
         async def handler(req: web.Request) -> web.Response:
-            return self._answer(fn, req.query) if paged else self._answer(fn)
+            return await (self._answer(fn, req.query) if paged else self._answer(fn))
 
         return handler
 
-    def _answer(self, fn: Any, *args: Any) -> web.Response:
+    async def _on_owner(self, fn: Any, *args: Any) -> Any:
+        return fn(*args) if self.owner is None else await self.owner.call(lambda: fn(*args))
+
+    async def _answer(self, fn: Any, *args: Any) -> web.Response:
         try:
-            return _json(fn(*args))
+            return _json(await self._on_owner(fn, *args))
         except Exception as exc:  # a view bug on odd state: say so, never take the daemon down
             log.exception("web view endpoint failed", error=f"{type(exc).__name__}: {exc}")
             return web.json_response({"error": f"{type(exc).__name__}: {exc}"}, status=500)
@@ -85,7 +93,7 @@ class WebView:
 
     async def _explain(self, req: web.Request) -> web.Response:
         ns, name = req.match_info["namespace"], req.match_info["name"]
-        data = self.explain(ns, name) if self.explain is not None else None
+        data = await self._on_owner(self.explain, ns, name) if self.explain is not None else None
         if data is None:
             return web.json_response({"error": f"pod {ns}/{name} is not in the last session"}, status=404)
         return _json(data)
@@ -95,6 +103,18 @@ class WebView:
         self.notify(-1)
 
     def notify(self, session: int) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                here = asyncio.get_running_loop()
+            except RuntimeError:
+                here = None
+            if here is not loop:
+                loop.call_soon_threadsafe(self._notify_here, session)
+                return
+        self._notify_here(session)
+
+    def _notify_here(self, session: int) -> None:
         for q in list(self._listeners):
             if q.full():  # a client that does not read: drop it, never buffer without bound
                 self._listeners.discard(q)
@@ -104,6 +124,7 @@ class WebView:
     async def _events(self, req: web.Request) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
         await resp.prepare(req)
+        self._loop = asyncio.get_running_loop()
         q: asyncio.Queue[int] = asyncio.Queue(maxsize=64)
         self._listeners.add(q)
         try:

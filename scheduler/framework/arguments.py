@@ -42,8 +42,9 @@ class Arguments:
             return default
         if isinstance(v, bool):
             return v
-        if isinstance(v, str) and v.strip().lower() in ("true", "false", "1", "0"):
-            return v.strip().lower() in ("true", "1")
+        # the spellings Go's strconv.ParseBool takes, as Volcano reads a quoted boolean
+        if isinstance(v, str) and v.strip().lower() in ("true", "t", "1", "false", "f", "0"):
+            return v.strip().lower() in ("true", "t", "1")
         if isinstance(v, int) and v in (0, 1):
             return bool(v)
         raise ArgumentError(f"{self._where(key)}: expected a boolean, got {v!r}")

@@ -158,3 +158,19 @@ def test_preempt_arguments_of_the_wrong_type_are_refused_naming_the_action() -> 
             'actions: "preempt"\ntiers: []\nconfigurations:\n- name: preempt\n'
             "  arguments: {minCandidateNodesAbsolute: many}\n"
         )
+
+
+def test_quoted_arguments_read_as_they_spell() -> None:
+    """Booleans as Go's strconv.ParseBool reads a quoted one (Volcano's GetBool); numbers too,
+    where Volcano would drop the value for its default (docs/configuration.md says why)."""
+    from scheduler.framework.arguments import ArgumentError, Arguments
+
+    args = Arguments({"a": "t", "b": "False", "c": "0", "w": "10", "bad": "yes"}, "binpack")
+    assert (args.get_bool("a", False), args.get_bool("b", True), args.get_bool("c", True)) == (
+        True,
+        False,
+        False,
+    )
+    assert args.get_int("w", 1) == 10
+    with pytest.raises(ArgumentError, match=r"plugin 'binpack' argument 'bad'"):
+        args.get_bool("bad", False)

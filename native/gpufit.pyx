@@ -48,6 +48,95 @@ cdef inline double _score(int policy, long long count, long long dm, long long n
     return 0.0
 
 
+cdef int _fit_node(
+    Py_ssize_t i,
+    const long long[::1] starts,
+    const long long[::1] count,
+    const long long[::1] devmem,
+    const long long[::1] used_num,
+    const long long[::1] used_mem,
+    const long long[::1] used_cores,
+    const long long[::1] usable,
+    const long long[::1] req,
+    Py_ssize_t n_req,
+    int policy,
+    long long *buf,
+    Py_ssize_t maxn,
+    double *score_out,
+    long long *cards_out,
+) noexcept nogil:
+    # one node (not flagged for Python): its code, its score in score_out, its cards in cards_out
+    cdef long long *un = buf
+    cdef long long *um = buf + maxn
+    cdef long long *uc = buf + 2 * maxn
+    cdef long long *order = buf + 3 * maxn
+    cdef long long *taken = buf + 4 * maxn
+    cdef Py_ssize_t k, c, j, n, base, g, ntaken, slot = 0
+    cdef long long nums, mem, pct, cores, demand, dm, a
+    cdef double score = 0.0
+    cdef bint seen
+    base = starts[i]
+    n = starts[i + 1] - base
+    for c in range(n):
+        un[c] = used_num[base + c]
+        um[c] = used_mem[base + c]
+        uc[c] = used_cores[base + c]
+    score_out[0] = 0.0
+    for k in range(n_req):
+        nums = req[4 * k]
+        mem = req[4 * k + 1]
+        pct = req[4 * k + 2]
+        cores = req[4 * k + 3]
+        if nums > n:
+            return C_TOO_MANY_CARDS
+        # insertion sort of the local cards into scan order
+        for c in range(n):
+            j = c
+            while j > 0 and _before(policy, c, order[j - 1], un, um):
+                order[j] = order[j - 1]
+                j -= 1
+            order[j] = c
+        ntaken = 0
+        for j in range(n):
+            if ntaken == nums:
+                break
+            c = order[j]
+            g = base + c
+            if not usable[g]:
+                continue
+            seen = False
+            for a in range(ntaken):
+                if taken[a] == c:
+                    seen = True
+                    break
+            if seen:
+                continue
+            dm = devmem[g]
+            demand = dm * pct // 100 if pct != C_PCT_UNSET else mem
+            if (un[c] >= count[g] or dm - um[c] < demand or uc[c] + cores > 100
+                    or (cores == 100 and un[c] > 0) or (uc[c] == 100 and cores == 0)):
+                continue
+            score += _score(policy, count[g], dm, un[c], um[c], um[c] + demand)
+            un[c] += 1
+            um[c] += demand
+            uc[c] += cores
+            taken[ntaken] = c
+            ntaken += 1
+            cards_out[slot] = c
+            slot += 1
+        if ntaken < nums:
+            return C_NOT_FITTED
+    score_out[0] = score
+    return C_FIT
+
+
+cdef long long *_scratch(Py_ssize_t maxn) except NULL:
+    cdef long long *buf = <long long *> malloc(sizeof(long long) * (5 * maxn + 1))
+    if buf == NULL:
+        raise MemoryError()
+    return buf
+
+
 def fit_nodes(
     const long long[::1] starts,
     const long long[::1] node_flags,
@@ -66,24 +155,16 @@ def fit_nodes(
     long long[::1] out_cards,
 ):
     cdef Py_ssize_t n_req = req.shape[0] // 4
-    cdef Py_ssize_t i, k, c, j, n, base, g, slot, ntaken, maxn = 0
-    cdef long long total = 0, nums, mem, pct, cores, demand, dm, a
+    cdef Py_ssize_t i, k, maxn = 0
+    cdef long long total = 0
     cdef int code, fitting = 0
     cdef double score
-    cdef bint seen
     for k in range(n_req):
         total += req[4 * k]
     for i in range(lo, hi):
         if starts[i + 1] - starts[i] > maxn:
             maxn = starts[i + 1] - starts[i]
-    cdef long long *buf = <long long *> malloc(sizeof(long long) * (5 * maxn + 1))
-    if buf == NULL:
-        raise MemoryError()
-    cdef long long *un = buf
-    cdef long long *um = buf + maxn
-    cdef long long *uc = buf + 2 * maxn
-    cdef long long *order = buf + 3 * maxn
-    cdef long long *taken = buf + 4 * maxn
+    cdef long long *buf = _scratch(maxn)
     try:
         with nogil:
             for i in range(lo, hi):
@@ -91,67 +172,67 @@ def fit_nodes(
                 if node_flags[i] != 0:
                     out_code[i] = C_NEEDS_PYTHON
                     continue
-                base = starts[i]
-                n = starts[i + 1] - base
-                for c in range(n):
-                    un[c] = used_num[base + c]
-                    um[c] = used_mem[base + c]
-                    uc[c] = used_cores[base + c]
-                code = C_FIT
-                score = 0.0
-                slot = (i - lo) * total
-                for k in range(n_req):
-                    nums = req[4 * k]
-                    mem = req[4 * k + 1]
-                    pct = req[4 * k + 2]
-                    cores = req[4 * k + 3]
-                    if nums > n:
-                        code = C_TOO_MANY_CARDS
-                        break
-                    # insertion sort of the local cards into scan order
-                    for c in range(n):
-                        j = c
-                        while j > 0 and _before(policy, c, order[j - 1], un, um):
-                            order[j] = order[j - 1]
-                            j -= 1
-                        order[j] = c
-                    ntaken = 0
-                    for j in range(n):
-                        if ntaken == nums:
-                            break
-                        c = order[j]
-                        g = base + c
-                        if not usable[g]:
-                            continue
-                        seen = False
-                        for a in range(ntaken):
-                            if taken[a] == c:
-                                seen = True
-                                break
-                        if seen:
-                            continue
-                        dm = devmem[g]
-                        demand = dm * pct // 100 if pct != C_PCT_UNSET else mem
-                        if (un[c] >= count[g] or dm - um[c] < demand or uc[c] + cores > 100
-                                or (cores == 100 and un[c] > 0) or (uc[c] == 100 and cores == 0)):
-                            continue
-                        score += _score(policy, count[g], dm, un[c], um[c], um[c] + demand)
-                        un[c] += 1
-                        um[c] += demand
-                        uc[c] += cores
-                        taken[ntaken] = c
-                        ntaken += 1
-                        out_cards[slot] = c
-                        slot += 1
-                    if ntaken < nums:
-                        code = C_NOT_FITTED
-                        break
+                code = _fit_node(i, starts, count, devmem, used_num, used_mem, used_cores, usable, req,
+                                 n_req, policy, buf, maxn, &score, &out_cards[(i - lo) * total])
                 out_code[i] = code
                 if code == C_FIT:
                     out_score[i] = score
                     fitting += 1
     finally:
         free(buf)
+    return fitting
+
+
+def fit_listed(
+    const long long[::1] starts,
+    const long long[::1] node_flags,
+    const long long[::1] count,
+    const long long[::1] devmem,
+    const long long[::1] used_num,
+    const long long[::1] used_mem,
+    const long long[::1] used_cores,
+    const long long[::1] usable,
+    const long long[::1] req,
+    int policy,
+    const long long[::1] nodes,
+    long long[::1] out_code,
+    double[::1] out_score,
+):
+    cdef Py_ssize_t n_req = req.shape[0] // 4
+    cdef Py_ssize_t i, k, m, maxn = 0
+    cdef long long total = 0
+    cdef int code, fitting = 0
+    cdef double score
+    for k in range(n_req):
+        total += req[4 * k]
+    for m in range(nodes.shape[0]):
+        i = nodes[m]
+        if i < 0 or i + 1 >= starts.shape[0] or i >= out_code.shape[0] or i >= out_score.shape[0]:
+            raise IndexError(f"node {i} out of range")
+        if starts[i + 1] - starts[i] > maxn:
+            maxn = starts[i + 1] - starts[i]
+    cdef long long *buf = _scratch(maxn)
+    cdef long long *cards = <long long *> malloc(sizeof(long long) * (total + 1))
+    if cards == NULL:
+        free(buf)
+        raise MemoryError()
+    try:
+        with nogil:
+            for m in range(nodes.shape[0]):
+                i = nodes[m]
+                out_score[i] = 0.0
+                if node_flags[i] != 0:
+                    out_code[i] = C_NEEDS_PYTHON
+                    continue
+                code = _fit_node(i, starts, count, devmem, used_num, used_mem, used_cores, usable, req,
+                                 n_req, policy, buf, maxn, &score, cards)
+                out_code[i] = code
+                if code == C_FIT:
+                    out_score[i] = score
+                    fitting += 1
+    finally:
+        free(buf)
+        free(cards)
     return fitting
 
 

@@ -32,6 +32,7 @@ def test_both_modules_expose_the_same_interface() -> None:
         pytest.skip("compiled module not built")
     for name in (
         "fit_nodes",
+        "fit_listed",
         "FIT",
         "TOO_MANY_CARDS",
         "NOT_FITTED",
@@ -42,7 +43,7 @@ def test_both_modules_expose_the_same_interface() -> None:
         "POLICY_SPREAD",
     ):
         assert hasattr(native, name) and hasattr(python_fit, name)
-        if name != "fit_nodes":
+        if not name.startswith("fit_"):
             assert getattr(native, name) == getattr(python_fit, name)
 
 
@@ -179,3 +180,55 @@ def test_best_node_agrees(rows: list, data: st.DataObject) -> None:
     lo = data.draw(st.integers(0, len(rows) - 1))
     hi = data.draw(st.integers(lo, len(rows)))
     assert native.best_node(codes, scores, lo, hi) == python_fit.best_node(codes, scores, lo, hi)
+
+
+def run_listed(mod, p: dict, nodes: list[int]) -> tuple:
+    """fit_listed over `nodes`: (fitting, codes, scores); entries of unlisted nodes stay as they were."""
+    ints = {k: array("q", v) for k, v in p.items() if isinstance(v, list)}
+    before = {k: list(v) for k, v in ints.items()}
+    n_nodes = len(p["node_flags"])
+    code, score = array("q", [-1] * n_nodes), array("d", [-7.0] * n_nodes)
+    fitting = mod.fit_listed(
+        ints["starts"],
+        ints["node_flags"],
+        ints["count"],
+        ints["devmem"],
+        ints["used_num"],
+        ints["used_mem"],
+        ints["used_cores"],
+        ints["usable"],
+        ints["req"],
+        p["policy"],
+        array("q", nodes),
+        code,
+        score,
+    )
+    assert {k: list(v) for k, v in ints.items()} == before
+    return fitting, list(code), list(score)
+
+
+@settings(max_examples=200, deadline=None)
+@given(problems(), st.data())
+def test_listed_nodes_get_the_answers_of_their_range_scan(p: dict, data: st.DataObject) -> None:
+    """fit_listed writes for each listed node what fit_nodes over all nodes writes, and nothing
+    else; in both modules, and the compiled one equals the twin."""
+    n = len(p["node_flags"])
+    nodes = data.draw(st.lists(st.integers(0, n - 1), max_size=2 * n))
+    _, codes, scores, _ = run(python_fit, p)
+    fitting, got_codes, got_scores = run_listed(python_fit, p, nodes)
+    listed = set(nodes)
+    assert got_codes == [codes[i] if i in listed else -1 for i in range(n)]
+    assert got_scores == [scores[i] if i in listed else -7.0 for i in range(n)]
+    assert fitting == sum(1 for i in nodes if codes[i] == python_fit.FIT)
+    if native is not None:
+        assert run_listed(native, p, nodes) == (fitting, got_codes, got_scores)
+
+
+@pytest.mark.parametrize("mod", [python_fit, *([native] if native is not None else [])])
+def test_listed_nodes_out_of_range_are_refused(mod) -> None:
+    p = {"starts": [0, 2], "node_flags": [0], "count": [1, 1], "devmem": [100, 100], "used_num": [0, 0],
+         "used_mem": [0, 0], "used_cores": [0, 0], "usable": [1, 1], "req": [1, 10, 101, 0], "policy": 1}  # fmt: skip
+    assert run_listed(mod, p, [0])[1] == [0]
+    for bad in ([1], [-1]):
+        with pytest.raises(IndexError):
+            run_listed(mod, p, bad)

@@ -12,8 +12,9 @@ request is a flat int64 array of `nums, mem, pct, cores` per container asking fo
 
 Outputs per node: `out_code[i]` (FIT, TOO_MANY_CARDS, NOT_FITTED, NEEDS_PYTHON), `out_score[i]`
 (float), and `out_cards[(i-lo)*T : (i-lo+1)*T]` = the chosen local card indices in container order,
-where T is the total number of cards asked. The compiled module has exactly this function; tests prove
-both give identical answers on random inputs.
+where T is the total number of cards asked. `fit_listed` is the same fit for listed nodes instead
+of a range. The compiled module has exactly these functions; tests prove both give identical
+answers on random inputs.
 """
 
 from __future__ import annotations
@@ -151,6 +152,40 @@ def fit_nodes(
         if code == FIT:
             out_score[i] = score
             fitting += 1
+    return fitting
+
+
+def fit_listed(
+    starts: Any,
+    node_flags: Any,
+    count: Any,
+    devmem: Any,
+    used_num: Any,
+    used_mem: Any,
+    used_cores: Any,
+    usable: Any,
+    req: Any,
+    policy: int,
+    nodes: Any,
+    out_code: Any,
+    out_score: Any,
+) -> int:
+    """`fit_nodes` for the nodes listed in `nodes` (ledger indices, any order) instead of a range:
+    their entries of out_code and out_score are written; the chosen cards are not reported. It
+    brings a whole-table scan up to date after a few nodes changed, in one call."""
+    total = 0
+    for k in range(len(req) // 4):
+        total += req[4 * k]
+    for i in nodes:
+        if not 0 <= i < min(len(starts) - 1, len(out_code), len(out_score)):
+            raise IndexError(f"node {i} out of range")
+    cards = [0] * max(1, total)
+    fitting = 0
+    for i in nodes:
+        fitting += fit_nodes(
+            starts, node_flags, count, devmem, used_num, used_mem, used_cores, usable, req, policy,
+            i, i + 1, out_code, out_score, cards,
+        )  # fmt: skip
     return fitting
 
 

@@ -142,6 +142,26 @@ class VgpuTable:
                     self.out_score[i] = r.score
         return self.out_code, self.out_score
 
+    def refit(self, req: VgpuRequest, policy: int, nodes: list[int], codes: array, scores: array) -> None:
+        """Write the answers of `fit_all` for the listed nodes only into `codes` and `scores` (a
+        scan's copies): one compiled call for all of them, then the nodes the hot path leaves to
+        Python, as fit_range does."""
+        if req.has_card_filters:
+            for i in nodes:  # mask_for fills a range; the listed nodes are few and scattered
+                self.mask_for(req, i, i + 1)
+        mask = self.static_ok if not req.has_card_filters else self._mask
+        self.impl.fit_listed(
+            self.starts, self.node_flags, self.count, self.devmem, self.used_num, self.used_mem,
+            self.used_cores, mask, _flat(req), policy, array("q", nodes), codes, scores,
+        )  # fmt: skip
+        if self.python_nodes or req.mode:
+            for i in nodes:
+                led = self.ledgers[i]
+                if codes[i] == NEEDS_PYTHON or (req.mode and req.mode != led.mode):
+                    r = led.fit(req, policy)
+                    codes[i] = FIT if r.ok else NOT_FITTED
+                    scores[i] = r.score
+
     def scan(self, req: VgpuRequest, policy: int) -> tuple[array, array]:
         """Copies of (codes, scores) of every node for `req`, from one whole-table scan."""
         codes, scores = self.fit_all(req, policy)
@@ -232,7 +252,7 @@ class ScanCache:
 
     @staticmethod
     def _update(scan: _Scan, req: VgpuRequest, policy: int) -> None:
-        """Rescan the nodes changed since the scan: one by one when they are few, else all."""
+        """Rescan the nodes changed since the scan: in one call when they are few, else all."""
         table = scan.table
         log = table.changes
         changed = set(log[scan.seq :])
@@ -242,11 +262,7 @@ class ScanCache:
             scan.codes[:] = codes
             scan.scores[:] = scores
             return
-        codes, scores = table.out_code, table.out_score
-        for i in changed:
-            table.fit_range(req, policy, i, i + 1)
-            scan.codes[i] = codes[i]
-            scan.scores[i] = scores[i]
+        table.refit(req, policy, list(changed), scan.codes, scan.scores)
 
     def node_fit(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[bool, str, float]:
         if req.mode and req.mode != led.mode:

@@ -166,6 +166,23 @@ class AscendTable:
         return self.ledgers[i] if i >= 0 else None
 
 
+# registration annotation -> its decoded chips (or why none): a node's registration rarely changes,
+# and every session rebuilds every ledger from it (as vgpu._REGISTRATIONS does for vGPU cards)
+_REGISTRATIONS: dict[str, tuple[tuple[ann.AscendCard, ...] | None, str]] = {}
+_REGISTRATIONS_LIMIT = 65536
+
+
+def _registered_chips(value: str) -> tuple[list[ann.AscendCard] | None, str]:
+    got = _REGISTRATIONS.get(value)
+    if got is None:
+        cards, why = ann.decode_ascend_register(value)
+        if len(_REGISTRATIONS) >= _REGISTRATIONS_LIMIT:
+            _REGISTRATIONS.clear()  # registrations of nodes long gone, or churning: start again
+        got = _REGISTRATIONS[value] = (None if cards is None else tuple(cards), why)
+    cards_t, why = got
+    return (None if cards_t is None else list(cards_t)), why
+
+
 @lru_cache(maxsize=4096)
 def _flat(req: AscendRequest) -> array:
     out = array("q")
@@ -190,10 +207,12 @@ class AscendLedger:
         "hami_core",
         "id_index",
         "idx",
+        "memo",
         "node_name",
         "pods",
         "table",
         "topology",
+        "version",
     )
 
     def __init__(
@@ -220,6 +239,10 @@ class AscendLedger:
         self.table = table if table is not None else AscendTable(chip)
         self.idx = self.table.add_node(self)
         self.base = self.table.starts[self.idx]
+        # bumped by every charge: a fit memoised at an older version is not reused
+        self.version = 0
+        # the last fit: the predicate, the node order and the allocation ask the same pod in a row
+        self.memo: tuple[AscendRequest, int, int, AscendFit] | None = None
 
     @property
     def kind(self) -> str:
@@ -239,7 +262,7 @@ class AscendLedger:
                 None,
                 f"allocatable has {chip.resource_name} but no {ann.ascend_register_key(chip.common_word)}",
             )
-        cards, why = ann.decode_ascend_register(value)
+        cards, why = _registered_chips(value)
         if cards is None:
             return None, why
         hami_core = cfg.hami_vnpu_core
@@ -279,6 +302,7 @@ class AscendLedger:
 
     def _charge(self, i: int, pods: int, mem: int, cores: int) -> None:
         c, t, g = self.chips[i], self.table, self.base + i
+        self.version += 1
         c.used += pods
         c.used_mem += mem
         c.used_cores += cores
@@ -329,6 +353,14 @@ class AscendLedger:
         Nodes without network topology take the compiled fit (`npufit`); the rest, and requests
         with a container asking no chip, the Python one below (the reference the tests compare to).
         """
+        memo = self.memo
+        if memo is not None and memo[0] is req and memo[1] == policy and memo[2] == self.version:
+            return memo[3]
+        f = self._fit(req, policy)
+        self.memo = (req, policy, self.version, f)
+        return f
+
+    def _fit(self, req: AscendRequest, policy: int) -> AscendFit:
         if self.topology or not _all_ask_chips(req):
             return self.fit_in_python(req, policy)
         t, i = self.table, self.idx

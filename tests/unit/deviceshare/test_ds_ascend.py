@@ -334,3 +334,28 @@ def test_register_roundtrip_is_what_the_plugin_marshals() -> None:
     }
     assert ann.decode_ascend_register(text) == (regs, "")
     assert ann.decode_ascend_register('[{"id":"x","custominfo":{"NetworkID":1.0}}]')[0][0].network_id == 1
+
+
+def test_a_memoised_fit_is_not_reused_after_a_charge_or_a_release() -> None:
+    """The ledger keeps its last fit for the same request (predicate, score and allocation ask
+    in a row); a charge or a release in between gives a fresh answer."""
+    led = ledger(npu_node("n", chips(1, count=2)))
+    r = request(npu_limits(1, memory=12000))
+    first = led.fit(r, POLICY_BINPACK)
+    assert first.ok and led.fit(r, POLICY_BINPACK) is first
+    led.add_pod("u1", led.segments(first.picks))
+    second = led.fit(r, POLICY_BINPACK)
+    assert not second.ok  # 12288 of 21527 MiB taken: a second vir04 does not fit
+    assert second == led.fit_in_python(r, POLICY_BINPACK)
+    led.remove_pod("u1")
+    assert led.fit(r, POLICY_BINPACK) == first
+    assert led.fit(r, POLICY_SPREAD) == led.fit_in_python(r, POLICY_SPREAD)
+
+
+def test_a_registration_decoded_once_gives_every_ledger_its_own_chips() -> None:
+    node = npu_node("n", chips(2))
+    a, b = ledger(node), ledger(node)
+    f = a.fit(request(npu_limits(1, memory=3000)), POLICY_BINPACK)
+    a.add_pod("u", a.segments(f.picks))
+    assert [c.used for c in a.chips] != [c.used for c in b.chips]
+    assert [c.id for c in a.chips] == [c.id for c in b.chips]

@@ -20,8 +20,28 @@ from scheduler.plugins.deviceshare.config import DeviceConfig, VnpuChip
 PCT_UNSET = 101
 
 
+# quantity text -> its value, for the texts that are valid amounts: every pod's request is parsed
+# once, and most pods ask one of a few amounts ("1", "4096"), each a Decimal parse
+_AMOUNTS: dict[str, int] = {}
+_AMOUNTS_LIMIT = 4096
+
+
 def device_amount(container: str, name: str, raw: Any) -> tuple[int, str]:
     """A device quantity as a non-negative integer, or (0, why not)."""
+    if type(raw) is str:
+        got = _AMOUNTS.get(raw)
+        if got is not None:
+            return got, ""
+        v, err = _device_amount(container, name, raw)
+        if not err:
+            if len(_AMOUNTS) >= _AMOUNTS_LIMIT:
+                _AMOUNTS.clear()
+            _AMOUNTS[raw] = v
+        return v, err
+    return _device_amount(container, name, raw)
+
+
+def _device_amount(container: str, name: str, raw: Any) -> tuple[int, str]:
     try:
         q = parse_quantity(raw)
     except QuantityError:

@@ -376,3 +376,15 @@ def test_ledgers_of_later_sessions_follow_a_changed_or_garbled_registration() ->
     for _ in range(2):
         led, why = VgpuLedger.from_node(vgpu_node("n", "GPU-0,10,16384,NVIDIA-T4:"), DEFAULT_CONFIG)
         assert led is None and "need 6" in why
+
+
+def test_amounts_parsed_before_give_the_same_answers_and_errors_name_their_container() -> None:
+    from scheduler.plugins.deviceshare.requests import device_amount
+
+    for _ in range(2):  # the second time from the memo of valid amounts
+        assert device_amount("main", ann.VGPU_MEMORY, "4096") == (4096, "")
+        assert device_amount("main", ann.VGPU_MEMORY, "2Ki") == (2048, "")
+        assert device_amount("main", ann.VGPU_MEMORY, 3) == (3, "")
+        for ctr in ("a", "b"):
+            v, err = device_amount(ctr, ann.VGPU_MEMORY, "-1")
+            assert v == 0 and err.startswith(f"container {ctr}: ") and "negative" in err

@@ -57,6 +57,12 @@ class BinpackPlugin(Plugin):
             return self._memo.score(task, node, self._score)
         return self._score(task, node)
 
+    def scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
+        """score() for each node, in order, without a chain of calls per node."""
+        if not self._cpu_memory_only:
+            return [self._score(task, n) for n in nodes]
+        return self._memo.scores(task.resreq, nodes, lambda node: self._score(task, node))
+
     def _score(self, task: TaskInfo, node: NodeInfo) -> float:
         req = task.resreq
         alloc = node.allocatable
@@ -82,4 +88,4 @@ class BinpackPlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         if self.weight != 0:
-            ssn.add_node_order_fn(self.name, self.score)
+            ssn.add_node_order_fn(self.name, self.score, self.scores)

@@ -63,3 +63,21 @@ def test_weight_zero_registers_no_node_order() -> None:
 def test_a_non_integer_weight_is_rejected() -> None:
     with pytest.raises(ArgumentError):
         BinpackPlugin.validate(Arguments({"binpack.cpu": "heavy"}, "binpack"))
+
+
+@pytest.mark.parametrize(
+    "args", ["", "binpack.resources: nvidia.com/gpu\nbinpack.resources.nvidia.com/gpu: 2"]
+)
+def test_the_many_node_form_scores_each_node_as_the_one_node_form(args: str) -> None:
+    w = World()
+    for i, cpu in enumerate((2, 4, 8)):
+        w.node(f"n{i}", cpu=cpu, mem_gi=8, scalars={"nvidia.com/gpu": 4000})
+        w.pod(f"old{i}", on=f"n{i}", cpu=1, mem_gi=i + 1, scalars={"nvidia.com/gpu": 1000})
+    w.pod("new", cpu=1.5, mem_gi=1, scalars={"nvidia.com/gpu": 1000})
+    many_ssn, one_ssn = w.session(tier("binpack", args)), w.session(tier("binpack", args))
+    task = next(t for t in many_ssn.jobs["ns"].tasks.values() if t.name == "new")
+    nodes = many_ssn.node_list
+    many = many_ssn._node_order_many["binpack"](task, nodes)
+    one = [one_ssn.node_order_score(task, one_ssn.nodes[n.name]) for n in nodes]
+    assert many == one and len(set(one)) == 3  # apart from a fresh plugin's one-node answers
+    assert many_ssn._node_order_many["binpack"](task, nodes) == many  # again, from its memo

@@ -9,7 +9,6 @@ Results are printed and, with --output, written as Markdown with the command tha
 from __future__ import annotations
 
 import argparse
-import gc
 import random
 import resource
 import statistics
@@ -24,7 +23,7 @@ from scheduler.framework.placement import feasible_sample_size
 from scheduler.framework.session import SessionOptions
 from scheduler.model.cluster import ClusterState
 from scheduler.registry import default_configuration, load_file, parse
-from scheduler.sim.report import load_average, load_sentence, replace_section
+from scheduler.sim.report import SettledGC, load_average, load_sentence, replace_section
 from scheduler.sim.topologygen import make_hypernodes, parse_topology_spec
 
 NODE_CPU = 32
@@ -208,28 +207,6 @@ def conf_summary(conf: SchedulerConfiguration) -> str:
     """actions and tiers of the configuration, as one line (what `--conf` or the default gave)."""
     tiers = " | ".join(", ".join(p.name for p in t.plugins) for t in conf.tiers)
     return f"actions: {', '.join(conf.actions)}; tiers: {tiers}"
-
-
-class SettledGC:
-    """The collector as the daemon sets it after its initial sync (scheduler.daemon.settle_gc):
-    the generated cluster frozen out of the collector's sight, a larger young threshold. Undone
-    on exit, so that the backlog and the idle measurement do not see each other's objects."""
-
-    def __enter__(self) -> SettledGC:
-        self.threshold = gc.get_threshold()
-        self.enabled = gc.isenabled()
-        gc.collect()
-        gc.freeze()
-        gc.set_threshold(20_000, 10, 10)
-        gc.enable()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        gc.unfreeze()
-        gc.set_threshold(*self.threshold)
-        if not self.enabled:
-            gc.disable()
-        gc.collect()
 
 
 def peak_rss_mb() -> float:

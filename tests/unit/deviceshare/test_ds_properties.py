@@ -203,3 +203,50 @@ def test_whole_table_scan_answers_like_the_per_node_fit(specs, pods) -> None:
         f = target.fit(r, policy)
         if f.ok:  # a charge changes the table: the next answers must come from a fresh scan
             target.add_pod(p.uid, r.group_key, target.segments(r, f.picks))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    node_specs,
+    st.lists(
+        st.tuples(
+            st.lists(container, min_size=1, max_size=2),
+            st.integers(0, 2),
+            st.sampled_from(["", "use", "nouse", "mig"]),
+            st.integers(0, 40),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+)
+def test_scans_brought_up_to_date_node_by_node_answer_like_the_per_node_fit(specs, pods) -> None:
+    """With more than 8 nodes per change, ScanCache refits only the changed nodes (one listed-node
+    call, MIG nodes and card filters included): every request asked so far is asked again after
+    every charge, and each node's answer is `VgpuLedger.fit`'s."""
+    from scheduler.plugins.deviceshare.vgpu import ScanCache
+
+    nodes = build(specs * 9)  # 9 to 27 nodes: a single change is below the full-rescan threshold
+    table = VgpuTable()
+    leds = [VgpuLedger.from_node(n, CFG, table)[0] for n in nodes]
+    cache = ScanCache()
+    asked: list = []
+    for seq, (conts, policy, twist, place) in enumerate(pods):
+        annotations = {}
+        if twist == "use":
+            annotations[ann.VGPU_USE_UUID] = "GPU-0-0,GPU-4-1,GPU-9-9"
+        elif twist == "nouse":
+            annotations[ann.VGPU_NOUSE_UUID] = "GPU-0-0,GPU-3-0"
+        elif twist:
+            annotations[ann.VGPU_MODE] = twist
+        p = pod(f"p{seq}", *[vgpu_limits(n, m, c, pc) for n, m, pc, c in conts], annotations=annotations)
+        r, err = vgpu_request(p, CFG)
+        assert r is not None, err
+        asked.append((r, policy))
+        for req, pol in asked:
+            for led in leds:
+                f = led.fit(req, pol)
+                assert cache.node_fit(led, req, pol) == (f.ok, f.reason, f.score if f.ok else 0.0)
+        target = leds[place % len(leds)]
+        f = target.fit(r, policy)
+        if f.ok:
+            target.add_pod(p.uid, r.group_key, target.segments(r, f.picks))

@@ -14,6 +14,7 @@ Unlike upstream, Allocate/Release run from this plugin rather than from `predica
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 
 from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
@@ -50,6 +51,7 @@ from scheduler.plugins.deviceshare.vgpu import ScanCache, VgpuLedger, VgpuTable
 VGPU_ERROR = "hami-vgpuDeviceSharing error"
 ASCEND_ERROR = "ascend vNPU"
 WHOLE_GPU = "nvidia.com/gpu"
+_name = attrgetter("name")
 
 
 @dataclass(slots=True)
@@ -134,6 +136,8 @@ class DeviceSharePlugin(Plugin):
         self._npu_tables: dict[str, AscendTable] = {}
         # node name -> device kind -> why its registration cannot be used
         self._unusable: dict[str, dict[str, str]] = {}
+        # node name -> its ledger's position in `table` (nodes with a vGPU ledger of this session)
+        self._vgpu_at: dict[str, int] = {}
 
     @classmethod
     def validate(cls, arguments: Arguments) -> list[str]:
@@ -170,6 +174,12 @@ class DeviceSharePlugin(Plugin):
                     node.devices.pop(kind, None)
                     self._unusable.setdefault(node.name, {})[kind] = "internal error reading its devices"
                 ssn.contain(self.name, f"node {node.name}", exc)
+        table = self.table
+        self._vgpu_at = {
+            n.name: led.idx
+            for n in ssn.node_list
+            if isinstance(led := n.devices.get(vgpu.KIND), VgpuLedger) and led.table is table
+        }
         self.exclusive = (
             ExclusiveRules.build(a.exclusive_rules, ssn) if a.vgpu and a.exclusive_rules else None
         )
@@ -361,41 +371,38 @@ class DeviceSharePlugin(Plugin):
                     return Unfit(f"{ASCEND_ERROR}: {chip.common_word} {af.reason}")
         return None
 
-    def _plain_answers(self, task: TaskInfo, nodes: list[NodeInfo]) -> tuple[list, VgpuRequest | None]:
-        """For a task with a plain vGPU request (_plain_vgpu): each node's ledger when one whole-table
-        scan answers for it, else None; and the request (None: no plain request, ask node by node)."""
+    def _plain_positions(
+        self, task: TaskInfo, nodes: list[NodeInfo]
+    ) -> tuple[list[int] | None, VgpuRequest | None]:
+        """For a task with a plain vGPU request (_plain_vgpu): the nodes' positions in the whole-table
+        scan, or None when some node has no ledger there; and the request (None: no plain request).
+        Either None: ask node by node."""
         req = self._plain_vgpu(task)
         if req is None:
-            return [], None
-        table = self.table
-        leds = [n.devices.get(vgpu.KIND) for n in nodes]
-        return [led if led is None or led.table is table else None for led in leds], req
+            return None, None
+        at = list(map(self._vgpu_at.get, map(_name, nodes)))
+        return (None if None in at else at), req  # type: ignore[return-value]
 
     def predicate_many(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[Unfit | None]:
         """predicate() for each node: a plain vGPU request reads every node's answer from one
         whole-table scan; a refusal, an unusable node and any other request ask node by node."""
-        leds, req = self._plain_answers(task, nodes)
-        if req is None or self._unusable or any(led is None for led in leds):
+        at, req = self._plain_positions(task, nodes)
+        if at is None or req is None or self._unusable:
             return [self.predicate(task, n) for n in nodes]
         codes, _ = self._scans.answers(self.table, req, self.args.policy)
-        return [
-            None if codes[led.idx] == FIT else self.predicate(task, n)
-            for led, n in zip(leds, nodes, strict=True)
-        ]
+        return [None if codes[i] == FIT else self.predicate(task, n) for i, n in zip(at, nodes, strict=True)]
 
     def node_order_many(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
         """node_order() for each node, a plain vGPU request's from one whole-table scan."""
         w = self.args.weight
         if w <= 0 or self.requests_of(task) is _NO_REQUEST:
             return [0.0] * len(nodes)
-        leds, req = self._plain_answers(task, nodes)
-        if req is None or any(led is None for led in leds):
+        at, req = self._plain_positions(task, nodes)
+        if at is None or req is None:
             return [self.node_order(task, n) for n in nodes]
         codes, scores = self._scans.answers(self.table, req, self.args.policy)
         # as device_score adds it: 0.0 plus the score where the request fits
-        return [
-            float(int((scores[i] if codes[i] == FIT else 0.0) + 0.5) * w) for i in (led.idx for led in leds)
-        ]
+        return [float(int((scores[i] if codes[i] == FIT else 0.0) + 0.5) * w) for i in at]
 
     def _vgpu_node_fit(self, led: VgpuLedger, task: TaskInfo, req: VgpuRequest) -> tuple[bool, str, float]:
         """(fits, reason, score) of `req` on one vGPU node, read from one whole-table scan.

@@ -357,6 +357,7 @@ class DaemonLog:
     def __init__(self) -> None:
         self.listen: str = ""
         self.sync_ms: float | None = None
+        self.sync_cpu_ms: float | None = None
         self.sync_wall: float | None = None
         self.sessions: list[dict[str, Any]] = []
         self.errors: list[str] = []
@@ -387,6 +388,7 @@ class DaemonLog:
                 self.started.set()
             elif ev == "initial sync done":
                 self.sync_ms = rec.get("ms")
+                self.sync_cpu_ms = rec.get("cpu_ms")
                 self.sync_wall = time.time()
             elif ev == "session":
                 self.sessions.append({**rec, "wall": time.time()})
@@ -486,6 +488,8 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
             result["initial_sync_seconds"] = (
                 round(dlog.sync_ms / 1000, 2) if dlog.sync_ms is not None else None
             )
+            if dlog.sync_cpu_ms is not None:  # the rest of the sync waited for the API server
+                result["initial_sync_daemon_cpu_seconds"] = round(dlog.sync_cpu_ms / 1000, 2)
             result["start_to_synced_seconds"] = round(dlog.sync_wall - t0, 2)
         if dlog.sessions:
             first_ssn = dlog.sessions[0]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -101,6 +102,8 @@ class Informer:
         self.known: dict[str, str] = {}  # key -> resourceVersion
         self.resource_version = ""
         self.relists = 0
+        # seconds the last list waited for its pages (the rest of its time was delivery)
+        self.list_wait = 0.0
         self.watches = 0
         self.events = 0
         self.backoff = Backoff()
@@ -158,10 +161,13 @@ class Informer:
         # no object can be unchanged, so neither is looked for (600,000 set insertions less)
         fresh = not self.known
         rv = ""
+        wait = 0.0
         fetch: asyncio.Future[dict[str, Any]] | None = asyncio.ensure_future(self._page(""))
         try:
             while fetch is not None:
+                t0 = time.monotonic()
                 page = await fetch
+                wait += time.monotonic() - t0
                 fetch = None
                 md = page.get("metadata") or {}
                 rv = str(md.get("resourceVersion") or rv)
@@ -207,6 +213,7 @@ class Informer:
             self._deliver_delete(key, None)
         self.resource_version = rv
         self.relists += 1
+        self.list_wait = wait
 
     async def _deliver_fresh(self, items: list[Any]) -> None:
         """A page of the first list: every object is new, so each is delivered as it comes.
@@ -277,7 +284,12 @@ class Informer:
                     need_list = False
                     if not self.synced.is_set():
                         self.synced.set()
-                        log.info("initial list done", kind=self.resource.kind, objects=len(self.known))
+                        log.info(
+                            "initial list done",
+                            kind=self.resource.kind,
+                            objects=len(self.known),
+                            waited_ms=round(self.list_wait * 1000),
+                        )
                 if not await self.watch_once():
                     log.info("watch history expired, relisting", kind=self.resource.kind)
                     need_list = True

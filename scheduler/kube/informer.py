@@ -220,11 +220,16 @@ class Informer:
 
         `_deliver_upsert` spelled out in one loop (the same key, version and error handling):
         its calls and checks per object were a measurable part of an initial sync of 600,000
-        pods. Yields to the event loop every `_CHUNK` objects, as `list` does."""
+        pods. Yields to the event loop every `_CHUNK` objects, as `list` does. Each object leaves
+        the page as it is delivered, so it is freed while still in the processor's caches, not
+        with the whole page once that is done."""
         known, upsert, kind = self.known, self.handler.upsert, self.resource.kind
-        for start in range(0, len(items), _CHUNK):
+        n = len(items)
+        for start in range(0, n, _CHUNK):
             await asyncio.sleep(0)
-            for obj in items[start : start + _CHUNK]:
+            for i in range(start, min(start + _CHUNK, n)):
+                obj = items[i]
+                items[i] = None
                 if not isinstance(obj, dict):
                     continue
                 md = obj.get("metadata")

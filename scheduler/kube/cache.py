@@ -141,9 +141,10 @@ class SchedulerCache:
         seen = pod_seen(obj) if ours and task.pod.phase == "Pending" else None
         if seen is not None and (key in self.seen or len(self.seen) < SEEN_MAX):
             self.seen[key] = seen
-        else:
+        elif self.seen:
             self.seen.pop(key, None)
-        self._pod_settled(key, task)
+        if self.assumed or self.evicting:  # nothing in flight during an initial sync
+            self._pod_settled(key, task)
 
     def _pod_settled(self, key: str, task: TaskInfo) -> None:
         """What a new version of a pod means for the binds and evictions in flight."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -101,6 +102,8 @@ class Informer:
         self.known: dict[str, str] = {}  # key -> resourceVersion
         self.resource_version = ""
         self.relists = 0
+        # seconds the last list waited for its pages (the rest of its time was delivery)
+        self.list_wait = 0.0
         self.watches = 0
         self.events = 0
         self.backoff = Backoff()
@@ -158,10 +161,13 @@ class Informer:
         # no object can be unchanged, so neither is looked for (600,000 set insertions less)
         fresh = not self.known
         rv = ""
+        wait = 0.0
         fetch: asyncio.Future[dict[str, Any]] | None = asyncio.ensure_future(self._page(""))
         try:
             while fetch is not None:
+                t0 = time.monotonic()
                 page = await fetch
+                wait += time.monotonic() - t0
                 fetch = None
                 md = page.get("metadata") or {}
                 rv = str(md.get("resourceVersion") or rv)
@@ -174,6 +180,10 @@ class Informer:
                         await asyncio.sleep(0)
                 items = page.get("items") or []
                 del page
+                if fresh and type(items) is list:
+                    await self._deliver_fresh(items)
+                    del items
+                    continue
                 for n, obj in enumerate(items):
                     if n % _CHUNK == 0:
                         await asyncio.sleep(0)
@@ -203,6 +213,37 @@ class Informer:
             self._deliver_delete(key, None)
         self.resource_version = rv
         self.relists += 1
+        self.list_wait = wait
+
+    async def _deliver_fresh(self, items: list[Any]) -> None:
+        """A page of the first list: every object is new, so each is delivered as it comes.
+
+        `_deliver_upsert` spelled out in one loop (the same key, version and error handling):
+        its calls and checks per object were a measurable part of an initial sync of 600,000
+        pods. Yields to the event loop every `_CHUNK` objects, as `list` does. Each object leaves
+        the page as it is delivered, so it is freed while still in the processor's caches, not
+        with the whole page once that is done."""
+        known, upsert, kind = self.known, self.handler.upsert, self.resource.kind
+        n = len(items)
+        for start in range(0, n, _CHUNK):
+            await asyncio.sleep(0)
+            for i in range(start, min(start + _CHUNK, n)):
+                obj = items[i]
+                items[i] = None
+                if not isinstance(obj, dict):
+                    continue
+                md = obj.get("metadata")
+                if type(md) is dict:  # object_key, without a call per object
+                    ns = md.get("namespace")
+                    key = f"{ns}/{md.get('name')}" if ns else str(md.get("name"))
+                    known[key] = str(md.get("resourceVersion") or "")
+                else:
+                    key = object_key(obj)
+                    known[key] = ""
+                try:
+                    upsert(obj)
+                except Exception as exc:  # a handler bug must not stop the stream for every other object
+                    log.error("handler failed", kind=kind, object=key, error=f"{type(exc).__name__}: {exc}")
 
     async def watch_once(self) -> bool:
         """Watch until the stream ends. False when the history expired and a relist is needed."""
@@ -248,7 +289,12 @@ class Informer:
                     need_list = False
                     if not self.synced.is_set():
                         self.synced.set()
-                        log.info("initial list done", kind=self.resource.kind, objects=len(self.known))
+                        log.info(
+                            "initial list done",
+                            kind=self.resource.kind,
+                            objects=len(self.known),
+                            waited_ms=round(self.list_wait * 1000),
+                        )
                 if not await self.watch_once():
                     log.info("watch history expired, relisting", kind=self.resource.kind)
                     need_list = True

@@ -38,6 +38,9 @@ from scheduler.model.policy import PdbInfo, ResourceQuotaInfo, pdb_to_info, reso
 from scheduler.model.snapshot import JobViewChanges, Snapshot
 from scheduler.model.topology import HyperNodeSpec, Topology, build_topology
 
+# the member itself: a lookup on the enum class per call costs ~0.15 us, for every pod of a sync
+_PENDING = TaskStatus.PENDING
+
 
 def implicit_group_name(task: TaskInfo) -> str:
     """Volcano's controller names a bare pod's group after its controlling owner (else the pod)."""
@@ -107,9 +110,10 @@ class ClusterState:
     def _ours(self, task: TaskInfo) -> bool:
         return task.pod.scheduler_name in self.options.scheduler_names
 
-    def _attach(self, task: TaskInfo) -> None:
+    def _attach(self, task: TaskInfo, key: str = "") -> None:
+        """`key` is `task.key` when the caller has it (spelled once per pod of a sync)."""
         self.tasks[task.uid] = task
-        self.pod_keys[task.key] = task.uid
+        self.pod_keys[key or task.key] = task.uid
         aff = task.pod.affinity
         if aff and "podAntiAffinity" in aff:
             self.anti_affinity_pods.add(task.uid)
@@ -165,12 +169,13 @@ class ClusterState:
         task = pod_to_task(pod, self.priority_classes)
         if not task.job and self._ours(task):
             task.job = f"{task.namespace}/{implicit_group_name(task)}"
-        old_uid = self.pod_keys.get(task.key)
+        key = task.key
+        old_uid = self.pod_keys.get(key)
         if old_uid is not None:
             old = self.tasks.get(old_uid)
             if old is not None:
                 self._detach(old)
-        self._attach(task)
+        self._attach(task, key)
         self.generation += 1
         return task
 
@@ -300,7 +305,7 @@ class ClusterState:
         return self.jobs.pop(uid, None)
 
     def _note_pending(self, job: JobInfo) -> None:
-        if job.task_status_index.get(TaskStatus.PENDING) and self.jobs.get(job.uid) is job:
+        if job.task_status_index.get(_PENDING) and self.jobs.get(job.uid) is job:
             self._pending_jobs.add(job.uid)
         else:
             self._pending_jobs.discard(job.uid)

@@ -133,6 +133,29 @@ def _str_map(obj: dict[str, Any], key: str, where: str) -> dict[str, str]:
     return {_shared(str(k)): "" if v is None else _shared(str(v)) for k, v in _dict(obj, key, where).items()}
 
 
+# the previous pod's raw labels / annotations (decoded, all strings) and what `_str_map` made of
+# them, by slot: the pods of one gang or ReplicaSet come one after another in a list and carry
+# equal maps, and comparing two small dicts is a fraction of interning every entry again
+_LAST_MAPS: list[Any] = [None, None, None, None]
+
+
+def _pod_str_map(md: dict[str, Any], key: str, where: str, slot: int) -> dict[str, str]:
+    """`_str_map` of a pod's labels (slot 0), shared between consecutive pods with equal ones
+    (nothing writes on a pod's labels; 600,000 pods hold a fraction of the dicts), or of its
+    annotations (slot 2), a dict of its own (written on in place when a bind is assumed)."""
+    raw = md.get(key)
+    last = _LAST_MAPS
+    if raw is not None and raw == last[slot]:
+        # equal to a map of strings only: only strings compare equal to strings, so this map is
+        # of the same strings and converts to the same map
+        return last[slot + 1] if slot == 0 else last[slot + 1].copy()  # type: ignore[no-any-return]
+    out = _str_map(md, key, where)
+    if type(raw) is dict and len(out) == len(raw) and all(type(v) is str for v in raw.values()):
+        # a copy of the raw map: a caller may change its pod dict in place and convert it again
+        last[slot], last[slot + 1] = raw.copy(), out if slot == 0 else out.copy()
+    return out
+
+
 def ignored_device_resource(name: str) -> bool:
     """Resources Volcano leaves out of all accounting (its IgnoredDevicesList): the per-chip memory
     and cores of HAMi Ascend vNPU, which the device plugin does not advertise on nodes; the
@@ -181,13 +204,22 @@ def pod_requests(
     return resreq, init
 
 
+# the members themselves: a lookup on the enum class costs ~0.15 us, and this runs for every pod
+_RUNNING, _RELEASING, _PENDING, _BOUND = (
+    TaskStatus.RUNNING,
+    TaskStatus.RELEASING,
+    TaskStatus.PENDING,
+    TaskStatus.BOUND,
+)
+
+
 def task_status(phase: str, node_name: str, deleting: bool) -> TaskStatus:
     if phase == "Running":
-        return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
+        return _RELEASING if deleting else _RUNNING
     if phase == "Pending":
         if deleting:
-            return TaskStatus.RELEASING
-        return TaskStatus.BOUND if node_name else TaskStatus.PENDING
+            return _RELEASING
+        return _BOUND if node_name else _PENDING
     if phase == "Succeeded":
         return TaskStatus.SUCCEEDED
     if phase == "Failed":
@@ -295,6 +327,24 @@ def _interned(value: Any, slot: int) -> Any:
     return got
 
 
+# the previous pod's raw tolerations (a copy) and the shared list made of them
+_LAST_TOLERATIONS: list[Any] = [None, None]
+
+
+def _tolerations(spec: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    """The pod's tolerations (the objects among them), one shared list per distinct value."""
+    raw = spec.get("tolerations")
+    last = _LAST_TOLERATIONS
+    if raw and raw == last[0]:
+        # equal raw lists filter to equal lists, and `_interned` hands out one of them
+        return last[1]  # type: ignore[no-any-return]
+    out = _interned([t for t in _list(spec, "tolerations", where) if isinstance(t, dict)], 2)
+    if type(raw) is list and all(type(t) is dict for t in raw):
+        # a deep enough copy (toleration fields are scalars): a caller may change its pod in place
+        last[0], last[1] = [t.copy() for t in raw], out
+    return out  # type: ignore[no-any-return]
+
+
 def _pod_where(pod: Any) -> str:
     """`Pod ns/name` for messages, without copying the pod (this runs for every pod)."""
     if not isinstance(pod, dict):
@@ -307,12 +357,31 @@ def _pod_where(pod: Any) -> str:
     return f"Pod {ns}/{name}" if ns else f"Pod {name}"
 
 
+# the previous pod's raw conditions and their PodScheduled condition: running pods of one
+# workload usually report equal ones (the same timestamps when they started together)
+_LAST_CONDITIONS: list[Any] = [None, None]
+
+
 def scheduled_condition(status: dict[str, Any]) -> tuple[str, str, str] | None:
     """(status, reason, message) of a pod status's last PodScheduled condition."""
+    raw = status.get("conditions")
+    last = _LAST_CONDITIONS
+    if raw and raw == last[0]:
+        # equal to a list whose PodScheduled entries had string fields only (or none): the same
+        # strings, as nothing else compares equal to a string
+        return last[1]  # type: ignore[no-any-return]
     cond = None
-    for c in status.get("conditions") or []:
+    plain = type(raw) is list
+    for c in raw or []:
+        if type(c) is not dict:
+            plain = False
         if isinstance(c, dict) and c.get("type") == "PodScheduled":
-            cond = (str(c.get("status", "")), str(c.get("reason", "")), str(c.get("message", "")))
+            fields = (c.get("status", ""), c.get("reason", ""), c.get("message", ""))
+            plain = plain and all(type(v) is str for v in fields)
+            cond = (str(fields[0]), str(fields[1]), str(fields[2]))
+    if plain:
+        # a copy: a caller may change its pod dict in place and convert it again
+        last[0], last[1] = [c.copy() for c in raw], cond  # type: ignore[union-attr]
     return cond
 
 
@@ -373,8 +442,8 @@ def pod_to_task(
             _LAST_SHAPE[:] = [raw_containers, raw_inits, overhead, shape]
     resreq, init_resreq, host_ports = shape.resreq, shape.init_resreq, shape.host_ports
 
-    labels = _str_map(md, "labels", where)
-    annotations = _str_map(md, "annotations", where)
+    labels = _pod_str_map(md, "labels", where, 0)
+    annotations = _pod_str_map(md, "annotations", where, 2)
     pcn = str(spec.get("priorityClassName") or "")
     prio_raw = spec.get("priority")
     priority: int | None
@@ -414,7 +483,7 @@ def pod_to_task(
         parse_time(md.get("creationTimestamp")),  # creation
         _interned(_str_map(spec, "nodeSelector", where), 0),  # node_selector
         _interned(_dict(spec, "affinity", where), 1),  # affinity
-        _interned([t for t in _list(spec, "tolerations", where) if isinstance(t, dict)], 2),  # tolerations
+        _tolerations(spec, where),  # tolerations
         host_ports,  # host_ports
         [
             t for t in _list(spec, "topologySpreadConstraints", where) if isinstance(t, dict)

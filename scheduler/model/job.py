@@ -20,6 +20,8 @@ from scheduler.model.topology import NetworkTopologySpec, SubGroupPolicy
 
 # the phases of a PodGroup whose status a session leaves as it is when nothing else changed
 QUIET_PHASES = (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED)
+# the member itself, not a lookup on the enum class per call (these run for every pod of a sync)
+_PENDING = TaskStatus.PENDING
 
 
 class JobInfo:
@@ -186,7 +188,7 @@ class JobInfo:
         self.total_request.add(task.resreq)
         if task.status in ALLOCATED_STATUSES:
             self.allocated.add(task.resreq)
-        elif task.status == TaskStatus.PENDING:
+        elif task.status == _PENDING:
             self.pending_request.add(task.resreq)
 
     def delete_task(self, task: TaskInfo) -> None:
@@ -203,7 +205,7 @@ class JobInfo:
         self.total_request.sub(t.resreq)
         if t.status in ALLOCATED_STATUSES:
             self.allocated.sub(t.resreq)
-        elif t.status == TaskStatus.PENDING:
+        elif t.status == _PENDING:
             self.pending_request.sub(t.resreq)
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
@@ -219,9 +221,9 @@ class JobInfo:
             self.allocated.sub(task.resreq)
         elif status in ALLOCATED_STATUSES and old not in ALLOCATED_STATUSES:
             self.allocated.add(task.resreq)
-        if old == TaskStatus.PENDING and status != TaskStatus.PENDING:
+        if old == _PENDING and status != _PENDING:
             self.pending_request.sub(task.resreq)
-        elif status == TaskStatus.PENDING and old != TaskStatus.PENDING:
+        elif status == _PENDING and old != _PENDING:
             self.pending_request.add(task.resreq)
         task.status = status
         self.task_status_index.setdefault(status, {})[task.uid] = task

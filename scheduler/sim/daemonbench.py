@@ -357,6 +357,8 @@ class DaemonLog:
     def __init__(self) -> None:
         self.listen: str = ""
         self.sync_ms: float | None = None
+        self.sync_cpu_ms: float | None = None
+        self.list_waited_ms: dict[str, float] = {}  # kind -> how long its first list waited for pages
         self.sync_wall: float | None = None
         self.sessions: list[dict[str, Any]] = []
         self.errors: list[str] = []
@@ -385,8 +387,11 @@ class DaemonLog:
             if ev == "vc-scheduler starting":
                 self.listen = (rec.get("listen") or [""])[0]
                 self.started.set()
+            elif ev == "initial list done" and rec.get("waited_ms") is not None:
+                self.list_waited_ms[str(rec.get("kind"))] = rec["waited_ms"]
             elif ev == "initial sync done":
                 self.sync_ms = rec.get("ms")
+                self.sync_cpu_ms = rec.get("cpu_ms")
                 self.sync_wall = time.time()
             elif ev == "session":
                 self.sessions.append({**rec, "wall": time.time()})
@@ -486,6 +491,10 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
             result["initial_sync_seconds"] = (
                 round(dlog.sync_ms / 1000, 2) if dlog.sync_ms is not None else None
             )
+            if dlog.sync_cpu_ms is not None:  # the rest of the sync waited for the API server
+                result["initial_sync_daemon_cpu_seconds"] = round(dlog.sync_cpu_ms / 1000, 2)
+            if "Pod" in dlog.list_waited_ms:  # the pod list's time waiting for its pages
+                result["initial_sync_pod_list_waited_seconds"] = round(dlog.list_waited_ms["Pod"] / 1000, 2)
             result["start_to_synced_seconds"] = round(dlog.sync_wall - t0, 2)
         if dlog.sessions:
             first_ssn = dlog.sessions[0]

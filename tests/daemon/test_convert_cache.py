@@ -93,3 +93,68 @@ def test_a_pod_without_status_is_pending() -> None:
     p = _pod("a")
     p.pop("status", None)
     assert pod_to_task(p).pod.phase == "Pending"
+
+
+def _fresh(p: dict) -> object:
+    """The conversion of `p` with every memo of the previous pod forgotten."""
+    import scheduler.model.convert as conv
+
+    conv._LAST_MAPS[:] = [None] * 4
+    conv._LAST_CONDITIONS[:] = [None, None]
+    conv._LAST_TOLERATIONS[:] = [None, None]
+    return pod_to_task(p).pod
+
+
+def _conditions(p: dict, status: object = "True", reason: object = "") -> dict:
+    p["status"] = {
+        "phase": "Running",
+        "conditions": [
+            {"type": "Initialized", "status": "True"},
+            {"type": "PodScheduled", "status": status, "reason": reason},
+        ],
+    }
+    return p
+
+
+def test_consecutive_pods_with_equal_maps_convert_as_each_alone() -> None:
+    first = _conditions(_pod("a"))
+    first["metadata"]["labels"] = {"app": "train", "volcano.sh/job-name": "g"}
+    second = copy.deepcopy(first)
+    second["metadata"]["name"] = "b"
+    a, b = pod_to_task(first).pod, pod_to_task(second).pod
+    assert b == _fresh(copy.deepcopy(second))
+    assert a.labels is b.labels  # nothing writes on a pod's labels: one dict for equal ones
+    assert a.annotations == b.annotations and a.annotations is not b.annotations  # binds write on these
+    assert b.scheduled_condition == ("True", "", "")
+    assert a.tolerations is b.tolerations
+
+
+def test_a_pod_changed_in_place_is_converted_again_in_full() -> None:
+    p = _conditions(_pod("a"))
+    before = pod_to_task(p).pod
+    p["metadata"]["labels"]["tier"] = "web"
+    p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = "h"
+    p["status"]["conditions"][1]["reason"] = "Unschedulable"
+    p["spec"]["tolerations"][0]["effect"] = "NoSchedule"
+    after = pod_to_task(p)
+    assert after.pod.labels["tier"] == "web" and "tier" not in before.labels
+    assert after.job == "c1/h"
+    assert after.pod.scheduled_condition == ("True", "Unschedulable", "")
+    assert after.pod.tolerations[0]["effect"] == "NoSchedule"
+    assert after.pod == _fresh(copy.deepcopy(p))
+
+
+@pytest.mark.parametrize(("before", "value"), [(1, True), (True, 1), (0, False), (None, None)])
+def test_maps_and_conditions_equal_to_the_last_only_by_python_equality_are_converted_apart(
+    before: object, value: object
+) -> None:
+    # 1 == True, yet "1" != "True": a value that is not a string never takes the memo's answer
+    p = _conditions(_pod("a"), status=before, reason=before)
+    p["metadata"]["labels"] = {"tier": before}
+    pod_to_task(p)
+    q = _conditions(_pod("b"), status=value, reason=value)
+    q["metadata"]["labels"] = {"tier": value}
+    got = pod_to_task(q).pod
+    assert got == _fresh(copy.deepcopy(q))
+    assert got.labels == {"tier": "" if value is None else str(value)}
+    assert got.scheduled_condition == (str(value), str(value), "")

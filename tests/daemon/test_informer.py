@@ -142,3 +142,24 @@ async def test_optional_resource_the_cluster_does_not_serve_counts_as_synced_and
         assert not required.synced.is_set()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_the_first_list_survives_a_failing_handler_and_items_that_are_not_objects() -> None:
+    client, rec = FakeClient(), Recorder()
+    odd: list[Any] = ["not an object", {"kind": "no metadata"}]
+    client.on("GET", "/api/v1/configmaps", pages([cm("a", "1"), cm("explode", "2"), *odd], [cm("c", "3")]))
+    client.watch_scripts = [[]]
+    inf = Informer(client, Resource("ConfigMap", "/api/v1/configmaps"), rec, page_size=4)  # type: ignore[arg-type]
+    with_metadata = Recorder.upsert
+
+    def upsert(self: Recorder, obj: dict[str, Any]) -> None:
+        if "metadata" not in obj:
+            self.upserts.append("<no metadata>")
+            return
+        with_metadata(self, obj)
+
+    rec.upsert = upsert.__get__(rec)  # type: ignore[method-assign]
+    await run_until(inf, lambda: inf.synced.is_set())
+    assert rec.upserts == ["a@1", "<no metadata>", "c@3"]
+    # every object delivered is known by its key and version (a relist diffs against these)
+    assert inf.known == {"ns/a": "1", "ns/explode": "2", "None": "", "ns/c": "3"}

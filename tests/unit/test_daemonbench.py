@@ -31,3 +31,26 @@ def test_the_bound_is_what_two_cores_allow() -> None:
     text = " ".join(lines)
     assert "more than 2,000 pods/s" in text and "at most 1,000 pods/s" in text
     assert daemonbench._burst_bound({"burst_daemon_cpu_ms_per_pod": 1.5}) == []
+
+
+def test_the_daemon_log_gives_the_sync_cpu_and_the_pod_list_wait() -> None:
+    import asyncio
+    import json
+
+    lines = [
+        {"event": "initial list done", "kind": "Node", "objects": 4, "waited_ms": 3},
+        {"event": "initial list done", "kind": "Pod", "objects": 16, "waited_ms": 12},
+        {"event": "initial sync done", "ms": 40, "cpu_ms": 25, "pods": 16},
+    ]
+
+    async def read() -> daemonbench.DaemonLog:
+        stream = asyncio.StreamReader()
+        stream.feed_data(b"".join(json.dumps(r).encode() + b"\n" for r in lines))
+        stream.feed_eof()
+        dlog = daemonbench.DaemonLog()
+        await dlog.follow(stream)
+        return dlog
+
+    dlog = asyncio.run(read())
+    assert (dlog.sync_ms, dlog.sync_cpu_ms) == (40, 25)
+    assert dlog.list_waited_ms == {"Node": 3, "Pod": 12}

@@ -57,7 +57,8 @@ def place_best(
     from_cache: bool = False,
 ) -> bool:
     """Try the best node; if a device handler refuses it, drop it and try the next best."""
-    remaining = list(candidates)
+    # copied at the first refusal only: the placement cache hands out its own list
+    remaining = candidates
     first = from_cache
     while remaining:
         # the cache answers for the very list its feasible() gave; after a refusal, prioritize
@@ -76,10 +77,17 @@ def place_best(
                 stmt.pipeline(task, best)
             else:
                 errors.set_node_error(best.name, "Insufficient resources")
-                remaining.remove(best)
+                remaining = _without(remaining, best)
                 continue
             return True
         except AllocateError as exc:
             errors.set_node_error(best.name, str(exc))
-            remaining.remove(best)
+            remaining = _without(remaining, best)
     return False
+
+
+def _without(nodes: list, node: NodeInfo) -> list:
+    """A new list of `nodes` less `node` (the input may be the placement cache's own list)."""
+    out = list(nodes)
+    out.remove(node)
+    return out

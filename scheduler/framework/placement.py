@@ -282,12 +282,14 @@ class _NodeValues:
 class _Entry:
     __slots__ = (
         "at",
+        "cands",
         "complete",
         "errors",
-        "feasible",
         "fit_flags",
         "index",
+        "members",
         "order",
+        "picked",
         "score_list",
         "seq",
         "start",
@@ -299,7 +301,15 @@ class _Entry:
         self.seq = 0
         # where the scan that filled `errors` began (the rotating start)
         self.start = 0
-        self.feasible: dict[str, NodeInfo] = {}
+        # The feasible nodes in order. Never changed in place: feasible() hands this very list
+        # out, and best() recognises it by identity, so a change makes a new list. (A dict by name
+        # cost a 1,000-entry build per job and a copy per pod at 20,000 nodes.)
+        self.cands: list[NodeInfo] = []
+        # name -> position in `cands`, built only when a membership question needs it
+        self.members: dict[str, int] | None = None
+        # (node, its position in `order`) of best()'s last choice: the next pod of the job finds
+        # the one node that changed in between there, without indexing the whole list
+        self.picked: tuple[NodeInfo, int] | None = None
         self.values = values
         self.errors = FitErrors()
         self.complete = False
@@ -488,8 +498,10 @@ class PlacementCache:
         changed = (log[-1],) if len(log) - vals.seq == 1 else set(log[vals.seq :])
         vals.seq = len(log)
         for known in (vals.verdicts, vals.mixed, vals.parts, vals.scores, vals.base, vals.fits_idle):
-            for name in changed:
-                known.pop(name, None)
+            if known:  # most configurations leave some of them empty all session
+                pop = known.pop
+                for name in changed:
+                    pop(name, None)
         at = [i for i in map(self._index.get, changed) if i is not None]
         for codes in (vals.codes, vals.final_known, vals.fit_codes):
             if codes:
@@ -597,13 +609,14 @@ class PlacementCache:
         if key is None:
             return predicate_nodes(self.ssn, task, self.nodes, self.check, errors)
         entry = self.entries.get(key)
-        if entry is None or (not entry.feasible and not entry.complete):
+        if entry is None or (not entry.cands and not entry.complete):
             entry = self._scan(task, key)
             self.entries[key] = entry
         else:
             self._refresh(task, entry)
         errors.nodes.update(entry.errors.nodes)
-        return list(entry.feasible.values())
+        # not a copy: callers do not change it, and the entry replaces rather than changes it
+        return entry.cands
 
     def _scan(self, task: TaskInfo, key: tuple) -> _Entry:
         ssn = self.ssn
@@ -624,7 +637,7 @@ class PlacementCache:
         found, entry.at = self._scan_window(task, values, entry.errors)
         # every node examined: a rescan could not find more
         entry.complete = len(found) + len(entry.errors.nodes) >= len(self.nodes)
-        entry.feasible = {n.name: n for n in found}
+        entry.cands = found
         entry.seq = len(ssn.node_changes)
         return entry
 
@@ -679,7 +692,7 @@ class PlacementCache:
         shapes: dict[tuple, _Shape] = {}
         for key, entry in self.entries.items():
             vkey = key[2:]
-            if entry.feasible or not entry.complete or vkey in shapes or not entry.values.carryable:
+            if entry.cands or not entry.complete or vkey in shapes or not entry.values.carryable:
                 continue
             vals = self._fresh(entry.values, None)
             refused = {n: v for n, v in vals.verdicts.items() if v is not None and n not in changed}
@@ -751,20 +764,40 @@ class PlacementCache:
             node = self.ssn.nodes.get(name)
             if node is None:
                 continue
-            if name not in entry.feasible and name not in entry.errors.nodes:
+            member = self._is_candidate(entry, name)
+            if not member and name not in entry.errors.nodes:
                 continue  # outside this shape's sample
             r = check(task, node)
             if r is None:
-                if name in entry.feasible:
+                if member:
                     entry.touched.add(name)
                 else:
                     entry.order = entry.at = None  # appended: the candidate list changes
-                entry.feasible[name] = node
+                    entry.cands = [*entry.cands, node]
+                    if entry.members is not None:
+                        entry.members[name] = len(entry.cands) - 1
                 entry.errors.nodes.pop(name, None)
             else:
-                if entry.feasible.pop(name, None) is not None:
+                if member:
                     entry.order = entry.at = None
+                    entry.cands = [n for n in entry.cands if n.name != name]
+                    entry.members = entry.picked = None
                 entry.errors.set_node_error(name, r.reason if isinstance(r, Unfit) else r)
+
+    @staticmethod
+    def _is_candidate(entry: _Entry, name: str) -> bool:
+        """Whether `name` is among the entry's feasible nodes; usually the node its last choice
+        went to, known without building the name index."""
+        picked = entry.picked
+        if picked is not None:
+            node, i = picked
+            cands = entry.cands
+            if node.name == name and i < len(cands) and cands[i] is node:
+                return True
+        members = entry.members
+        if members is None:
+            members = entry.members = {n.name: i for i, n in enumerate(entry.cands)}
+        return name in members
 
     def best(self, task: TaskInfo, candidates: list[NodeInfo]) -> NodeInfo | None:
         """prioritize(ssn, task, candidates, self) for the list feasible() just returned.
@@ -789,8 +822,9 @@ class PlacementCache:
             or order[0] is not candidates[0]
             or order[-1] is not candidates[-1]
         ):
-            order = entry.order = list(candidates)
-            entry.index = {}  # built when a candidate changes (one-pod jobs never need it)
+            # the entry's own list is never changed in place; another list may be (place_best)
+            order = entry.order = candidates if candidates is entry.cands else list(candidates)
+            entry.index = {}  # built when a candidate changes and the last choice does not tell
             at = entry.at
             nodes = self.nodes
             if (
@@ -809,11 +843,9 @@ class PlacementCache:
             entry.touched.clear()
         elif entry.touched:
             req = task.init_resreq
-            if not entry.index:
-                entry.index = dict(zip(map(_name, order), range(len(order)), strict=True))
-            index, score_list, fit_flags = entry.index, entry.score_list, entry.fit_flags
+            score_list, fit_flags = entry.score_list, entry.fit_flags
             for name in entry.touched:
-                i = index[name]
+                i = self._position(entry, order, name)
                 node = order[i]
                 f = fits.get(name)
                 if f is None:
@@ -843,15 +875,32 @@ class PlacementCache:
                 return group[0]
             return _pick(ssn, task, group, gvals)
         count, first, m, only = top
-        if count == 1:
-            return order[first]
         if count == 0:
             return None
-        if ssn.options.deterministic:
+        if count == 1:
+            i = first
+        elif ssn.options.deterministic:
             return min([order[i] for i in window_impl.top_indices(scores, flags)], key=_name)
-        # choice draws from the length alone and reads one item: choosing among the ties' positions,
-        # listed lazily, draws the same node as choosing among the tied nodes
-        return order[ssn.rng.choice(_Ties(scores, flags, m, only, count))]
+        else:
+            # choice draws from the length alone and reads one item: choosing among the ties'
+            # positions, listed lazily, draws the same node as choosing among the tied nodes
+            i = ssn.rng.choice(_Ties(scores, flags, m, only, count))
+        node = order[i]
+        entry.picked = (node, i)
+        return node
+
+    @staticmethod
+    def _position(entry: _Entry, order: list[NodeInfo], name: str) -> int:
+        """Where candidate `name` sits in `order`: the last choice's position when it is that
+        node (the usual case, a job's next pod), else from the name index, built once."""
+        picked = entry.picked
+        if picked is not None:
+            node, i = picked
+            if node.name == name and i < len(order) and order[i] is node:
+                return i
+        if not entry.index:
+            entry.index = dict(zip(map(_name, order), range(len(order)), strict=True))
+        return entry.index[name]
 
     def _gathered(
         self, task: TaskInfo, vals: _NodeValues, order: list[NodeInfo], at: list[int]

@@ -22,11 +22,17 @@ from scheduler.model.topology import NetworkTopologySpec, SubGroupPolicy
 QUIET_PHASES = (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED)
 # the member itself, not a lookup on the enum class per call (these run for every pod of a sync)
 _PENDING = TaskStatus.PENDING
+# the statuses each of the role checks counts (built once: allocate asks after every placement)
+_VALID_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
+_READY_ROLE_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
+_PIPELINED_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED}
+_READY = frozenset(READY_STATUSES)
 
 
 class JobInfo:
     __slots__ = (
         "_origin",
+        "_ready",
         "_shared",
         "_touched",
         "allocated",
@@ -91,6 +97,9 @@ class JobInfo:
         self.pg_exists = True
         self.tasks: dict[str, TaskInfo] = {}
         self.task_status_index: dict[TaskStatus, dict[str, TaskInfo]] = {}
+        # [ready_task_num(), pending_best_effort_num()], kept as the index changes: the job order
+        # asks is_ready() in every heap comparison. Shared with the index by views (session_view)
+        self._ready = [0, 0]
         self.allocated = Resource()
         self.total_request = Resource()
         self.pending_request = Resource()
@@ -132,6 +141,7 @@ class JobInfo:
         j.pg_exists = self.pg_exists
         j.tasks = self.tasks
         j.task_status_index = self.task_status_index
+        j._ready = self._ready
         j.allocated = self.allocated
         j.total_request = self.total_request
         j.pending_request = self.pending_request
@@ -163,6 +173,7 @@ class JobInfo:
     def _own(self) -> None:
         self.tasks = dict(self.tasks)
         self.task_status_index = {s: dict(d) for s, d in self.task_status_index.items()}
+        self._ready = list(self._ready)
         self.allocated = self.allocated.clone()
         self.total_request = self.total_request.clone()
         self.pending_request = self.pending_request.clone()
@@ -184,7 +195,7 @@ class JobInfo:
         if self._shared:
             self._own()
         self.tasks[task.uid] = task
-        self.task_status_index.setdefault(task.status, {})[task.uid] = task
+        self._index_add(task, task.status)
         self.total_request.add(task.resreq)
         if task.status in ALLOCATED_STATUSES:
             self.allocated.add(task.resreq)
@@ -197,11 +208,7 @@ class JobInfo:
         t = self.tasks.pop(task.uid, None)
         if t is None:
             return
-        bucket = self.task_status_index.get(t.status)
-        if bucket is not None:
-            bucket.pop(t.uid, None)
-            if not bucket:
-                del self.task_status_index[t.status]
+        self._index_remove(t, t.status)
         self.total_request.sub(t.resreq)
         if t.status in ALLOCATED_STATUSES:
             self.allocated.sub(t.resreq)
@@ -212,11 +219,7 @@ class JobInfo:
         if self._shared:
             self._own()
         old = task.status
-        bucket = self.task_status_index.get(old)
-        if bucket is not None:
-            bucket.pop(task.uid, None)
-            if not bucket:
-                del self.task_status_index[old]
+        self._index_remove(task, old)
         if old in ALLOCATED_STATUSES and status not in ALLOCATED_STATUSES:
             self.allocated.sub(task.resreq)
         elif status in ALLOCATED_STATUSES and old not in ALLOCATED_STATUSES:
@@ -226,12 +229,37 @@ class JobInfo:
         elif status == _PENDING and old != _PENDING:
             self.pending_request.add(task.resreq)
         task.status = status
-        self.task_status_index.setdefault(status, {})[task.uid] = task
+        self._index_add(task, status)
+
+    def _index_add(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Put the task in its status bucket, counting it if it was not there."""
+        bucket = self.task_status_index.setdefault(status, {})
+        if task.uid not in bucket:
+            if status in _READY:
+                self._ready[0] += 1
+            elif status == _PENDING and task.best_effort:
+                self._ready[1] += 1
+        bucket[task.uid] = task
+
+    def _index_remove(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Take the task's uid out of the `status` bucket, uncounting what was there."""
+        bucket = self.task_status_index.get(status)
+        if bucket is None:
+            return
+        was = bucket.pop(task.uid, None)
+        if not bucket:
+            del self.task_status_index[status]
+        if was is not None:
+            if status in _READY:
+                self._ready[0] -= 1
+            elif status == _PENDING and was.best_effort:
+                self._ready[1] -= 1
 
     def with_spec_of(self, other: JobInfo) -> JobInfo:
         """`other` (a freshly converted PodGroup) carrying over this job's tasks."""
         other.tasks = self.tasks
         other.task_status_index = self.task_status_index
+        other._ready = self._ready
         other.allocated = self.allocated
         other.total_request = self.total_request
         other.pending_request = self.pending_request
@@ -258,35 +286,22 @@ class JobInfo:
         return out
 
     def ready_task_num(self) -> int:
-        return self.count(*READY_STATUSES)
+        return self._ready[0]
 
     def waiting_task_num(self) -> int:
         return self.count(TaskStatus.PIPELINED)
 
     def pending_best_effort_num(self) -> int:
-        pending = self.task_status_index.get(TaskStatus.PENDING)
-        if not pending:
-            return 0
-        return sum(1 for t in pending.values() if t.best_effort)
+        return self._ready[1]
 
     def valid_task_num(self) -> int:
         return self.count(*READY_STATUSES, TaskStatus.PIPELINED, TaskStatus.PENDING)
 
     def is_ready(self) -> bool:
-        # ready_task_num() + pending_best_effort_num() >= min_available, read inline: the job
-        # order asks it of both jobs in every heap comparison
-        idx = self.task_status_index
-        n = 0
-        for s in READY_STATUSES:
-            b = idx.get(s)
-            if b:
-                n += len(b)
-        if n >= self.min_available:
-            return True
-        pending = idx.get(TaskStatus.PENDING)
-        if pending:
-            n += sum(1 for t in pending.values() if t.best_effort)
-        return n >= self.min_available
+        # ready_task_num() + pending_best_effort_num() >= min_available: the job order asks it
+        # of both jobs in every heap comparison
+        counts = self._ready
+        return counts[0] + counts[1] >= self.min_available
 
     def is_pipelined(self) -> bool:
         return (
@@ -322,15 +337,13 @@ class JobInfo:
         return all(counts.get(role, 0) >= need for role, need in self.task_min_available.items() if need > 0)
 
     def check_task_valid(self) -> bool:
-        return self._check_roles(
-            ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
-        )
+        return self._check_roles(_VALID_STATUSES)
 
     def check_task_ready(self) -> bool:
-        return self._check_roles(ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED})
+        return self._check_roles(_READY_ROLE_STATUSES)
 
     def check_task_pipelined(self) -> bool:
-        return self._check_roles(ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED})
+        return self._check_roles(_PIPELINED_STATUSES)
 
     def need_continue_allocating(self) -> bool:
         """False when every task is needed for the gang: one failure dooms the job, so stop early."""

@@ -154,3 +154,52 @@ def test_a_job_is_ready_when_ready_tasks_and_pending_best_effort_ones_reach_min_
     job = next(iter(state.snapshot().jobs.values()))
     assert job.ready_task_num() == 1 and job.pending_best_effort_num() == 2
     assert job.is_ready() is (min_member <= 3)
+
+
+def _recount(job) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    """ready_task_num and pending_best_effort_num counted from the status index itself."""
+    from scheduler.model.objects import READY_STATUSES
+
+    idx = job.task_status_index
+    ready = sum(len(idx.get(s, {})) for s in READY_STATUSES)
+    best_effort = sum(1 for t in idx.get(TaskStatus.PENDING, {}).values() if t.best_effort)
+    return ready, best_effort
+
+
+def test_the_ready_counters_follow_every_change_of_a_job_and_of_its_session_views() -> None:
+    """is_ready reads counters kept as tasks come, go and change status; a session view shares
+    them with the cluster's job until it first changes, then keeps its own."""
+    import random
+
+    from scheduler.model.convert import pod_to_task as to_task
+
+    rng = random.Random(3)
+    tasks = [
+        to_task(pod(f"p{i}", cpu="" if i % 3 == 0 else "1", memory="" if i % 3 == 0 else "1Gi", group="g"))
+        for i in range(12)
+    ]
+    job = podgroup_to_job({"metadata": {"name": "g", "namespace": "c1"}, "spec": {"minMember": 4}})
+    statuses = list(TaskStatus)
+    views = [job]
+    for step in range(400):
+        target = rng.choice(views)
+        t = rng.choice(tasks)
+        op = rng.random()
+        current = target.tasks.get(t.uid)
+        if current is None:
+            fresh = t.clone()
+            fresh.status = rng.choice(statuses)
+            target.add_task(fresh)
+        elif op < 0.2:
+            target.delete_task(current)
+        elif op < 0.9:
+            if target is not job:  # a session changes its own copy of a task (Session.own)
+                mine = current.clone()
+                target.replace_task(current, mine)
+                current = mine
+            target.update_task_status(current, rng.choice(statuses))
+        elif step % 7 == 0:
+            views.append(job.session_view())
+        for j in views:
+            assert (j.ready_task_num(), j.pending_best_effort_num()) == _recount(j)
+            assert j.is_ready() is (sum(_recount(j)) >= j.min_available)

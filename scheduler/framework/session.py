@@ -203,6 +203,7 @@ class Session:
         self._task_order: tuple[Callable[..., Any], ...] = ()
         self._queue_order: tuple[Callable[..., Any], ...] = ()
         self._job_ready: tuple[Callable[..., Any], ...] = ()
+        self._allocatable: tuple[Callable[..., Any], ...] = ()
         self._registered: dict[str, dict[str, Callable[..., Any]]] = {p: {} for p in POINTS}
         self._batch_splits: dict[str, BatchScoreSplit] = {}
         # plugin -> the many-node form of its predicate / node-order function (see predicate_many)
@@ -399,11 +400,13 @@ class Session:
                     fns.append((opt.name, fn))
                 tiers.append(fns)
             self._tiered[point] = tiers
-        # a generator per comparison cost ~1 us; allocate compares jobs and tasks millions of times
+        # a generator per comparison cost ~1 us; allocate compares jobs and tasks millions of times,
+        # and asks job_ready and allocatable for every task
         self._job_order = tuple(self._fns("job_order"))
         self._task_order = tuple(self._fns("task_order"))
         self._queue_order = tuple(self._fns("queue_order"))
         self._job_ready = tuple(self._fns("job_ready"))
+        self._allocatable = tuple(self._fns("allocatable"))
 
     def hierarchy_enabled(self, plugin: str) -> bool:
         """Whether the configuration turns on `enableHierarchy` for that plugin."""
@@ -675,7 +678,7 @@ class Session:
         return any(fn(queue) for fn in self._fns("overused"))
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return all(fn(queue, task) for fn in self._fns("allocatable"))
+        return all(fn(queue, task) for fn in self._allocatable)
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return all(fn(queue, task) for fn in self._fns("preemptive"))

@@ -112,7 +112,8 @@ class NodeOrderPlugin(Plugin):
         and, unless the task asks for whole GPUs, on their cpu and memory only."""
         if task.resreq.scalars.get(GPU, 0.0) != 0:
             return self._per_node(task, node)
-        return self._memo.score(task, node, self._per_node)
+        # the same memo slot and score as per_nodes gives (the compiled scores, see below)
+        return self.per_nodes(task, [node])[0]
 
     def per_nodes(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[int]:
         """per_node for each node, in order: the task's weights read once, and each node's score
@@ -120,7 +121,8 @@ class NodeOrderPlugin(Plugin):
         if task.resreq.scalars.get(GPU, 0.0) != 0:
             return [self._per_node(task, n) for n in nodes]
         req = task.resreq
-        wl, wm, wb, taint = self._task_weights(req)
+        weights = self._task_weights(req)
+        wl, wm, wb, taint = weights
         if wl or wm or wb:
 
             def compute(node: NodeInfo) -> int:
@@ -132,7 +134,7 @@ class NodeOrderPlugin(Plugin):
             def compute(node: NodeInfo) -> int:
                 return taint
 
-        return self._memo.scores(req, nodes, compute)
+        return self._memo.cpu_memory_scores(req, nodes, weights, compute)
 
     def _task_weights(self, req: Resource) -> tuple[int, int, int, int]:
         """The least/most-requested and balanced weights for this request, and the per-node
@@ -157,6 +159,15 @@ class NodeOrderPlugin(Plugin):
         pod = task.pod
         total: dict[str, int] = {}
         if not nodes:
+            return total
+        # Asked once per pod by the placement cache: most pods have no affinity or spread, the
+        # taints are a constant, and no pod's terms can score them; then every part below is empty.
+        if (
+            not pod.affinity
+            and not pod.topology_spread
+            and (self.taint_constant or not w[TAINT_TOLERATION])
+            and not (w[POD_AFFINITY] and sp.has_affinity_pods())
+        ):
             return total
         if w[NODE_AFFINITY]:
             terms = preferred_terms(pod.affinity)

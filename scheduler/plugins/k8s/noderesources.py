@@ -26,6 +26,8 @@ from typing import Any, TypeVar
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import TaskInfo
 from scheduler.model.resources import CPU, MEMORY, Resource
+from scheduler.plugins.k8s import cpumemscore as python_scores
+from scheduler.plugins.k8s.cpumemscore_impl import scores_impl
 
 T = TypeVar("T")
 
@@ -101,22 +103,24 @@ class CpuMemoryMemo:
         self._slots[node.name] = (node.allocatable, key, s)
         return s
 
-    def scores(self, req: Resource, nodes: list[NodeInfo], compute: Callable[[NodeInfo], T]) -> list[T]:
-        """score for several nodes of one request, `compute` taking the node alone."""
-        slots = self._slots
-        rc, rm = req.milli_cpu, req.memory
-        out: list[T] = []
-        for node in nodes:
-            used = node.used
-            key = (used.milli_cpu, used.memory, rc, rm)
-            slot = slots.get(node.name)
-            if slot is not None and slot[1] == key and slot[0] is node.allocatable:
-                out.append(slot[2])
-                continue
-            s = compute(node)
-            slots[node.name] = (node.allocatable, key, s)
-            out.append(s)
-        return out
+    def cpu_memory_scores(
+        self,
+        req: Resource,
+        nodes: list[NodeInfo],
+        weights: tuple[int, int, int, int],
+        compute: Callable[[NodeInfo], int],
+    ) -> list[int]:
+        """score() over several nodes, for nodeorder's resource score of a request without GPU
+        (`compute` taking the node alone). `weights` are the least/most-requested and balanced
+        weights and the constant that `compute` applies, so that the compiled twin
+        (cpumemscore_impl) can compute the same integers without calling it."""
+        wl, wm, wb, taint = weights
+        impl = scores_impl if all(-_WEIGHT_BOUND < w < _WEIGHT_BOUND for w in weights) else python_scores
+        return impl.scores(self._slots, nodes, req.milli_cpu, req.memory, wl, wm, wb, taint, compute)  # type: ignore[no-any-return]
+
+
+# weights beyond this are left to the Python twin (the compiled one multiplies in 64-bit integers)
+_WEIGHT_BOUND = 1 << 31
 
 
 def requests_none_of(req: Resource, names: tuple[str, ...] = BALANCED_RESOURCES) -> bool:

@@ -107,6 +107,11 @@ def _without_shortcuts(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     monkeypatch.setattr(ScanCache, "answers", lambda self, table, req, policy: table.scan(req, policy))
     monkeypatch.setattr(CpuMemoryMemo, "score", lambda self, task, node, compute: compute(task, node))
+    monkeypatch.setattr(
+        CpuMemoryMemo,
+        "cpu_memory_scores",
+        lambda self, req, nodes, weights, compute: list(map(compute, nodes)),
+    )
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,14 @@ from typing import Any
 import structlog
 
 from scheduler.flags import Options, build_parser, parse_args, parse_duration
-from scheduler.framework.cycle import SessionResult, bind_decision, close_session, open_session, run_actions
+from scheduler.framework.cycle import (
+    SessionResult,
+    bind_decision,
+    close_session,
+    collector_paused,
+    open_session,
+    run_actions,
+)
 from scheduler.framework.session import Session, SessionOptions
 from scheduler.kube.binder import Binder, Evictor
 from scheduler.kube.cache import SchedulerCache
@@ -439,15 +446,19 @@ class Daemon:
             else None
         )
         early: set[str] = set()
+        # as run_session does: the snapshot and the session keep what they allocate until the
+        # session ends, so the collector waits (only where this process's collector is ours)
+        pause = collector_paused() if self.manage_gc else contextlib.nullcontext()
         try:
-            snap = self.cache.snapshot()
-            ssn = open_session(snap, conf, self.session_options, self.rng)
-            open_ms = (time.perf_counter() - t0) * 1000
-            if sender is not None:
-                ssn.on_dispatch = _early_hook(ssn, sender)
-            timings: dict[str, float] = {}
-            run_actions(ssn, timings)
-            res = close_session(ssn)
+            with pause:
+                snap = self.cache.snapshot()
+                ssn = open_session(snap, conf, self.session_options, self.rng)
+                open_ms = (time.perf_counter() - t0) * 1000
+                if sender is not None:
+                    ssn.on_dispatch = _early_hook(ssn, sender)
+                timings: dict[str, float] = {}
+                run_actions(ssn, timings)
+                res = close_session(ssn)
         except Exception as exc:  # a core bug on odd input must not end the daemon
             if sender is not None:  # what already left is claimed; the rest stays Pending
                 assert self.binder is not None

@@ -56,3 +56,28 @@ async def test_a_slow_initial_sync_keeps_the_collector_off_until_a_list_fails() 
         assert d.synced.is_set()
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("manage_gc", [True, False])
+def test_a_session_of_the_process_daemon_runs_with_the_collector_paused(
+    manage_gc: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vc-scheduler's own daemon pauses the collector from snapshot to close, as run_session does;
+    an embedded one leaves it as it is. Either way it is on again after the session."""
+    import scheduler.daemon as daemon_module
+
+    d = Daemon(parse_args(["--leader-elect=false"]))
+    d.reloader.load_initial(strict=False)
+    d.manage_gc = manage_gc
+    seen: list[bool] = []
+    real = daemon_module.run_actions
+
+    def spy(ssn, timings=None):  # type: ignore[no-untyped-def]
+        seen.append(gc.isenabled())
+        real(ssn, timings)
+
+    monkeypatch.setattr(daemon_module, "run_actions", spy)
+    gc.enable()
+    assert d.run_once() is not None
+    assert seen == [not manage_gc]
+    assert gc.isenabled()

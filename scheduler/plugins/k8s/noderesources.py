@@ -103,6 +103,23 @@ class CpuMemoryMemo:
         self._slots[node.name] = (node.allocatable, key, s)
         return s
 
+    def scores(self, req: Resource, nodes: list[NodeInfo], compute: Callable[[NodeInfo], T]) -> list[T]:
+        """score for several nodes of one request, `compute` taking the node alone."""
+        slots = self._slots
+        rc, rm = req.milli_cpu, req.memory
+        out: list[T] = []
+        for node in nodes:
+            used = node.used
+            key = (used.milli_cpu, used.memory, rc, rm)
+            slot = slots.get(node.name)
+            if slot is not None and slot[1] == key and slot[0] is node.allocatable:
+                out.append(slot[2])
+                continue
+            s = compute(node)
+            slots[node.name] = (node.allocatable, key, s)
+            out.append(s)
+        return out
+
     def cpu_memory_scores(
         self,
         req: Resource,

@@ -104,21 +104,19 @@ class CpuMemoryMemo:
         return s
 
     def scores(self, req: Resource, nodes: list[NodeInfo], compute: Callable[[NodeInfo], T]) -> list[T]:
-        """score for several nodes of one request, `compute` taking the node alone."""
-        slots = self._slots
-        rc, rm = req.milli_cpu, req.memory
-        out: list[T] = []
-        for node in nodes:
-            used = node.used
-            key = (used.milli_cpu, used.memory, rc, rm)
-            slot = slots.get(node.name)
-            if slot is not None and slot[1] == key and slot[0] is node.allocatable:
-                out.append(slot[2])
-                continue
-            s = compute(node)
-            slots[node.name] = (node.allocatable, key, s)
-            out.append(s)
-        return out
+        """score for several nodes of one request, `compute` taking the node alone: the same slots
+        walk as the compiled score's Python twin (its weights are only read by the compiled one)."""
+        return python_scores.scores(  # type: ignore[return-value]
+            self._slots,
+            nodes,
+            req.milli_cpu,
+            req.memory,
+            0,
+            0,
+            0,
+            0,
+            compute,  # type: ignore[arg-type]
+        )
 
     def cpu_memory_scores(
         self,

@@ -290,3 +290,37 @@ def test_device_ledgers_are_collected_from_the_session_nodes() -> None:
         SimpleNamespace(devices={"GpuShare": s}),
     ]
     assert device_ledgers(nodes) == ([v], [s])
+
+
+def test_per_job_families_render_as_prometheus_client_would() -> None:
+    """The per-job families are rendered by hand from cached lines; a dashboard sees the same text."""
+    from prometheus_client import CollectorRegistry, Gauge, generate_latest
+
+    m = SchedulerMetrics()
+    r = CollectorRegistry()
+    ref = Gauge("volcano_job_share", "Share for one job", ["job_ns", "job_id"], registry=r)
+    values = [("ns", "a", 0.75), ("ns", "b", 1.7976931348623157e308), ("o\\t", 'q"x', 1764000000.0)]
+    for ns, name, v in values:
+        ref.labels(ns, name).set(v)
+        m.job_share.set(ns, name, value=v)
+    ref.labels("ns", "a").set(0.5)
+    m.job_share.set("ns", "a", value=0.5)
+    ref.remove("ns", "b")
+    m.job_share.remove("ns", "b")
+    assert m.job_share.render() == generate_latest(r).decode()
+
+
+def test_a_scrape_of_an_unchanged_cluster_reuses_the_rendered_text() -> None:
+    m = SchedulerMetrics()
+    for i in range(3):
+        m.observe_job_placed(f"j{i}", "q", "ns", creation=0.0, start=0.0, done=False)
+    first = m.e2e_job_duration.render()
+    m.e2e_job_duration.set("j0", "q", "ns", value=0.0)  # the same value: nothing to re-render
+    assert m.e2e_job_duration.render() is first
+    m.e2e_job_duration.set("j0", "q", "ns", value=5.0)
+    assert 'volcano_e2e_job_scheduling_duration{job_name="j0",job_namespace="ns",queue="q"} 5.0' in (
+        m.e2e_job_duration.render()
+    )
+    m.prune(jobs={"ns/j1"}, queues=set())
+    t = text(m)
+    assert 'job_name="j1"' in t and 'job_name="j0"' not in t and 'job_name="j2"' not in t

@@ -157,18 +157,21 @@ class JobInfo:
         return j
 
     def reusable_view_of(self, origin: JobInfo) -> bool:
-        """True when this view of `origin` is still what a fresh `origin.session_view()` would be,
-        so the next snapshot can hand it out again. Tasks and totals are shared with `origin` until
-        a session changes them, so they follow `origin`'s changes by themselves; what a session may
-        have written is checked: the shared maps, the fit errors and the status it recomputes.
-        (The priority is set by every session open; `schedule_start` only feeds a metric.)"""
-        return (
-            self._origin is origin
-            and self._shared
-            and not self.fit_error
-            and not self.nodes_fit_errors
-            and self.pod_group_status.same_as(origin.pod_group_status)
-        )
+        """True when this view of `origin` can be handed out again as what a fresh
+        `origin.session_view()` would be. Tasks and totals are shared with `origin` until a session
+        changes them, so they follow `origin`'s changes by themselves; what a session may have
+        written is checked: the shared maps and the fit errors. The status a session recomputed
+        at its close is put back to `origin`'s (only the status writer acts on it): the first
+        session after a restart recomputes every job's, and rebuilding 75,000 views (and every
+        per-job figure kept from one session to the next) for a new condition id cost the second
+        session seconds. (The priority is set by every session open; `schedule_start` only feeds
+        a metric.)"""
+        if not (self._origin is origin and self._shared and not self.fit_error and not self.nodes_fit_errors):
+            return False
+        if not self.pod_group_status.same_as(origin.pod_group_status):
+            self.base_status = origin.pod_group_status
+            self.pod_group_status = origin.pod_group_status.shallow_copy()
+        return True
 
     def _own(self) -> None:
         self.tasks = dict(self.tasks)

@@ -126,6 +126,23 @@ def test_untouched_views_are_handed_out_again() -> None:
     _assert_like_fresh(state, after)
 
 
+def test_the_session_after_the_first_keeps_the_views_whose_status_it_recomputed() -> None:
+    """The first session after a restart sees every job as changed and recomputes every status
+    (a new condition id on each); the next snapshot hands the same views out again, their status
+    put back to the cluster's, instead of rebuilding every view (seconds at 75,000 jobs)."""
+    state = _state()
+    first = state.snapshot()
+    res = close_session(_open(first))
+    assert res.podgroup_status and all(
+        not first.jobs[u].pod_group_status.same_as(state.jobs[u].pod_group_status)
+        for u in res.podgroup_status
+    )
+    second = state.snapshot()
+    assert all(second.jobs[u] is first.jobs[u] for u in second.jobs)
+    assert second.job_changes is not None and not second.job_changes.fresh
+    _assert_like_fresh(state, second)
+
+
 def test_allocate_then_discard_leaves_the_next_view_correct() -> None:
     state = _state()
     state.apply_podgroup(podgroup("new", min_member=2, queue="default", phase="Inqueue"))

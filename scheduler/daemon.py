@@ -101,6 +101,8 @@ class Daemon:
         self.opts = opts
         self.client = client
         self.metrics = SchedulerMetrics()
+        # looked up once: labels() takes the family's lock and builds a key for every new pod
+        self._watched_ms = self.metrics.task_latency.labels("Watched")
         self.cache = SchedulerCache(
             ClusterOptions(scheduler_names=tuple(opts.scheduler_names), default_queue=opts.default_queue),
             node_selector=opts.node_selector,
@@ -264,7 +266,7 @@ class Daemon:
         return self.elector is None or self.elector.is_leader
 
     def _watched(self, created: float) -> None:
-        self.metrics.task_latency.labels("Watched").observe(max(time.time() - created, 0.0) * 1000)
+        self._watched_ms.observe(max(time.time() - created, 0.0) * 1000)
         if self.synced.is_set():  # the initial list's pending pods wait for the first session anyway
             self.pacer.arrived.set()
 

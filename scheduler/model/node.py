@@ -10,12 +10,19 @@ from __future__ import annotations
 from operator import attrgetter
 from typing import Any
 
-from scheduler.model.objects import TaskInfo, TaskStatus
+from scheduler.model.objects import PodInfo, TaskInfo, TaskStatus
 from scheduler.model.resources import Resource
 
 # a member looked up on the enum class costs an attribute lookup through its metaclass (~0.15 us);
 # add_task and remove_task run for every pod of an initial sync
 _RELEASING, _PIPELINED = TaskStatus.RELEASING, TaskStatus.PIPELINED
+
+
+def has_pod_affinity(pod: PodInfo) -> bool:
+    """The pod carries a pod affinity or anti-affinity term (which other pods' placement reads)."""
+    aff = pod.affinity
+    return bool(aff) and ("podAffinity" in aff or "podAntiAffinity" in aff)
+
 
 # a view's own version counts the changes its session made (none while it is shared)
 _own_version = attrgetter("version")
@@ -26,6 +33,7 @@ class NodeInfo:
     __slots__ = (
         "_origin",
         "_shared",
+        "affinity_tasks",
         "allocatable",
         "annotations",
         "capability",
@@ -68,6 +76,9 @@ class NodeInfo:
         self.unschedulable = unschedulable
         self.max_task_num = int(allocatable.pods) if allocatable.pods > 0 else 0
         self.tasks: dict[str, TaskInfo] = {}
+        # uids of the tasks here whose pod has a pod (anti-)affinity term: the inter-pod affinity
+        # checks look only at these nodes instead of every pod of the cluster each session
+        self.affinity_tasks: set[str] = set()
         # host port usage: (protocol, hostIP, port) -> count
         self.used_ports: dict[tuple[str, str, int], int] = {}
         # device kind -> ledger (deviceshare); always private to a session
@@ -94,6 +105,7 @@ class NodeInfo:
         n.unschedulable = self.unschedulable
         n.max_task_num = self.max_task_num
         n.tasks = self.tasks
+        n.affinity_tasks = self.affinity_tasks
         n.used_ports = self.used_ports
         n.devices = {}
         n.raw_capacity = self.raw_capacity
@@ -135,6 +147,7 @@ class NodeInfo:
     def _own(self) -> None:
         self.version += 1
         self.tasks = dict(self.tasks)
+        self.affinity_tasks = set(self.affinity_tasks)
         self.used_ports = dict(self.used_ports)
         self.idle = self.idle.clone()
         self.used = self.used.clone()
@@ -164,7 +177,10 @@ class NodeInfo:
             self.idle.sub(req)
             self.used.add(req)
         self.tasks[task.uid] = task
-        for p in task.pod.host_ports:
+        pod = task.pod
+        if pod.affinity and has_pod_affinity(pod):
+            self.affinity_tasks.add(task.uid)
+        for p in pod.host_ports:
             self.used_ports[p] = self.used_ports.get(p, 0) + 1
 
     def remove_task(self, task: TaskInfo) -> None:
@@ -174,6 +190,7 @@ class NodeInfo:
         if t is None:
             return
         self.version += 1
+        self.affinity_tasks.discard(t.uid)
         req = t.resreq
         st = t.status
         if st == _RELEASING:

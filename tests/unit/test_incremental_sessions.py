@@ -18,9 +18,10 @@ from scheduler.framework.session import Session, SessionOptions
 from scheduler.framework.statement import Statement
 from scheduler.model.cluster import ClusterState
 from scheduler.model.job import JobInfo
-from scheduler.model.node import NodeInfo
+from scheduler.model.node import NodeInfo, has_pod_affinity
 from scheduler.model.objects import TaskStatus
 from scheduler.model.snapshot import Snapshot
+from scheduler.plugins.k8s.podindex import session_pods
 from scheduler.registry import default_configuration, parse
 from tests.builders import node, pod, podgroup, priority_class, queue, tiers
 
@@ -314,3 +315,39 @@ def test_kept_sums_and_decisions_equal_a_from_scratch_session_after_random_chang
             for b in res.binds[: rng.randint(0, len(res.binds))]:
                 state.assume_bound(b.task.key, b.node, b.annotations)
     assert kept_rounds > 20  # the kept state was built on, not recomputed every time
+
+
+def _affinity_by_scan(nodes: list[NodeInfo]) -> list[tuple[str, str]]:
+    """Every pod with a pod (anti-)affinity term, found by walking every pod of every node."""
+    return [(uid, n.name) for n in nodes for uid, t in n.tasks.items() if has_pod_affinity(t.pod)]
+
+
+def test_the_nodes_know_their_affinity_pods_across_sessions_and_changes() -> None:
+    """Inter-pod affinity reads the pods with affinity terms from the nodes that hold them; the
+    nodes' lists follow the cluster and the session's placements as a walk over every pod would."""
+    term = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    state = _state()
+    state.apply_podgroup(podgroup("aff", min_member=1, queue="default", phase="Running"))
+    state.apply_pod(pod("aff-0", group="aff", node_name="n1", phase="Running", spec={"affinity": anti}))
+    state.apply_podgroup(podgroup("new", min_member=1, queue="default", phase="Inqueue"))
+    state.apply_pod(pod("new-0", group="new", labels={"app": "y"}, spec={"affinity": anti}))
+    for step in range(3):
+        ssn = _open(state.snapshot())
+        seen = [(p.uid, n) for p, n in session_pods(ssn).affinity_pods()]
+        assert seen == _affinity_by_scan(ssn.node_list)
+        run_actions(ssn)  # places new-0: the session's own node view gains it, the cluster's not
+        seen = [(p.uid, n) for p, n in session_pods(ssn).affinity_pods()]
+        assert len(seen) == len(_affinity_by_scan(list(state.nodes.values()))) + 1
+        assert sorted(seen) == sorted(_affinity_by_scan(ssn.node_list))
+        close_session(ssn)
+        on = {n.name: sorted(n.affinity_tasks) for n in state.nodes.values() if n.affinity_tasks}
+        assert on == {n: [u for u, m in _affinity_by_scan(list(state.nodes.values())) if m == n] for n in on}
+        assert len(_affinity_by_scan(list(state.nodes.values()))) == sum(map(len, on.values()))
+        if step == 0:
+            state.remove_pod("c1", "aff-0")
+        elif step == 1:
+            state.apply_pod(
+                pod("aff-1", group="aff", node_name="n2", phase="Running", spec={"affinity": anti})
+            )
+    assert [n.name for n in state.nodes.values() if n.affinity_tasks] == ["n2"]

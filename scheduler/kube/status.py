@@ -53,8 +53,17 @@ EVENT_WINDOW_S = 600.0
 EVENT_FLUSH_S = 30.0
 
 
+_last_stamp: tuple[int, str] = (-1, "")
+
+
 def now_rfc3339() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The current second as Kubernetes writes timestamps; formatted once per second (a burst
+    stamps thousands of events and conditions within the same one)."""
+    global _last_stamp
+    sec = int(time.time())
+    if _last_stamp[0] != sec:
+        _last_stamp = (sec, dt.datetime.fromtimestamp(sec, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return _last_stamp[1]
 
 
 # ---------------------------------------------------------------------------------- work queue --

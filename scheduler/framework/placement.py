@@ -22,6 +22,8 @@ from scheduler.model.node import NodeInfo
 from scheduler.model.objects import TaskInfo
 
 _name = attrgetter("name")
+# annotations no predicate or score reads (the PodGroup's name and the like): left out of shape keys
+_GROUP_PREFIX = "scheduling.k8s.io/"
 _UNSET: Any = object()
 T = TypeVar("T")
 # Session.carry's name for the verdicts kept from one session's allocate to the next
@@ -215,42 +217,56 @@ def _shape_key(task: TaskInfo) -> tuple | None:
         repr(pod.tolerations) if pod.tolerations else "",
         tuple(pod.host_ports),
         repr([(c.limits, c.requests) for c in pod.containers]),
-        tuple(sorted((k, v) for k, v in pod.annotations.items() if not k.startswith("scheduling.k8s.io/"))),
+        tuple(sorted((k, v) for k, v in pod.annotations.items() if not k.startswith(_GROUP_PREFIX))),
         pod.node_name,
     )
 
 
-class _NodeValues:
-    """Per-node values that depend on the task's shape but not on its job: scores and Idle fit.
+class _Scores:
+    """Per-node scores of the shapes that score alike (Session.score_shape), emptied for a node
+    when it changes. Pods that differ only in what no score reads (their device requests, under
+    the default weights) share one: a node is scored once for all of them, not once per shape."""
 
-    Shared by the jobs whose pods have the same shape, and emptied for a node when it changes.
-    """
+    __slots__ = ("base", "final", "final_known", "mixed", "parts", "scores", "seq")
 
-    __slots__ = (
-        "base",
-        "carryable",
-        "codes",
-        "final",
-        "final_known",
-        "fit_codes",
-        "fits_idle",
-        "mixed",
-        "parts",
-        "scores",
-        "seq",
-        "verdicts",
-    )
-
-    def __init__(self, seq: int, carryable: bool = False) -> None:
+    def __init__(self, seq: int) -> None:
         self.seq = seq
-        # the shape's refusals may be kept for the next session (see _Carried)
-        self.carryable = carryable
         # node -> final score when no normalised part applies
         self.scores: dict[str, float] = {}
         # node -> (node-order sum, per-node parts of the batch functions)
         self.parts: dict[str, tuple[float, tuple[int, ...]]] = {}
         # node -> node-order sum, when some batch function cannot be split
         self.base: dict[str, float] = {}
+        # `scores` mirrored as one value per node of the cache's list, and whether it is known, so
+        # that a new candidate list takes its scores from the arrays by node position; sized when
+        # first needed (PlacementCache._mirrors)
+        self.final = array("d")
+        self.final_known = bytearray()
+        # node -> per-node parts of the split batch functions, when some other one has no split
+        self.mixed: dict[str, tuple[int, ...]] = {}
+
+    def forget(self) -> None:
+        """Drop every known value (the arrays are sized again when next needed)."""
+        for known in (self.mixed, self.parts, self.scores, self.base):
+            known.clear()
+        self.final, self.final_known = array("d"), bytearray()
+
+
+class _NodeValues:
+    """Per-node values that depend on the task's shape but not on its job: verdicts, Idle fit,
+    and (in `sc`, shared with the shapes that score alike) scores.
+
+    Shared by the jobs whose pods have the same shape, and emptied for a node when it changes.
+    """
+
+    __slots__ = ("carryable", "codes", "fit_codes", "fits_idle", "sc", "seq", "verdicts")
+
+    def __init__(self, seq: int, carryable: bool = False, sc: _Scores | None = None) -> None:
+        self.seq = seq
+        # the shape's refusals may be kept for the next session (see _Carried)
+        self.carryable = carryable
+        # the shape's scores: its own, or those of every shape with the same score shape
+        self.sc = sc if sc is not None else _Scores(seq)
         # node -> the task's InitResreq fits the node's Idle
         self.fits_idle: dict[str, bool] = {}
         # node -> allocate's predicate answer (None: fits)
@@ -258,25 +274,17 @@ class _NodeValues:
         # the same answers as one code per node of the cache's list (nodewindow's UNKNOWN, FIT,
         # REFUSED), so that the scan window is found by reading bytes; sized at the first scan
         self.codes = bytearray()
-        # `scores` and `fits_idle` mirrored the same way (fits as FIT/REFUSED codes), so that a new
-        # candidate list takes its scores and Idle fits from the arrays by node position; sized
-        # when first needed (PlacementCache._mirrors)
-        self.final = array("d")
-        self.final_known = bytearray()
+        # `fits_idle` mirrored the same way (as FIT/REFUSED codes), so that a new candidate list
+        # takes its Idle fits by node position; sized when first needed (PlacementCache._mirrors)
         self.fit_codes = bytearray()
-        # node -> per-node parts of the split batch functions, when some other one has no split
-        self.mixed: dict[str, tuple[int, ...]] = {}
 
     def forget(self) -> None:
-        """Drop every known value (the arrays are sized again when next needed)."""
-        for known in (self.verdicts, self.mixed, self.parts, self.scores, self.base, self.fits_idle):
-            known.clear()
-        self.codes, self.final, self.final_known, self.fit_codes = (
-            bytearray(),
-            array("d"),
-            bytearray(),
-            bytearray(),
-        )
+        """Drop every known value, the shared scores included (the arrays are sized again when
+        next needed)."""
+        self.verdicts.clear()
+        self.fits_idle.clear()
+        self.codes, self.fit_codes = bytearray(), bytearray()
+        self.sc.forget()
 
 
 class _Entry:
@@ -427,14 +435,17 @@ class PlacementCache:
         self._index = {n.name: i for i, n in enumerate(self.nodes)}
         self.entries: dict[tuple, _Entry] = {}
         self.values: dict[tuple, _NodeValues] = {}
+        # score shape (Session.score_shape) -> the scores the shapes with it share
+        self.shared_scores: dict[tuple, _Scores] = {}
         # Another pod's required anti-affinity can be hit by any placement in its topology domain.
         self.enabled = not ssn.has_required_anti_affinity
         self.splits = ssn.batch_node_order_splits()
         # when some batch function has no split, the others' per-node parts are still kept
         self.plan = ssn.batch_node_order_plan() if self.splits is None else []
         self._last: tuple[TaskInfo | None, tuple | None] = (None, None)
-        # identities of a pod template's shared objects -> (those objects, annotations, shape key)
-        self._shape_keys: dict[tuple, tuple[tuple, dict[str, str], tuple | None]] = {}
+        # identities of a pod template's shared objects -> (those objects, annotations, shape key
+        # without its leading job and role)
+        self._shape_keys: dict[tuple, tuple[tuple, dict[str, str], tuple]] = {}
         # the whole cluster's cache keeps refusals between sessions (see carry_over)
         self.carrying = nodes is None and self.enabled and ssn.options.carry_placement
         self.carried: _Carried | None = None
@@ -456,8 +467,9 @@ class PlacementCache:
         """_shape_key, built once per pod template: pods of one template share (by identity) the
         request, selector, affinity, toleration, port and container objects that convert interns,
         and building the key (sorting, repr) cost ~20 us per task. Node name and annotations are
-        per pod, so they are compared by value; the entry keeps the shared objects alive so their
-        ids cannot be reused by others while this cache lives (one allocate run)."""
+        per pod, so they are compared by value; job and role are not in the identity, so that the
+        one-pod jobs of a template find its entry too. The entry keeps the shared objects alive so
+        their ids cannot be reused by others while this cache lives (one allocate run)."""
         if _depends_on_other_pods(task):
             return None
         pod = task.pod
@@ -471,12 +483,16 @@ class PlacementCache:
             pod.containers,
         )
         # convert interns only non-empty values: every empty one reads the same, so 0 stands for it
-        ident = (task.job, task.role, pod.node_name, *[id(x) if x else 0 for x in shared])
+        ident = (pod.node_name, *[id(x) if x else 0 for x in shared])
+        # the annotations the key holds: one-pod jobs differ in their group name, and only there
+        anns = {k: v for k, v in pod.annotations.items() if not k.startswith(_GROUP_PREFIX)}
         hit = self._shape_keys.get(ident)
-        if hit is not None and hit[1] == pod.annotations:
-            return hit[2]
+        if hit is not None and hit[1] == anns:
+            # job and role lead the key; the rest is the template's, shared by the jobs using it
+            return (task.job, task.role, *hit[2])
         key = _shape_key(task)
-        self._shape_keys[ident] = (shared, dict(pod.annotations), key)
+        if key is not None:
+            self._shape_keys[ident] = (shared, anns, key[2:])
         return key
 
     def _values(self, task: TaskInfo) -> _NodeValues | None:
@@ -492,40 +508,63 @@ class PlacementCache:
         but most shapes do not look at it again before it changes once more (the scan window
         rotates), so computing eagerly wasted most of the plugin calls."""
         log = self.ssn.node_changes
+        sc = vals.sc
+        if sc.seq != len(log):  # shared: another shape may have brought it up to date already
+            self._forget_changed(log, sc.seq, (sc.mixed, sc.parts, sc.scores, sc.base), (sc.final_known,))
+            sc.seq = len(log)
         if vals.seq == len(log):
             return vals
-        # usually the one node the last placement changed
-        changed = (log[-1],) if len(log) - vals.seq == 1 else set(log[vals.seq :])
+        self._forget_changed(log, vals.seq, (vals.verdicts, vals.fits_idle), (vals.codes, vals.fit_codes))
         vals.seq = len(log)
-        for known in (vals.verdicts, vals.mixed, vals.parts, vals.scores, vals.base, vals.fits_idle):
+        return vals
+
+    def _forget_changed(
+        self, log: list[str], seq: int, dicts: tuple[dict[str, Any], ...], codes: tuple[bytearray, ...]
+    ) -> None:
+        """Drop what `dicts` and `codes` know of the nodes changed since `seq` in the change log."""
+        # usually the one node the last placement changed
+        changed = (log[-1],) if len(log) - seq == 1 else set(log[seq:])
+        for known in dicts:
             if known:  # most configurations leave some of them empty all session
                 pop = known.pop
                 for name in changed:
                     pop(name, None)
-        at = [i for i in map(self._index.get, changed) if i is not None]
-        for codes in (vals.codes, vals.final_known, vals.fit_codes):
-            if codes:
-                for i in at:
-                    codes[i] = UNKNOWN
-        return vals
+        if any(codes):
+            at = [i for i in map(self._index.get, changed) if i is not None]
+            for code in codes:
+                if code:
+                    for i in at:
+                        code[i] = UNKNOWN
+
+    def _shared_scores(self, task: TaskInfo, seq: int) -> _Scores:
+        """The scores of the task's shape: those of every shape with its score shape, or its own
+        when a scoring function tells nothing of what it reads."""
+        skey = self.ssn.score_shape(task)
+        if skey is None:
+            return _Scores(seq)
+        sc = self.shared_scores.get(skey)
+        if sc is None:
+            sc = self.shared_scores[skey] = _Scores(seq)
+        return sc
 
     def _mirrors(self, vals: _NodeValues) -> None:
         """Size the shape's score and Idle-fit arrays, filled from what its dicts know."""
         total = len(self.nodes)
-        if len(vals.final_known) == total:
-            return
-        vals.final = array("d", bytes(8 * total))
-        vals.final_known = bytearray(total)
-        vals.fit_codes = bytearray(total)
-        self._keep_scores(vals, list(vals.scores), list(vals.scores.values()))
-        self._keep_fits(vals, list(vals.fits_idle), list(vals.fits_idle.values()))
+        sc = vals.sc
+        if len(sc.final_known) != total:  # a shared one may be sized already
+            sc.final = array("d", bytes(8 * total))
+            sc.final_known = bytearray(total)
+            self._keep_scores(sc, list(sc.scores), list(sc.scores.values()))
+        if len(vals.fit_codes) != total:
+            vals.fit_codes = bytearray(total)
+            self._keep_fits(vals, list(vals.fits_idle), list(vals.fits_idle.values()))
 
-    def _keep_scores(self, vals: _NodeValues, names: list[str], finals: list[float]) -> None:
-        """Mirror final scores just put in vals.scores into the arrays (once they are sized)."""
-        known = vals.final_known
+    def _keep_scores(self, sc: _Scores, names: list[str], finals: list[float]) -> None:
+        """Mirror final scores just put in sc.scores into the arrays (once they are sized)."""
+        known = sc.final_known
         if not known:
             return
-        index, final = self._index, vals.final
+        index, final = self._index, sc.final
         for name, v in zip(names, finals, strict=True):
             i = index.get(name)
             if i is not None:
@@ -571,9 +610,10 @@ class PlacementCache:
         else:
             pers = list(zip(*cols, strict=True)) if cols else [()] * len(nodes)
             out = [_combine(b, per, None, "") for b, per in zip(bases, pers, strict=True)]
-        vals.parts.update(zip(names, zip(bases, pers, strict=True), strict=True))
-        vals.scores.update(zip(names, out, strict=True))
-        self._keep_scores(vals, names, out)
+        sc = vals.sc
+        sc.parts.update(zip(names, zip(bases, pers, strict=True), strict=True))
+        sc.scores.update(zip(names, out, strict=True))
+        self._keep_scores(sc, names, out)
         return out
 
     def _fill_split(self, vals: _NodeValues, task: TaskInfo, node: NodeInfo) -> None:
@@ -581,9 +621,10 @@ class PlacementCache:
         assert splits is not None
         b = self.ssn.node_order_score(task, node)
         per = tuple(sp.per_node(task, node) for sp in splits)
-        vals.parts[node.name] = (b, per)
-        v = vals.scores[node.name] = _combine(b, per, None, node.name)
-        self._keep_scores(vals, [node.name], [v])
+        sc = vals.sc
+        sc.parts[node.name] = (b, per)
+        v = sc.scores[node.name] = _combine(b, per, None, node.name)
+        self._keep_scores(sc, [node.name], [v])
 
     def _cached_check(self, vals: _NodeValues) -> NodePredicate:
         """allocate's predicate, answered from the shape's verdicts while the node is unchanged."""
@@ -625,7 +666,8 @@ class PlacementCache:
         values = self.values.get(vkey)
         if values is None:
             carryable = self.carrying and _carryable(task)
-            values = self.values[vkey] = _NodeValues(len(ssn.node_changes), carryable)
+            seq = len(ssn.node_changes)
+            values = self.values[vkey] = _NodeValues(seq, carryable, self._shared_scores(task, seq))
             kept = self.carried.shapes.get(vkey) if carryable and self.carried is not None else None
             if kept is not None:
                 entry = _Entry(values)
@@ -814,7 +856,7 @@ class PlacementCache:
         vals = self._fresh(entry.values, task)
         if any(sp.rest(task, candidates) for sp in splits):
             return prioritize(self.ssn, task, candidates, self)
-        finals, fits = vals.scores, vals.fits_idle
+        finals, fits = vals.sc.scores, vals.fits_idle
         order = entry.order
         if (
             order is None
@@ -922,7 +964,7 @@ class PlacementCache:
             for k, f in zip(missing, got, strict=True):
                 flags[k] = f
         scores = array("d", bytes(8 * n))
-        missing = window_impl.gather_scores(vals.final, vals.final_known, at, scores)
+        missing = window_impl.gather_scores(vals.sc.final, vals.sc.final_known, at, scores)
         if missing:
             got_scores = self._fill_split_many(vals, task, [order[k] for k in missing])
             for k, v in zip(missing, got_scores, strict=True):
@@ -964,8 +1006,8 @@ class PlacementCache:
         # Per node: the node-order sum and each batch function's per-node part are kept until the
         # node changes; only the normalised parts are computed per call, and usually are empty.
         rests = [sp.rest(task, nodes) for sp in splits]
-        parts = vals.parts
-        finals = vals.scores
+        parts = vals.sc.parts
+        finals = vals.sc.scores
         if not any(rests):
             return _aligned(nodes, finals, lambda missing: self._fill_split_many(vals, task, missing))
         out: list[float] = []
@@ -982,7 +1024,7 @@ class PlacementCache:
         return dict(zip(map(_name, nodes), self.score_values(task, nodes), strict=True))
 
     def _scores_unsplit(self, vals: _NodeValues, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
-        base = vals.base
+        base = vals.sc.base
         missing = [n for n in nodes if n.name not in base]
         for n in missing:
             base[n.name] = self.ssn.node_order_score(task, n)
@@ -1001,7 +1043,7 @@ class PlacementCache:
         """out + the batch total, the split functions' per-node parts read from the cache and the
         others called, added in tier order as batch_node_order_scores adds them (same floats)."""
         splits = [sp for sp, _ in self.plan if sp is not None]
-        mixed = vals.mixed
+        mixed = vals.sc.mixed
         for n in nodes:
             if n.name not in mixed:
                 mixed[n.name] = tuple(sp.per_node(task, n) for sp in splits)

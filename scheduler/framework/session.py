@@ -14,7 +14,7 @@ import random
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from operator import add
 from typing import Any
@@ -98,6 +98,8 @@ class BatchScoreSplit:
     per_node: Callable[[TaskInfo, NodeInfo], int]
     rest: Callable[[TaskInfo, list[NodeInfo]], dict[str, int]]
     per_nodes: Callable[[TaskInfo, list[NodeInfo]], list[int]] | None = None
+    # what per_node reads of the task (see Session.add_node_order_fn's `shape`)
+    shape: Callable[[TaskInfo], Hashable | None] | None = None
 
 
 @dataclass(slots=True)
@@ -209,6 +211,8 @@ class Session:
         # plugin -> the many-node form of its predicate / node-order function (see predicate_many)
         self._predicate_many: dict[str, Callable[[TaskInfo, list[NodeInfo]], list[Unfit | None]]] = {}
         self._node_order_many: dict[str, Callable[[TaskInfo, list[NodeInfo]], list[float]]] = {}
+        # plugin -> what its node-order function reads of a task (see add_node_order_fn)
+        self._node_order_shape: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
         self.decisions = SessionDecisions()
         self.node_locks = self.decisions.node_locks
         # told of each bind as it is committed, while the session goes on deciding: a caller may
@@ -276,10 +280,16 @@ class Session:
         plugin: str,
         fn: Callable[[TaskInfo, NodeInfo], float],
         many: Callable[[TaskInfo, list[NodeInfo]], list[float]] | None = None,
+        shape: Callable[[TaskInfo], Hashable | None] | None = None,
     ) -> None:
-        """`many`: the scores `fn` gives each of a list of nodes, in order (see add_predicate_fn)."""
+        """`many`: the scores `fn` gives each of a list of nodes, in order (see add_predicate_fn).
+
+        `shape`, when given, tells what `fn` reads of a task: two tasks with equal shapes (not
+        None) get equal scores on every node in the same state, so that placement caches score
+        a node once for the pods that differ only in what no score reads (see score_shape)."""
         self._add("node_order", plugin, fn)
         _set_many(self._node_order_many, plugin, many)
+        _set_many(self._node_order_shape, plugin, shape)
 
     def add_batch_node_order_fn(
         self,
@@ -586,6 +596,37 @@ class Session:
                     return None
                 out.append(split)
         return out
+
+    def score_shape(self, task: TaskInfo) -> tuple[Hashable, ...] | None:
+        """What the scores a placement cache keeps read of `task`: the shapes of every enabled
+        node-order function and of every batch split's per-node part, in tier order. Tasks with
+        equal score shapes get the same kept scores on a node in the same state. None when some
+        function tells nothing, or nothing for this task. (Batch functions without a split are
+        called for every candidate list and kept nowhere: they need no shape.)"""
+        try:
+            return self._score_shape(task)
+        except Exception:  # a plugin's bug on odd input: that task's scores are simply not shared
+            return None
+
+    def _score_shape(self, task: TaskInfo) -> tuple[Hashable, ...] | None:
+        out: list[Hashable] = []
+        for tier in self._tiered["node_order"]:
+            for plugin, _ in tier:
+                fn = self._node_order_shape.get(plugin)
+                got = fn(task) if fn is not None else None
+                if got is None:
+                    return None
+                out.append(got)
+        for tier in self._tiered["batch_node_order"]:
+            for plugin, _ in tier:
+                split = self._batch_splits.get(plugin)
+                if split is None:
+                    continue
+                got = split.shape(task) if split.shape is not None else None
+                if got is None:
+                    return None
+                out.append(got)
+        return tuple(out)
 
     def batch_node_order_plan(self) -> list[tuple[BatchScoreSplit | None, Callable[..., Any]]]:
         """Every enabled batch node-order function in tier order, with its split when it has one."""

@@ -86,6 +86,14 @@ class BinpackPlugin(Plugin):
             total /= weight_sum
         return total * 100 * self.weight
 
+    def shape(self, task: TaskInfo) -> tuple[float, float] | None:
+        """What score() reads of the task: its cpu and memory requests, when no other resource
+        is weighted (the default); None otherwise."""
+        if not self._cpu_memory_only:
+            return None
+        req = task.resreq
+        return req.milli_cpu, req.memory
+
     def on_session_open(self, ssn: Session) -> None:
         if self.weight != 0:
-            ssn.add_node_order_fn(self.name, self.score, self.scores)
+            ssn.add_node_order_fn(self.name, self.score, self.scores, self.shape)

@@ -97,7 +97,9 @@ class NodeOrderPlugin(Plugin):
         def rest(task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, int]:
             return self.normalized(sp, task, nodes)
 
-        ssn.add_batch_node_order_fn(self.name, batch, BatchScoreSplit(self.per_node, rest, self.per_nodes))
+        ssn.add_batch_node_order_fn(
+            self.name, batch, BatchScoreSplit(self.per_node, rest, self.per_nodes, self.shape)
+        )
 
     def scores(self, sp: SessionPods, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
         """Sum of weight x score over the active scorers: per-node part plus the normalised part."""
@@ -106,6 +108,15 @@ class NodeOrderPlugin(Plugin):
         for name, s in self.normalized(sp, task, nodes).items():
             total[name] += s
         return total
+
+    @staticmethod
+    def shape(task: TaskInfo) -> tuple[float, float] | None:
+        """What per_node reads of the task: its cpu and memory requests, unless it asks for
+        whole GPUs (then the GPU joins the balanced fractions: None)."""
+        req = task.resreq
+        if req.scalars.get(GPU, 0.0) != 0:
+            return None
+        return req.milli_cpu, req.memory
 
     def per_node(self, task: TaskInfo, node: NodeInfo) -> int:
         """The scores that need no normalisation: they depend on the task and this node only,

@@ -185,7 +185,7 @@ class DeviceSharePlugin(Plugin):
         )
         ssn.add_pre_predicate_fn(self.name, self.pre_predicate)
         ssn.add_predicate_fn(self.name, self.predicate, self.predicate_many)
-        ssn.add_node_order_fn(self.name, self.node_order, self.node_order_many)
+        ssn.add_node_order_fn(self.name, self.node_order, self.node_order_many, self.score_shape)
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
 
     def on_session_close(self, ssn: Session) -> None:
@@ -460,6 +460,11 @@ class DeviceSharePlugin(Plugin):
                 af = aled.fit(areq, self.args.policy)
                 s += af.score if af.ok else 0.0
         return s
+
+    def score_shape(self, task: TaskInfo) -> tuple[()] | None:
+        """What node_order() reads of the task: nothing without a weight (the default: 0.0
+        everywhere); otherwise None (the device request decides)."""
+        return () if self.args.weight <= 0 else None
 
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
         w = self.args.weight

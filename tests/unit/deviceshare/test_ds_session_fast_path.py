@@ -10,6 +10,7 @@ score is computed. (The cache's sample, its candidate list per job, is the same 
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -143,3 +144,62 @@ def test_vgpu_session_decides_the_same_on_the_python_twin(conf: str, monkeypatch
     twin = _decide(conf, 3)
     assert len(compiled[0]) > 20
     assert compiled == twin
+
+
+def _caches(monkeypatch: pytest.MonkeyPatch) -> list[PlacementCache]:
+    """Every placement cache the sessions build from now on."""
+    made: list[PlacementCache] = []
+    init = PlacementCache.__init__
+
+    def keep(self: PlacementCache, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(PlacementCache, "__init__", keep)
+    return made
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_shapes_differing_in_their_device_requests_share_their_scores(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under the default weights no score reads the vGPU request: the pods of one cpu size share
+    one score table whatever cards they ask, and decide as with a score table per shape."""
+    caches = _caches(monkeypatch)
+    shared = _decide(SESSION_CONF, seed)
+    values = [v for c in caches for v in c.values.values()]
+    tables = {id(v.sc) for v in values}
+    assert len(tables) < len(values)  # some shapes scored through one table
+    assert len(tables) <= 4  # one per cpu size of _cluster
+    monkeypatch.setattr(Session, "score_shape", lambda self, task: None)
+    caches.clear()
+    apart = _decide(SESSION_CONF, seed)
+    values = [v for c in caches for v in c.values.values()]
+    assert len({id(v.sc) for v in values}) == len(values)
+    assert shared == apart
+
+
+def test_a_weighted_device_score_keeps_a_score_table_per_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With deviceshare.ScheduleWeight the device request is scored: no sharing between shapes."""
+    caches = _caches(monkeypatch)
+    _decide(WEIGHTED, 1)
+    values = [v for c in caches for v in c.values.values()]
+    assert len(values) > 4
+    assert len({id(v.sc) for v in values}) == len(values)
+
+
+def test_the_shape_key_memo_gives_the_shape_key_across_jobs() -> None:
+    """The memo finds a template's key for every job using it (one-pod jobs differ only in their
+    group name), and gives exactly _shape_key: job and role first, then the template's part."""
+    from scheduler.framework.cycle import open_session
+    from scheduler.framework.placement import _shape_key, allocate_predicate
+
+    ssn = open_session(_cluster(4).snapshot(), parse(SESSION_CONF), SessionOptions())
+    cache = PlacementCache(ssn, allocate_predicate(ssn))
+    tasks = [t for job in ssn.jobs.values() for t in job.tasks.values()]
+    assert len({t.job for t in tasks}) > 50
+    for task in tasks:
+        assert cache._key(task) == _shape_key(task)
+    templates = {_shape_key(t)[2:] for t in tasks}  # type: ignore[index]
+    assert len(templates) < len({t.job for t in tasks})  # some jobs share a template
+    assert len(cache._shape_keys) == len(templates)  # one entry per template, not per job

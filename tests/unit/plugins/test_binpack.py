@@ -81,3 +81,14 @@ def test_the_many_node_form_scores_each_node_as_the_one_node_form(args: str) -> 
     one = [one_ssn.node_order_score(task, one_ssn.nodes[n.name]) for n in nodes]
     assert many == one and len(set(one)) == 3  # apart from a fresh plugin's one-node answers
     assert many_ssn._node_order_many["binpack"](task, nodes) == many  # again, from its memo
+
+
+def test_score_shape_is_cpu_and_memory_unless_other_resources_are_weighted() -> None:
+    """What the placement cache may share scores by: tasks with equal shapes score alike."""
+    w = _world(gpu=1)
+    ssn = w.session(tier("binpack"))
+    task = next(t for t in ssn.jobs["ns"].tasks.values() if t.name == "new")
+    assert ssn.score_shape(task) == ((task.resreq.milli_cpu, task.resreq.memory),)
+    listed = w.session(tier("binpack", "binpack.resources: nvidia.com/gpu"))
+    task = next(t for t in listed.jobs["ns"].tasks.values() if t.name == "new")
+    assert listed.score_shape(task) is None  # the GPU request now counts: no promise

@@ -303,3 +303,15 @@ def test_resource_scores_fast_path_equals_the_three_scorers() -> None:
                 + wb * balanced_allocation(node, req)
             )
             assert resource_scores(node, req, wl, wm, wb) == want, (node.name, wl, wm, wb)
+
+
+def test_score_shape_is_cpu_and_memory_unless_the_task_asks_whole_gpus() -> None:
+    w = World()
+    w.node("n", cpu=4, mem_gi=8, scalars={"nvidia.com/gpu": 4000})
+    w.pod("plain", cpu=1, mem_gi=1)
+    w.pod("gpu", cpu=1, mem_gi=1, scalars={"nvidia.com/gpu": 1000})
+    ssn = w.session(tier("nodeorder"))
+    tasks = {t.name: t for t in ssn.jobs["ns"].tasks.values()}
+    plain = tasks["plain"].resreq
+    assert ssn.score_shape(tasks["plain"]) == ((plain.milli_cpu, plain.memory),)
+    assert ssn.score_shape(tasks["gpu"]) is None  # the GPU joins the balanced fractions

@@ -11,7 +11,7 @@ from array import array
 from collections.abc import Callable
 from itertools import chain, compress, islice, repeat
 from operator import attrgetter, eq, is_
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.nodewindow import FIT, REFUSED, UNKNOWN
@@ -20,6 +20,7 @@ from scheduler.framework.session import Session, SessionOptions
 from scheduler.framework.status import Unfit
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import TaskInfo
+from scheduler.model.resfit_impl import resfit_impl
 
 _name = attrgetter("name")
 # annotations no predicate or score reads (the PodGroup's name and the like): left out of shape keys
@@ -81,13 +82,13 @@ def allocate_predicate_many(ssn: Session) -> NodesPredicate:
     plugins over the nodes it passed (Session.predicate_many), answers in the nodes' order."""
 
     def check_many(task: TaskInfo, nodes: list[NodeInfo]) -> list[Unfit | list[str] | None]:
-        fits = task.init_resreq.fits_future
-        out: list[Unfit | list[str] | None] = [
-            None if fits(n.idle, n.releasing, n.pipelined) else resource_fit_reasons(task, n) for n in nodes
-        ]
-        if out.count(None) == len(out):
-            out[:] = ssn.predicate_many(task, nodes)
-            return out
+        short = resfit_impl.misfits(task.init_resreq, nodes)
+        if not short:
+            # every node has the room: the plugins answer for all (their list is the answer)
+            return cast("list[Unfit | list[str] | None]", ssn.predicate_many(task, nodes))
+        out: list[Unfit | list[str] | None] = [None] * len(nodes)
+        for i in short:
+            out[i] = resource_fit_reasons(task, nodes[i])
         idx = [i for i, r in enumerate(out) if r is None]
         if idx:
             for i, r in zip(idx, ssn.predicate_many(task, [nodes[i] for i in idx]), strict=True):
@@ -955,9 +956,8 @@ class PlacementCache:
         flags = bytearray(n)
         missing = window_impl.gather_flags(vals.fit_codes, at, flags)
         if missing:
-            req = task.init_resreq
             nodes = [order[k] for k in missing]
-            got = [req.less_equal(node.idle) for node in nodes]
+            got = resfit_impl.idle_fits(task.init_resreq, nodes)
             names = list(map(_name, nodes))
             vals.fits_idle.update(zip(names, got, strict=True))
             self._keep_fits(vals, names, got)
@@ -985,7 +985,7 @@ class PlacementCache:
         req = task.init_resreq
 
         def fill(missing: list[NodeInfo]) -> list[bool]:
-            got = [req.less_equal(n.idle) for n in missing]
+            got: list[bool] = resfit_impl.idle_fits(req, missing)
             names = list(map(_name, missing))
             fits.update(zip(names, got, strict=True))
             self._keep_fits(vals, names, got)

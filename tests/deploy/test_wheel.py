@@ -64,6 +64,7 @@ def test_sdist_has_the_sources_and_the_license_not_generated_code(dist: Path) ->
         "native/npufit.pyx",
         "native/nodewindow.pyx",
         "native/cpumemscore.pyx",
+        "native/resfit.pyx",
         "setup.py",
         "pyproject.toml",
         "MANIFEST.in",
@@ -77,8 +78,8 @@ def test_wheel_installed_in_a_fresh_venv_runs_simulate_on_the_compiled_path(
     (wheel,) = dist.glob("vc_scheduler-*.whl")
     assert f"-{__version__}-" in wheel.name and not wheel.name.endswith("-none-any.whl"), wheel.name
     members = zipfile.ZipFile(wheel).namelist()
-    # vGPU, HAMi Ascend, allocate's node window, nodeorder's resource score
-    for module in ("gpufit", "npufit", "nodewindow", "cpumemscore"):
+    # vGPU, HAMi Ascend, allocate's node window, nodeorder's resource score, allocate's resource checks
+    for module in ("gpufit", "npufit", "nodewindow", "cpumemscore", "resfit"):
         assert [m for m in members if m.startswith(f"scheduler/_native/{module}") and m.endswith(".so")], (
             members
         )

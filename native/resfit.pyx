@@ -1,0 +1,156 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Compiled twin of scheduler/model/resfit.py: the same answers, from C doubles.
+
+Resource holds Python floats, and float arithmetic and comparisons are the C double ones, so
+Resource.fits_future and Resource.less_equal computed here give the same booleans. A request or
+node whose values are not all exact floats (an int set by hand), or a request of more than
+MAX_SCALARS scalars, is asked through the Resource method itself.
+"""
+
+from cpython.dict cimport PyDict_GetItem
+from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_CheckExact
+from cpython.object cimport PyObject
+
+DEF MAX_SCALARS = 16
+cdef double EPSILON = 0.1
+# a value that is not an exact float: the caller asks Python
+cdef int _ASK = 2
+
+
+cdef inline bint _le(double l, double r) noexcept:
+    """Volcano's l <= r with tolerance, as Resource writes it: l < r or |l - r| < 0.1."""
+    cdef double d = l - r
+    return l < r or (d if d >= 0 else -d) < EPSILON
+
+
+cdef inline int _get(PyObject* p, double* out) noexcept:
+    """The float behind p (NULL: a missing scalar, 0.0); _ASK when it is not an exact float."""
+    if p == NULL:
+        out[0] = 0.0
+        return 0
+    if not PyFloat_CheckExact(<object>p):
+        return _ASK
+    out[0] = PyFloat_AS_DOUBLE(<object>p)
+    return 0
+
+
+cdef inline int _attr(object v, double* out) noexcept:
+    if not PyFloat_CheckExact(v):
+        return _ASK
+    out[0] = PyFloat_AS_DOUBLE(v)
+    return 0
+
+
+cdef class _Request:
+    """A request read once: cpu, memory and its scalars as C doubles (ok False: ask Python)."""
+    cdef double cpu, mem
+    cdef double lv[MAX_SCALARS]
+    cdef list keys
+    cdef Py_ssize_t n
+    cdef bint ok
+
+    def __init__(self, req):
+        cdef Py_ssize_t k = 0
+        self.ok = False
+        self.keys = []
+        rs = req.scalars
+        if type(rs) is not dict or len(rs) > MAX_SCALARS:
+            return
+        if _attr(req.milli_cpu, &self.cpu) or _attr(req.memory, &self.mem):
+            return
+        for key, v in (<dict>rs).items():
+            if _attr(v, &self.lv[k]):
+                return
+            self.keys.append(key)
+            k += 1
+        self.n = k
+        self.ok = True
+
+
+cdef int _fits_future(_Request q, object idle, object rel, object pip) except -1:
+    """1: fits, 0: does not, _ASK: some value is not an exact float."""
+    cdef double a = 0.0, b = 0.0, c = 0.0
+    cdef Py_ssize_t k
+    if _attr(idle.milli_cpu, &a) or _attr(rel.milli_cpu, &b) or _attr(pip.milli_cpu, &c):
+        return _ASK
+    if not _le(q.cpu, a + b - c):
+        return 0
+    if _attr(idle.memory, &a) or _attr(rel.memory, &b) or _attr(pip.memory, &c):
+        return _ASK
+    if not _le(q.mem, a + b - c):
+        return 0
+    if q.n:
+        i_s = idle.scalars
+        r_s = rel.scalars
+        p_s = pip.scalars
+        if type(i_s) is not dict or type(r_s) is not dict or type(p_s) is not dict:
+            return _ASK
+        for k in range(q.n):
+            key = q.keys[k]
+            if (_get(PyDict_GetItem(i_s, key), &a) or _get(PyDict_GetItem(r_s, key), &b)
+                    or _get(PyDict_GetItem(p_s, key), &c)):
+                return _ASK
+            if not _le(q.lv[k], a + b - c):
+                return 0
+    return 1
+
+
+cdef int _less_equal(_Request q, object idle) except -1:
+    """1: the request <= idle (missing scalars as 0), 0: not, _ASK: some value is not an exact float."""
+    cdef double a = 0.0
+    cdef Py_ssize_t k
+    if _attr(idle.milli_cpu, &a):
+        return _ASK
+    if not _le(q.cpu, a):
+        return 0
+    if _attr(idle.memory, &a):
+        return _ASK
+    if not _le(q.mem, a):
+        return 0
+    if q.n:
+        i_s = idle.scalars
+        if type(i_s) is not dict:
+            return _ASK
+        for k in range(q.n):
+            if _get(PyDict_GetItem(i_s, q.keys[k]), &a):
+                return _ASK
+            if not _le(q.lv[k], a):
+                return 0
+    return 1
+
+
+def misfits(req, list nodes):
+    """Positions of the nodes whose FutureIdle `req` does not fit (Resource.fits_future), in order."""
+    cdef list out = []
+    cdef Py_ssize_t i
+    cdef int r
+    cdef _Request q = _Request(req)
+    if not q.ok:
+        fits = req.fits_future
+        return [i for i, n in enumerate(nodes) if not fits(n.idle, n.releasing, n.pipelined)]
+    for i in range(len(nodes)):
+        n = nodes[i]
+        r = _fits_future(q, n.idle, n.releasing, n.pipelined)
+        if r == _ASK:
+            r = 1 if req.fits_future(n.idle, n.releasing, n.pipelined) else 0
+        if r == 0:
+            out.append(i)
+    return out
+
+
+def idle_fits(req, list nodes):
+    """Whether `req` fits each node's Idle (Resource.less_equal), in order."""
+    cdef list out = []
+    cdef Py_ssize_t i
+    cdef int r
+    cdef _Request q = _Request(req)
+    if not q.ok:
+        return [req.less_equal(n.idle) for n in nodes]
+    for i in range(len(nodes)):
+        n = nodes[i]
+        r = _less_equal(q, n.idle)
+        if r == _ASK:
+            out.append(bool(req.less_equal(n.idle)))
+        else:
+            out.append(r == 1)
+    return out

@@ -8,6 +8,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 import pytest
 
@@ -15,6 +16,7 @@ from scheduler.kube.cache import SchedulerCache
 from scheduler.kube.client import ClientOptions, KubeClient
 from scheduler.kube.informer import Informer, Resource
 from scheduler.kube.podfields import (
+    RAW_FIELDS,
     ContainerFields,
     MetadataFields,
     PodFields,
@@ -22,7 +24,7 @@ from scheduler.kube.podfields import (
     StatusFields,
     decode_pod_list,
 )
-from scheduler.model.convert import pod_to_task
+from scheduler.model.convert import ConvertError, pod_to_task
 from scheduler.model.objects import TaskInfo
 from scheduler.sim.apiserver import ApiServer
 from tests.builders import pod, podgroup, queue
@@ -205,3 +207,50 @@ async def test_the_pod_informer_lists_through_the_typed_decode(tmp_path: Path) -
     finally:
         await client.close()
         await srv.stop()
+
+
+def _sections(obj: dict[str, Any]) -> dict[str, Any]:
+    return {key: (obj.get(section) or {}).get(key, "absent") for section, keys in RAW_FIELDS for key in keys}
+
+
+def test_raw_sections_decode_to_what_a_full_decode_gives_and_equal_ones_are_shared() -> None:
+    first, same = rich_pod("p1"), rich_pod("p2")
+    other = rich_pod("p3")
+    other["metadata"]["labels"] = {"app": "serve"}
+    other["spec"]["tolerations"] = None  # null, as the API may send it
+    other["status"]["conditions"] = []
+    del other["spec"]["affinity"]  # absent stays absent
+    bare = pod("p4", group="g")
+    pods = [first, same, other, bare, rich_pod("p5")]
+    raw = orjson.dumps({"kind": "PodList", "items": pods})
+    typed, full = decode_pod_list(raw)["items"], orjson.loads(raw)["items"]
+    for t, f in zip(typed, full, strict=True):
+        got = _sections(t)
+        assert not any(isinstance(v, msgspec.Raw) for v in got.values())  # nothing raw is left
+        want = _sections(f)
+        # containers keep only the fields conversion reads; every other section is as sent
+        for key in ("containers", "initContainers"):
+            if isinstance(want[key], list):
+                want[key] = [{k: c[k] for k in ContainerFields.__annotations__ if k in c} for c in want[key]]
+        assert got == want
+    # a section with the previous pod's bytes is that pod's object, decoded once
+    assert typed[1]["spec"]["containers"] is typed[0]["spec"]["containers"]
+    assert typed[1]["metadata"]["labels"] is typed[0]["metadata"]["labels"]
+    assert typed[2]["metadata"]["labels"] is not typed[1]["metadata"]["labels"]
+    assert typed[2]["spec"]["containers"] is typed[1]["spec"]["containers"]
+    assert typed[2]["spec"]["tolerations"] is None and "affinity" not in typed[2]["spec"]
+    # after a pod that differs, an equal section is decoded again (only the previous pod counts)
+    assert typed[4]["metadata"]["labels"] == typed[0]["metadata"]["labels"]
+    assert typed[4]["metadata"]["labels"] is not typed[0]["metadata"]["labels"]
+
+
+def test_a_container_list_of_the_wrong_kind_is_kept_as_sent_for_conversion_to_refuse() -> None:
+    bad = pod("bad", group="g")
+    bad["spec"]["containers"] = ["not-an-object"]
+    bad["spec"]["initContainers"] = {"name": "not-a-list"}
+    items = decode_pod_list(orjson.dumps({"items": [pod("ok", group="g"), bad]}))["items"]
+    assert items[1]["spec"]["containers"] == ["not-an-object"]
+    assert items[1]["spec"]["initContainers"] == {"name": "not-a-list"}
+    with pytest.raises(ConvertError, match="bad"):
+        pod_to_task(items[1])
+    assert pod_to_task(items[0]).name == "ok"

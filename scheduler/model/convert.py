@@ -245,8 +245,20 @@ class _Shape:
 # them between a task and its clones). Bounded: cleared when it grows past this many shapes.
 _SHAPES: dict[tuple[Any, ...], _Shape] = {}
 _SHAPES_MAX = 4096
-# the last pod's raw containers, init containers and overhead, and their shape
+# the last pod's raw containers, init containers and overhead (copies), and their shape
 _LAST_SHAPE: list[Any] = [None, None, None, None]
+
+
+def _plain_copy(v: Any) -> Any:
+    """A copy of the dicts and lists of a decoded value (the rest is immutable): the last shape is
+    compared with copies, so a caller that changes a pod dict in place and converts it again does
+    not get the requests it had before."""
+    t = type(v)
+    if t is dict:
+        return {k: _plain_copy(x) for k, x in v.items()}
+    if t is list:
+        return [_plain_copy(x) for x in v]
+    return v
 
 
 def _containers(raw: list[Any], where: str, field: str) -> tuple[list[Container], list[Resource]]:
@@ -439,7 +451,12 @@ def pod_to_task(
                     _SHAPES.clear()
                 _SHAPES[key] = shape
         if key is not None:
-            _LAST_SHAPE[:] = [raw_containers, raw_inits, overhead, shape]
+            _LAST_SHAPE[:] = [
+                _plain_copy(raw_containers),
+                _plain_copy(raw_inits),
+                _plain_copy(overhead),
+                shape,
+            ]
     resreq, init_resreq, host_ports = shape.resreq, shape.init_resreq, shape.host_ports
 
     labels = _pod_str_map(md, "labels", where, 0)

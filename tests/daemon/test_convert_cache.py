@@ -130,13 +130,16 @@ def test_consecutive_pods_with_equal_maps_convert_as_each_alone() -> None:
 
 
 def test_a_pod_changed_in_place_is_converted_again_in_full() -> None:
+    pod_to_task(_pod("z", cpu="7"))  # so that the next pod's own lists are the last ones seen
     p = _conditions(_pod("a"))
     before = pod_to_task(p).pod
     p["metadata"]["labels"]["tier"] = "web"
     p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = "h"
     p["status"]["conditions"][1]["reason"] = "Unschedulable"
     p["spec"]["tolerations"][0]["effect"] = "NoSchedule"
+    p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3"
     after = pod_to_task(p)
+    assert after.resreq.milli_cpu == 3000  # not the requests the same list had before
     assert after.pod.labels["tier"] == "web" and "tier" not in before.labels
     assert after.job == "c1/h"
     assert after.pod.scheduled_condition == ("True", "Unschedulable", "")

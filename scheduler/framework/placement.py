@@ -10,8 +10,8 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable
 from itertools import chain, compress, islice, repeat
-from operator import attrgetter, eq, is_
-from typing import Any, TypeVar, cast
+from operator import attrgetter, eq
+from typing import Any, cast
 
 from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.nodewindow import FIT, REFUSED, UNKNOWN
@@ -26,7 +26,6 @@ _name = attrgetter("name")
 # annotations no predicate or score reads (the PodGroup's name and the like): left out of shape keys
 _GROUP_PREFIX = "scheduling.k8s.io/"
 _UNSET: Any = object()
-T = TypeVar("T")
 # Session.carry's name for the verdicts kept from one session's allocate to the next
 CARRY = "placement"
 
@@ -228,19 +227,21 @@ class _Scores:
     when it changes. Pods that differ only in what no score reads (their device requests, under
     the default weights) share one: a node is scored once for all of them, not once per shape."""
 
-    __slots__ = ("base", "final", "final_known", "mixed", "parts", "scores", "seq")
+    __slots__ = ("base", "final", "final_known", "keep_parts", "mixed", "parts", "seq")
 
     def __init__(self, seq: int) -> None:
         self.seq = seq
-        # node -> final score when no normalised part applies
-        self.scores: dict[str, float] = {}
-        # node -> (node-order sum, per-node parts of the batch functions)
+        # node -> (node-order sum, per-node parts of the batch functions), kept only once a
+        # normalised part applied to these shapes (keep_parts): without one the final score is all
+        # that is read, and at 20,000 nodes the tuples and their invalidation (_fresh) cost ~4 %
         self.parts: dict[str, tuple[float, tuple[int, ...]]] = {}
+        self.keep_parts = False
         # node -> node-order sum, when some batch function cannot be split
         self.base: dict[str, float] = {}
-        # `scores` mirrored as one value per node of the cache's list, and whether it is known, so
-        # that a new candidate list takes its scores from the arrays by node position; sized when
-        # first needed (PlacementCache._mirrors)
+        # the final score of each node when no normalised part applies, by node position, and
+        # whether it is known (not asked since the node changed); sized when first needed
+        # (PlacementCache._score_arrays). Their only record: a dict by name beside them cost a pop
+        # per changed node and shape in _fresh, in cold memory at 20,000 nodes.
         self.final = array("d")
         self.final_known = bytearray()
         # node -> per-node parts of the split batch functions, when some other one has no split
@@ -248,7 +249,7 @@ class _Scores:
 
     def forget(self) -> None:
         """Drop every known value (the arrays are sized again when next needed)."""
-        for known in (self.mixed, self.parts, self.scores, self.base):
+        for known in (self.mixed, self.parts, self.base):
             known.clear()
         self.final, self.final_known = array("d"), bytearray()
 
@@ -260,7 +261,7 @@ class _NodeValues:
     Shared by the jobs whose pods have the same shape, and emptied for a node when it changes.
     """
 
-    __slots__ = ("carryable", "codes", "fit_codes", "fits_idle", "sc", "seq", "verdicts")
+    __slots__ = ("carryable", "codes", "fit_codes", "sc", "seq", "verdicts")
 
     def __init__(self, seq: int, carryable: bool = False, sc: _Scores | None = None) -> None:
         self.seq = seq
@@ -268,22 +269,23 @@ class _NodeValues:
         self.carryable = carryable
         # the shape's scores: its own, or those of every shape with the same score shape
         self.sc = sc if sc is not None else _Scores(seq)
-        # node -> the task's InitResreq fits the node's Idle
-        self.fits_idle: dict[str, bool] = {}
-        # node -> allocate's predicate answer (None: fits)
+        # node -> allocate's predicate answer (None: fits). A fit is kept here only while `codes`
+        # is not sized (else its FIT code is its one record): the dict then holds the few
+        # refusals, and a placement invalidates an entry of a small dict instead of a 20,000-node one
         self.verdicts: dict[str, Unfit | list[str] | None] = {}
         # the same answers as one code per node of the cache's list (nodewindow's UNKNOWN, FIT,
         # REFUSED), so that the scan window is found by reading bytes; sized at the first scan
         self.codes = bytearray()
-        # `fits_idle` mirrored the same way (as FIT/REFUSED codes), so that a new candidate list
-        # takes its Idle fits by node position; sized when first needed (PlacementCache._mirrors)
+        # whether the task's InitResreq fits each node's Idle, as FIT/REFUSED codes by node position
+        # (UNKNOWN: not asked since the node changed); sized when first needed (_fit_array). The
+        # only record of these answers: a dict by name beside it cost a pop per changed node and
+        # shape in _fresh and a store per answer, at 20,000 nodes in cold memory.
         self.fit_codes = bytearray()
 
     def forget(self) -> None:
         """Drop every known value, the shared scores included (the arrays are sized again when
         next needed)."""
         self.verdicts.clear()
-        self.fits_idle.clear()
         self.codes, self.fit_codes = bytearray(), bytearray()
         self.sc.forget()
 
@@ -511,11 +513,11 @@ class PlacementCache:
         log = self.ssn.node_changes
         sc = vals.sc
         if sc.seq != len(log):  # shared: another shape may have brought it up to date already
-            self._forget_changed(log, sc.seq, (sc.mixed, sc.parts, sc.scores, sc.base), (sc.final_known,))
+            self._forget_changed(log, sc.seq, (sc.mixed, sc.parts, sc.base), (sc.final_known,))
             sc.seq = len(log)
         if vals.seq == len(log):
             return vals
-        self._forget_changed(log, vals.seq, (vals.verdicts, vals.fits_idle), (vals.codes, vals.fit_codes))
+        self._forget_changed(log, vals.seq, (vals.verdicts,), (vals.codes, vals.fit_codes))
         vals.seq = len(log)
         return vals
 
@@ -548,40 +550,49 @@ class PlacementCache:
             sc = self.shared_scores[skey] = _Scores(seq)
         return sc
 
-    def _mirrors(self, vals: _NodeValues) -> None:
-        """Size the shape's score and Idle-fit arrays, filled from what its dicts know."""
+    def _score_arrays(self, sc: _Scores) -> tuple[array, bytearray]:
+        """The final scores and their known flags, sized to the cache's nodes (a shared one may
+        be sized already)."""
         total = len(self.nodes)
-        sc = vals.sc
-        if len(sc.final_known) != total:  # a shared one may be sized already
+        if len(sc.final_known) != total:
             sc.final = array("d", bytes(8 * total))
             sc.final_known = bytearray(total)
-            self._keep_scores(sc, list(sc.scores), list(sc.scores.values()))
-        if len(vals.fit_codes) != total:
-            vals.fit_codes = bytearray(total)
-            self._keep_fits(vals, list(vals.fits_idle), list(vals.fits_idle.values()))
+        return sc.final, sc.final_known
+
+    def _fit_array(self, vals: _NodeValues) -> bytearray:
+        """The shape's Idle-fit codes, sized to the cache's nodes (all UNKNOWN when new)."""
+        codes = vals.fit_codes
+        if len(codes) != len(self.nodes):
+            codes = vals.fit_codes = bytearray(len(self.nodes))
+        return codes
+
+    def _fit_at(self, task: TaskInfo, codes: bytearray, node: NodeInfo, i: int | None) -> bool:
+        """Whether the task fits the node's Idle, from its code at position `i` (None: a node
+        outside the cache's list, asked and not kept), computed and kept when unknown."""
+        c = codes[i] if i is not None else UNKNOWN
+        if c != UNKNOWN:
+            return c == FIT
+        f = task.init_resreq.less_equal(node.idle)
+        if i is not None:
+            codes[i] = FIT if f else REFUSED
+        return f
+
+    def _fits_at(self, task: TaskInfo, codes: bytearray, nodes: list[NodeInfo], at: list[int]) -> list[bool]:
+        """_fit_at for several nodes of the cache's list (positions `at`), computed in one call."""
+        got: list[bool] = resfit_impl.idle_fits(task.init_resreq, nodes)
+        for i, f in zip(at, got, strict=True):
+            codes[i] = FIT if f else REFUSED
+        return got
 
     def _keep_scores(self, sc: _Scores, names: list[str], finals: list[float]) -> None:
-        """Mirror final scores just put in sc.scores into the arrays (once they are sized)."""
-        known = sc.final_known
-        if not known:
-            return
-        index, final = self._index, sc.final
+        """Keep final scores just computed (nodes outside the cache's list are not kept)."""
+        final, known = self._score_arrays(sc)
+        index = self._index
         for name, v in zip(names, finals, strict=True):
             i = index.get(name)
             if i is not None:
                 final[i] = v
                 known[i] = 1
-
-    def _keep_fits(self, vals: _NodeValues, names: list[str], fits: list[bool]) -> None:
-        """Mirror Idle fits just put in vals.fits_idle into the arrays (once they are sized)."""
-        codes = vals.fit_codes
-        if not codes:
-            return
-        index = self._index
-        for name, f in zip(names, fits, strict=True):
-            i = index.get(name)
-            if i is not None:
-                codes[i] = FIT if f else REFUSED
 
     def _codes(self, vals: _NodeValues) -> bytearray:
         """The shape's answer codes, built from its verdicts when first needed."""
@@ -603,29 +614,33 @@ class PlacementCache:
             for sp in splits
         ]
         names = list(map(_name, nodes))
+        sc = vals.sc
+        keep = sc.keep_parts
         if len(cols) == 1:
             # one split (nodeorder's): what _combine adds, base + (0.0 + part), in one pass
             col = cols[0]
-            pers: list[tuple[int, ...]] = [(p,) for p in col]
             out = [b + (0.0 + p) for b, p in zip(bases, col, strict=True)]
+            if keep:
+                sc.parts.update(zip(names, zip(bases, [(p,) for p in col], strict=True), strict=True))
         else:
             pers = list(zip(*cols, strict=True)) if cols else [()] * len(nodes)
             out = [_combine(b, per, None, "") for b, per in zip(bases, pers, strict=True)]
-        sc = vals.sc
-        sc.parts.update(zip(names, zip(bases, pers, strict=True), strict=True))
-        sc.scores.update(zip(names, out, strict=True))
+            if keep:
+                sc.parts.update(zip(names, zip(bases, pers, strict=True), strict=True))
         self._keep_scores(sc, names, out)
         return out
 
-    def _fill_split(self, vals: _NodeValues, task: TaskInfo, node: NodeInfo) -> None:
+    def _fill_split(self, vals: _NodeValues, task: TaskInfo, node: NodeInfo) -> float:
         splits = self.splits
         assert splits is not None
         b = self.ssn.node_order_score(task, node)
         per = tuple(sp.per_node(task, node) for sp in splits)
         sc = vals.sc
-        sc.parts[node.name] = (b, per)
-        v = sc.scores[node.name] = _combine(b, per, None, node.name)
+        if sc.keep_parts:
+            sc.parts[node.name] = (b, per)
+        v = _combine(b, per, None, node.name)
         self._keep_scores(sc, [node.name], [v])
+        return v
 
     def _cached_check(self, vals: _NodeValues) -> NodePredicate:
         """allocate's predicate, answered from the shape's verdicts while the node is unchanged."""
@@ -638,10 +653,16 @@ class PlacementCache:
             name = node.name
             if name in verdicts:
                 return verdicts[name]
-            r = verdicts[name] = check(task, node)
             i = index.get(name)
-            if i is not None:
+            if i is not None and codes[i] == FIT:
+                return None
+            r = check(task, node)
+            if i is None:
+                verdicts[name] = r
+            else:
                 codes[i] = FIT if r is None else REFUSED
+                if r is not None:
+                    verdicts[name] = r
             return r
 
         return cached
@@ -793,8 +814,11 @@ class PlacementCache:
         nodes, names = self.nodes, self._node_names()
         verdicts, codes = vals.verdicts, vals.codes
         for i, r in zip(idx, self.check_many(task, [nodes[i] for i in idx]), strict=True):
-            verdicts[names[i]] = r
-            codes[i] = FIT if r is None else REFUSED
+            if r is None:
+                codes[i] = FIT
+            else:
+                verdicts[names[i]] = r
+                codes[i] = REFUSED
 
     def _refresh(self, task: TaskInfo, entry: _Entry) -> None:
         log = self.ssn.node_changes
@@ -857,7 +881,6 @@ class PlacementCache:
         vals = self._fresh(entry.values, task)
         if any(sp.rest(task, candidates) for sp in splits):
             return prioritize(self.ssn, task, candidates, self)
-        finals, fits = vals.sc.scores, vals.fits_idle
         order = entry.order
         if (
             order is None
@@ -885,21 +908,15 @@ class PlacementCache:
                 entry.score_list = array("d", self.score_values(task, order))
             entry.touched.clear()
         elif entry.touched:
-            req = task.init_resreq
             score_list, fit_flags = entry.score_list, entry.fit_flags
+            codes, index = self._fit_array(vals), self._index
+            final, known = self._score_arrays(vals.sc)
             for name in entry.touched:
                 i = self._position(entry, order, name)
                 node = order[i]
-                f = fits.get(name)
-                if f is None:
-                    f = fits[name] = req.less_equal(node.idle)
-                    self._keep_fits(vals, [name], [f])
-                fit_flags[i] = f
-                v = finals.get(name)
-                if v is None:
-                    self._fill_split(vals, task, node)
-                    v = finals[name]
-                score_list[i] = v
+                j = index.get(name)
+                fit_flags[i] = self._fit_at(task, codes, node, j)
+                score_list[i] = final[j] if j is not None and known[j] else self._fill_split(vals, task, node)
             entry.touched.clear()
         flags, scores = entry.fit_flags, entry.score_list
         ssn = self.ssn
@@ -951,20 +968,17 @@ class PlacementCache:
         """The Idle-fit flags and scores of the candidates at positions `at`, read from the shape's
         arrays; the unknown ones computed as _fit_flags and score_values compute them (Idle fits
         first, then the scores of the missing nodes in one call), and kept."""
-        self._mirrors(vals)
+        final, known = self._score_arrays(vals.sc)
         n = len(order)
         flags = bytearray(n)
-        missing = window_impl.gather_flags(vals.fit_codes, at, flags)
+        codes = self._fit_array(vals)
+        missing = window_impl.gather_flags(codes, at, flags)
         if missing:
-            nodes = [order[k] for k in missing]
-            got = resfit_impl.idle_fits(task.init_resreq, nodes)
-            names = list(map(_name, nodes))
-            vals.fits_idle.update(zip(names, got, strict=True))
-            self._keep_fits(vals, names, got)
+            got = self._fits_at(task, codes, [order[k] for k in missing], [at[k] for k in missing])
             for k, f in zip(missing, got, strict=True):
                 flags[k] = f
         scores = array("d", bytes(8 * n))
-        missing = window_impl.gather_scores(vals.sc.final, vals.sc.final_known, at, scores)
+        missing = window_impl.gather_scores(final, known, at, scores)
         if missing:
             got_scores = self._fill_split_many(vals, task, [order[k] for k in missing])
             for k, v in zip(missing, got_scores, strict=True):
@@ -979,19 +993,22 @@ class PlacementCache:
             return [n for n in nodes if req.less_equal(n.idle)]
         return list(compress(nodes, self._fit_flags(task, vals, nodes)))
 
-    def _fit_flags(self, task: TaskInfo, vals: _NodeValues, nodes: list[NodeInfo]) -> list[bool]:
-        """Whether the task's InitResreq fits each node's Idle, from the shape's known answers."""
-        fits = vals.fits_idle
-        req = task.init_resreq
-
-        def fill(missing: list[NodeInfo]) -> list[bool]:
-            got: list[bool] = resfit_impl.idle_fits(req, missing)
-            names = list(map(_name, missing))
-            fits.update(zip(names, got, strict=True))
-            self._keep_fits(vals, names, got)
-            return got
-
-        return _aligned(nodes, fits, fill)
+    def _fit_flags(self, task: TaskInfo, vals: _NodeValues, nodes: list[NodeInfo]) -> bytearray:
+        """Whether the task's InitResreq fits each node's Idle (1 or 0), from the shape's known
+        answers: one compiled pass over the nodes' codes, the unknown ones computed in one call."""
+        codes = self._fit_array(vals)
+        flags = bytearray(len(nodes))
+        at = list(map(self._index.get, map(_name, nodes)))
+        if None in at:  # a node outside the cache's list (not expected): asked one by one
+            for k, (node, i) in enumerate(zip(nodes, at, strict=True)):
+                flags[k] = self._fit_at(task, codes, node, i)
+            return flags
+        missing = window_impl.gather_flags(codes, at, flags)  # type: ignore[arg-type]
+        if missing:
+            got = self._fits_at(task, codes, [nodes[k] for k in missing], [at[k] for k in missing])  # type: ignore[misc]
+            for k, f in zip(missing, got, strict=True):
+                flags[k] = f
+        return flags
 
     def score_values(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
         """The nodes' scores, in the given order: what score_nodes gives, from the cache."""
@@ -1006,10 +1023,13 @@ class PlacementCache:
         # Per node: the node-order sum and each batch function's per-node part are kept until the
         # node changes; only the normalised parts are computed per call, and usually are empty.
         rests = [sp.rest(task, nodes) for sp in splits]
-        parts = vals.sc.parts
-        finals = vals.sc.scores
+        sc = vals.sc
+        parts = sc.parts
         if not any(rests):
-            return _aligned(nodes, finals, lambda missing: self._fill_split_many(vals, task, missing))
+            return self._final_scores(vals, task, nodes)
+        # from now on these shapes keep their parts; those of nodes scored before are computed
+        # again below (the same values: their nodes are unchanged, or _fresh would have dropped them)
+        sc.keep_parts = True
         out: list[float] = []
         for n in nodes:
             name = n.name
@@ -1019,6 +1039,21 @@ class PlacementCache:
                 got = parts[name]
             out.append(_combine(got[0], got[1], rests, name))
         return out
+
+    def _final_scores(self, vals: _NodeValues, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
+        """The nodes' final scores (no normalised part applies), in order: one compiled pass over
+        the kept arrays, the unknown ones computed in one call and kept."""
+        final, known = self._score_arrays(vals.sc)
+        at = list(map(self._index.get, map(_name, nodes)))
+        if None in at:  # a node outside the cache's list (not expected): all computed afresh
+            return self._fill_split_many(vals, task, nodes)
+        out = array("d", bytes(8 * len(nodes)))
+        missing = window_impl.gather_scores(final, known, at, out)  # type: ignore[arg-type]
+        if missing:
+            got = self._fill_split_many(vals, task, [nodes[k] for k in missing])
+            for k, v in zip(missing, got, strict=True):
+                out[k] = v
+        return out.tolist()
 
     def scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
         return dict(zip(map(_name, nodes), self.score_values(task, nodes), strict=True))
@@ -1081,18 +1116,6 @@ class _Ties:
         if not 0 <= k < self.count:
             raise IndexError(k)
         return int(window_impl.nth_tie(self.scores, self.flags, self.top, self.only, k))
-
-
-def _aligned(nodes: list[NodeInfo], have: dict[str, T], fill: Callable[[list[NodeInfo]], list[T]]) -> list[T]:
-    """have[n.name] for each node in order, `fill` computing (and keeping) the missing ones, all
-    in one call: C-level passes, and Python work only for the missing nodes (usually the few
-    that changed, or a cold window)."""
-    got: list[T | None] = list(map(have.get, map(_name, nodes)))
-    if None in got:
-        idx = list(compress(range(len(got)), map(is_, got, repeat(None))))
-        for i, v in zip(idx, fill([nodes[i] for i in idx]), strict=True):
-            got[i] = v
-    return got  # type: ignore[return-value]
 
 
 def _combine(base: float, per: tuple[int, ...], rests: list[dict[str, int]] | None, name: str) -> float:

@@ -1,42 +1,18 @@
-"""Pick the placement window scans: `scheduler._native.nodewindow` when built, else the Python twin.
-
-`VC_SCHEDULER_PURE=1` forces the twin; `VC_SCHEDULER_REQUIRE_NATIVE=1` makes a missing compiled
-module an import error (release checks), as for the device fits (plugins/deviceshare/hotpath.py).
-"""
+"""Pick the placement window scans: `scheduler._native.nodewindow` when built, else the Python twin
+(`VC_SCHEDULER_PURE` / `VC_SCHEDULER_REQUIRE_NATIVE` as for every compiled path, see
+`scheduler._native`)."""
 
 from __future__ import annotations
 
-import importlib
-import os
 from types import ModuleType
 
+from scheduler._native import compiled, select
 from scheduler.framework import nodewindow as python_window
-
-
-def _flag(name: str) -> bool:
-    return os.environ.get(name, "") not in ("", "0")
 
 
 def native_module() -> ModuleType | None:
     """The compiled module if it was built, whatever VC_SCHEDULER_PURE says (for tests and bench)."""
-    try:
-        return importlib.import_module("scheduler._native.nodewindow")
-    except ImportError:
-        return None
+    return compiled("nodewindow")
 
 
-def _select() -> ModuleType:
-    if _flag("VC_SCHEDULER_PURE"):
-        return python_window
-    compiled = native_module()
-    if compiled is None:
-        if _flag("VC_SCHEDULER_REQUIRE_NATIVE"):
-            raise ImportError(
-                "VC_SCHEDULER_REQUIRE_NATIVE is set but the compiled module scheduler._native.nodewindow "
-                "is not installed; build vc-scheduler with Cython and a C compiler"
-            )
-        return python_window
-    return compiled
-
-
-window_impl: ModuleType = _select()
+window_impl: ModuleType = select("nodewindow", python_window)

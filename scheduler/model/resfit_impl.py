@@ -1,43 +1,18 @@
 """Pick allocate's many-node resource checks: `scheduler._native.resfit` when built, else the
-Python twin `resfit.py`.
-
-`VC_SCHEDULER_PURE=1` forces the twin; `VC_SCHEDULER_REQUIRE_NATIVE=1` makes a missing compiled
-module an import error (release checks), as for the placement window (framework/nodewindow_impl.py).
-"""
+Python twin `resfit.py` (`VC_SCHEDULER_PURE` / `VC_SCHEDULER_REQUIRE_NATIVE` as for every compiled
+path, see `scheduler._native`)."""
 
 from __future__ import annotations
 
-import importlib
-import os
 from types import ModuleType
 
+from scheduler._native import compiled, select
 from scheduler.model import resfit as python_resfit
-
-
-def _flag(name: str) -> bool:
-    return os.environ.get(name, "") not in ("", "0")
 
 
 def native_module() -> ModuleType | None:
     """The compiled module if it was built, whatever VC_SCHEDULER_PURE says (for tests and bench)."""
-    try:
-        return importlib.import_module("scheduler._native.resfit")
-    except ImportError:
-        return None
+    return compiled("resfit")
 
 
-def _select() -> ModuleType:
-    if _flag("VC_SCHEDULER_PURE"):
-        return python_resfit
-    compiled = native_module()
-    if compiled is None:
-        if _flag("VC_SCHEDULER_REQUIRE_NATIVE"):
-            raise ImportError(
-                "VC_SCHEDULER_REQUIRE_NATIVE is set but the compiled module scheduler._native.resfit "
-                "is not installed; build vc-scheduler with Cython and a C compiler"
-            )
-        return python_resfit
-    return compiled
-
-
-resfit_impl: ModuleType = _select()
+resfit_impl: ModuleType = select("resfit", python_resfit)

@@ -1,43 +1,18 @@
 """Pick nodeorder's many-node resource score: `scheduler._native.cpumemscore` when built, else the
-Python twin `cpumemscore.py`.
-
-`VC_SCHEDULER_PURE=1` forces the twin; `VC_SCHEDULER_REQUIRE_NATIVE=1` makes a missing compiled
-module an import error (release checks), as for the placement window (framework/nodewindow_impl.py).
-"""
+Python twin `cpumemscore.py` (`VC_SCHEDULER_PURE` / `VC_SCHEDULER_REQUIRE_NATIVE` as for every
+compiled path, see `scheduler._native`)."""
 
 from __future__ import annotations
 
-import importlib
-import os
 from types import ModuleType
 
+from scheduler._native import compiled, select
 from scheduler.plugins.k8s import cpumemscore as python_scores
-
-
-def _flag(name: str) -> bool:
-    return os.environ.get(name, "") not in ("", "0")
 
 
 def native_module() -> ModuleType | None:
     """The compiled module if it was built, whatever VC_SCHEDULER_PURE says (for tests and bench)."""
-    try:
-        return importlib.import_module("scheduler._native.cpumemscore")
-    except ImportError:
-        return None
+    return compiled("cpumemscore")
 
 
-def _select() -> ModuleType:
-    if _flag("VC_SCHEDULER_PURE"):
-        return python_scores
-    compiled = native_module()
-    if compiled is None:
-        if _flag("VC_SCHEDULER_REQUIRE_NATIVE"):
-            raise ImportError(
-                "VC_SCHEDULER_REQUIRE_NATIVE is set but the compiled module scheduler._native.cpumemscore "
-                "is not installed; build vc-scheduler with Cython and a C compiler"
-            )
-        return python_scores
-    return compiled
-
-
-scores_impl: ModuleType = _select()
+scores_impl: ModuleType = select("cpumemscore", python_scores)

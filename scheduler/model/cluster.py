@@ -455,10 +455,8 @@ class ClusterState:
         views: dict[str, NodeInfo] = {}
         for name, node in self.nodes.items():
             v = last.get(name)
-            if v is None or not v.reusable_view_of(node):
+            if v is None or not v.reuse_for(node):
                 v = node.session_view()
-            elif v.devices:
-                v.devices = {}
             views[name] = v
         self._node_views = views
         return dict(views)  # the session may add or drop entries of its own dict
@@ -488,7 +486,7 @@ class ClusterState:
         for uid in sorted((u for u in recheck if u in jobs), key=position.__getitem__):
             job = jobs[uid]
             v = views.get(uid)
-            if v is None or uid in dirty or not v.reusable_view_of(job):
+            if v is None or uid in dirty or not v.reuse_for(job):
                 views[uid] = job.session_view(self._touched_jobs)
                 fresh.add(uid)
         changes.gone = popped - views.keys()
@@ -506,7 +504,7 @@ class ClusterState:
                 continue
             v = last.get(uid)
             # a job changed in the cluster gets a fresh view: its status is recomputed anyway
-            if v is None or uid in dirty or not v.reusable_view_of(job):
+            if v is None or uid in dirty or not v.reuse_for(job):
                 v = job.session_view(self._touched_jobs)
                 fresh.add(uid)
             views[uid] = v

@@ -156,9 +156,9 @@ class JobInfo:
         j._touched = touched
         return j
 
-    def reusable_view_of(self, origin: JobInfo) -> bool:
-        """True when this view of `origin` can be handed out again as what a fresh
-        `origin.session_view()` would be. Tasks and totals are shared with `origin` until a session
+    def reuse_for(self, origin: JobInfo) -> bool:
+        """Make this view of `origin` what a fresh `origin.session_view()` would be, and say True;
+        False (the view untouched) when it cannot be handed out again. Tasks and totals are shared with `origin` until a session
         changes them, so they follow `origin`'s changes by themselves; what a session may have
         written is checked: the shared maps and the fit errors. The status a session recomputed
         at its close is put back to `origin`'s (only the status writer acts on it): the first

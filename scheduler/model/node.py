@@ -114,11 +114,16 @@ class NodeInfo:
         n.version = 0
         return n
 
-    def reusable_view_of(self, origin: NodeInfo) -> bool:
-        """True when this view of `origin` has not been changed by a session: its task map and
-        totals are still `origin`'s own (which follow the cluster's changes by themselves). Device
-        ledgers are rebuilt by every session, so the caller empties them."""
-        return self._origin is origin and self._shared
+    def reuse_for(self, origin: NodeInfo) -> bool:
+        """Make this view of `origin` what a fresh `origin.session_view()` would be, and say True;
+        False when a session changed it. Its task map and totals are still `origin`'s own while
+        no session wrote on them (they follow the cluster's changes by themselves); the device
+        ledgers are rebuilt by every session, so they are emptied here."""
+        if not (self._origin is origin and self._shared):
+            return False
+        if self.devices:
+            self.devices = {}
+        return True
 
     def view_token(self) -> tuple[NodeInfo, int] | None:
         """What this view shows, as a value that differs once anything on it changed: the cluster

@@ -324,3 +324,20 @@ def test_a_subscriber_that_writes_keeps_everyone_in_order(store: Store) -> None:
     store.create(pod("a"))
     assert first == second and [t for t, _ in first] == ["ADDED", "MODIFIED"]
     assert int(first[0][1]) < int(first[1][1])
+
+
+def test_pagination_order_follows_creations_and_deletions_after_the_first_paginated_list(
+    store: Store,
+) -> None:
+    res = store.resource("pods")
+    for name in ("m", "c", "x"):
+        store.create(pod(name))
+    assert store.sorted_keys(res) == [("default", "c"), ("default", "m"), ("default", "x")]
+    store.create(pod("a"))
+    store.create(pod("q"))
+    store.delete("pods", "default", "q")  # created and removed before any list saw it
+    store.delete("pods", "default", "m")
+    store.create(pod("m2"))
+    assert store.sorted_keys(res) == [("default", n) for n in ("a", "c", "m2", "x")]
+    store.create(pod("b"))
+    assert [k[1] for k in store.sorted_keys(res)] == ["a", "b", "c", "m2", "x"]

@@ -37,6 +37,12 @@ def test_compiled_module_is_present_where_it_must_be() -> None:
         pytest.skip("compiled module not built (set VC_SCHEDULER_REQUIRE_NATIVE=1 to make this fail)")
 
 
+@needs_native
+def test_compiled_codes_are_the_twins() -> None:
+    """The compiled scans compare against C constants: their values must be the twin's codes."""
+    assert (native.UNKNOWN, native.FIT, native.REFUSED) == (twin.UNKNOWN, twin.FIT, twin.REFUSED)
+
+
 @st.composite
 def rings(draw: st.DrawFn) -> tuple[bytearray, int, int]:
     """Answer codes of a ring of nodes (unknown, fit, refused), a rotating start and a sample size."""

@@ -436,6 +436,10 @@ class PlacementCache:
         self.nodes = ssn.node_list if nodes is None else nodes
         # node name -> position in `nodes`, where its answer code sits (_NodeValues.codes)
         self._index = {n.name: i for i, n in enumerate(self.nodes)}
+        # the change log's entries as positions in `nodes` (-1: not in the list), converted once
+        # each: every shape forgets the same changed nodes, and a name lookup in the 20,000-entry
+        # index per entry and shape was ~3 % of a session (see _changed_at)
+        self._log_at: list[int] = []
         self.entries: dict[tuple, _Entry] = {}
         self.values: dict[tuple, _NodeValues] = {}
         # score shape (Session.score_shape) -> the scores the shapes with it share
@@ -525,19 +529,31 @@ class PlacementCache:
         self, log: list[str], seq: int, dicts: tuple[dict[str, Any], ...], codes: tuple[bytearray, ...]
     ) -> None:
         """Drop what `dicts` and `codes` know of the nodes changed since `seq` in the change log."""
-        # usually the one node the last placement changed
-        changed = (log[-1],) if len(log) - seq == 1 else set(log[seq:])
-        for known in dicts:
-            if known:  # most configurations leave some of them empty all session
-                pop = known.pop
-                for name in changed:
-                    pop(name, None)
+        if any(dicts):  # most configurations leave them empty all session
+            # usually the one node the last placement changed
+            changed = (log[-1],) if len(log) - seq == 1 else set(log[seq:])
+            for known in dicts:
+                if known:
+                    pop = known.pop
+                    for name in changed:
+                        pop(name, None)
         if any(codes):
-            at = [i for i in map(self._index.get, changed) if i is not None]
+            at = self._changed_at(log, seq)
             for code in codes:
                 if code:
                     for i in at:
                         code[i] = UNKNOWN
+
+    def _changed_at(self, log: list[str], seq: int) -> list[int]:
+        """The positions in `nodes` of the log's entries from `seq` on (repeats kept: forgetting
+        a node twice is forgetting it once), nodes outside the list left out."""
+        log_at = self._log_at
+        if len(log_at) < len(log):
+            log_at.extend(map(self._index.get, log[len(log_at) :], repeat(-1)))
+        if len(log) - seq == 1:
+            i = log_at[seq]
+            return [i] if i >= 0 else []
+        return [i for i in log_at[seq:] if i >= 0]
 
     def _shared_scores(self, task: TaskInfo, seq: int) -> _Scores:
         """The scores of the task's shape: those of every shape with its score shape, or its own

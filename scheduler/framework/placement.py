@@ -647,15 +647,25 @@ class PlacementCache:
         return out
 
     def _fill_split(self, vals: _NodeValues, task: TaskInfo, node: NodeInfo) -> float:
+        """One node's final score, computed and kept: the node a job's last pod went to, asked
+        again for its next pod (so this runs once per pod, and is kept lean)."""
         splits = self.splits
         assert splits is not None
         b = self.ssn.node_order_score(task, node)
-        per = tuple(sp.per_node(task, node) for sp in splits)
+        if len(splits) == 1:  # nodeorder's alone, the default
+            per: tuple[int, ...] = (splits[0].per_node(task, node),)
+        else:
+            per = tuple(sp.per_node(task, node) for sp in splits)
         sc = vals.sc
+        name = node.name
         if sc.keep_parts:
-            sc.parts[node.name] = (b, per)
-        v = _combine(b, per, None, node.name)
-        self._keep_scores(sc, [node.name], [v])
+            sc.parts[name] = (b, per)
+        v = _combine(b, per, None, name)
+        i = self._index.get(name)
+        if i is not None:  # as _keep_scores keeps it
+            final, known = self._score_arrays(sc)
+            final[i] = v
+            known[i] = 1
         return v
 
     def _cached_check(self, vals: _NodeValues) -> NodePredicate:
@@ -895,8 +905,9 @@ class PlacementCache:
         if entry is None or splits is None:
             return prioritize(self.ssn, task, candidates, self)
         vals = self._fresh(entry.values, task)
-        if any(sp.rest(task, candidates) for sp in splits):
-            return prioritize(self.ssn, task, candidates, self)
+        for sp in splits:  # any(), without a generator per pod
+            if sp.rest(task, candidates):
+                return prioritize(self.ssn, task, candidates, self)
         order = entry.order
         if (
             order is None

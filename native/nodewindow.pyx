@@ -100,6 +100,46 @@ def gather_flags(const unsigned char[:] codes, list at, unsigned char[:] out):
     return missing
 
 
+def gather_scores_run(const double[:] values, const unsigned char[:] known, Py_ssize_t start,
+                      double[:] out):
+    cdef Py_ssize_t total = known.shape[0]
+    cdef Py_ssize_t n = out.shape[0]
+    cdef Py_ssize_t k, i
+    cdef list missing = []
+    if n == 0:
+        return missing
+    i = start % total  # then stepped round the ring: no division per position
+    for k in range(n):
+        if known[i]:
+            out[k] = values[i]
+        else:
+            missing.append(k)
+        i += 1
+        if i == total:
+            i = 0
+    return missing
+
+
+def gather_flags_run(const unsigned char[:] codes, Py_ssize_t start, unsigned char[:] out):
+    cdef Py_ssize_t total = codes.shape[0]
+    cdef Py_ssize_t n = out.shape[0]
+    cdef Py_ssize_t k, i
+    cdef unsigned char c
+    cdef list missing = []
+    if n == 0:
+        return missing
+    i = start % total
+    for k in range(n):
+        c = codes[i]
+        if c == C_UNKNOWN:
+            missing.append(k)
+        out[k] = 1 if c == C_FIT else 0
+        i += 1
+        if i == total:
+            i = 0
+    return missing
+
+
 cdef bint _only(const unsigned char[:] flags, Py_ssize_t n):
     """Whether some but not all positions are flagged (then only the flagged ones count)."""
     cdef Py_ssize_t i

@@ -334,7 +334,28 @@ class _Entry:
         self.touched: set[str] = set()
         # the candidates' positions in the cache's node list, in their order, while the candidate
         # list is the scan's (None once a node joined or left it)
-        self.at: list[int] | None = None
+        self.at: list[int] | _Run | None = None
+
+
+class _Run:
+    """The positions start, start + 1, ... (n of them) round the ring of `total` nodes: a scan
+    window's positions when every node in it fits, as a sequence that is not listed (a list of
+    1,000 ints per job window cost more than the compiled scan that found them)."""
+
+    __slots__ = ("n", "start", "total")
+
+    def __init__(self, start: int, n: int, total: int) -> None:
+        self.start, self.n, self.total = start, n, total
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, k: int) -> int:
+        if k < 0:
+            k += self.n
+        if not 0 <= k < self.n:
+            raise IndexError(k)
+        return (self.start + k) % self.total
 
 
 class _Shape:
@@ -796,7 +817,7 @@ class PlacementCache:
 
     def _scan_window(
         self, task: TaskInfo, vals: _NodeValues, errors: FitErrors
-    ) -> tuple[list[NodeInfo], list[int]]:
+    ) -> tuple[list[NodeInfo], list[int] | _Run]:
         """The feasible nodes and their positions in the cache's node list: predicate_nodes over the cache's nodes, reading the shape's known answers: the same
         rotating start, the same stop after numNodesToFind, the same errors, and the predicate
         asked of exactly the nodes predicate_nodes asks (those before the stop).
@@ -819,6 +840,13 @@ class PlacementCache:
             if done:
                 break
             self._ask(task, vals, scan.to_ask(codes, start, pos, want - found))
+        if found == pos:
+            # every node of the window fits (the usual case): the candidates are a run of the
+            # ring, sliced at C level, and their positions a _Run
+            end = start + pos
+            feasible = nodes[start:end] if end <= total else nodes[start:] + nodes[: end - total]
+            ssn.predicate_round_robin = end % total
+            return feasible, _Run(start, pos, total)
         feasible, at, refused = scan.window_nodes(codes, start, pos, nodes)
         if refused:
             names = self._node_names()
@@ -990,7 +1018,7 @@ class PlacementCache:
         return entry.index[name]
 
     def _gathered(
-        self, task: TaskInfo, vals: _NodeValues, order: list[NodeInfo], at: list[int]
+        self, task: TaskInfo, vals: _NodeValues, order: list[NodeInfo], at: list[int] | _Run
     ) -> tuple[bytearray, array]:
         """The Idle-fit flags and scores of the candidates at positions `at`, read from the shape's
         arrays; the unknown ones computed as _fit_flags and score_values compute them (Idle fits
@@ -999,13 +1027,20 @@ class PlacementCache:
         n = len(order)
         flags = bytearray(n)
         codes = self._fit_array(vals)
-        missing = window_impl.gather_flags(codes, at, flags)
+        run = at.start if isinstance(at, _Run) else None
+        if run is not None:
+            missing = window_impl.gather_flags_run(codes, run, flags)
+        else:
+            missing = window_impl.gather_flags(codes, at, flags)
         if missing:
             got = self._fits_at(task, codes, [order[k] for k in missing], [at[k] for k in missing])
             for k, f in zip(missing, got, strict=True):
                 flags[k] = f
         scores = array("d", bytes(8 * n))
-        missing = window_impl.gather_scores(final, known, at, scores)
+        if run is not None:
+            missing = window_impl.gather_scores_run(final, known, run, scores)
+        else:
+            missing = window_impl.gather_scores(final, known, at, scores)
         if missing:
             got_scores = self._fill_split_many(vals, task, [order[k] for k in missing])
             for k, v in zip(missing, got_scores, strict=True):

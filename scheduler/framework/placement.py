@@ -536,11 +536,23 @@ class PlacementCache:
         but most shapes do not look at it again before it changes once more (the scan window
         rotates), so computing eagerly wasted most of the plugin calls."""
         log = self.ssn.node_changes
+        end = len(log)
         sc = vals.sc
-        if sc.seq != len(log):  # shared: another shape may have brought it up to date already
+        if sc.seq != end:  # shared: another shape may have brought it up to date already
+            if vals.seq == sc.seq:
+                # the usual case (once per pod): both behind by the same changes, forgotten in
+                # one pass that finds the changed positions once
+                self._forget_changed(
+                    log,
+                    sc.seq,
+                    (sc.mixed, sc.parts, sc.base, vals.verdicts),
+                    (sc.final_known, vals.codes, vals.fit_codes),
+                )
+                sc.seq = vals.seq = end
+                return vals
             self._forget_changed(log, sc.seq, (sc.mixed, sc.parts, sc.base), (sc.final_known,))
-            sc.seq = len(log)
-        if vals.seq == len(log):
+            sc.seq = end
+        if vals.seq == end:
             return vals
         self._forget_changed(log, vals.seq, (vals.verdicts,), (vals.codes, vals.fit_codes))
         vals.seq = len(log)

@@ -1009,9 +1009,9 @@ class PlacementCache:
         elif ssn.options.deterministic:
             return min([order[i] for i in window_impl.top_indices(scores, flags)], key=_name)
         else:
-            # choice draws from the length alone and reads one item: choosing among the ties'
-            # positions, listed lazily, draws the same node as choosing among the tied nodes
-            i = ssn.rng.choice(_Ties(scores, flags, m, only, count))
+            # choice draws from the length alone and reads one item: choosing the k-th of the
+            # ties draws the same node as choosing among the tied nodes (a range is indexed in C)
+            i = int(window_impl.nth_tie(scores, flags, m, only, ssn.rng.choice(range(count))))
         node = order[i]
         entry.picked = (node, i)
         return node
@@ -1173,23 +1173,6 @@ class PlacementCache:
         for nm, t in zip(names, totals, strict=True):
             out[nm] += t
         return out
-
-
-class _Ties:
-    """The positions tied at the top score as a sequence whose items are found when read."""
-
-    __slots__ = ("count", "flags", "only", "scores", "top")
-
-    def __init__(self, scores: array, flags: bytearray, top: float, only: bool, count: int) -> None:
-        self.scores, self.flags, self.top, self.only, self.count = scores, flags, top, only, count
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __getitem__(self, k: int) -> int:
-        if not 0 <= k < self.count:
-            raise IndexError(k)
-        return int(window_impl.nth_tie(self.scores, self.flags, self.top, self.only, k))
 
 
 def _combine(base: float, per: tuple[int, ...], rests: list[dict[str, int]] | None, name: str) -> float:

@@ -5,13 +5,6 @@ The placement cache calls these once per task (top_indices) or per scan (the win
 over a shape's per-node answer codes and its candidates' scores and Idle-fit flags.
 """
 
-from cpython cimport array as carray
-
-import array as pyarray
-
-# the empty int64 array window_nodes clones its positions array from
-cdef carray.array _POSITIONS = pyarray.array("q")
-
 # C constants for the loops: the module-level names are Python objects, and comparing a code
 # with one boxed the byte and looked the name up per element (window_nodes over 420 codes took
 # ~23 us instead of ~2 us)
@@ -66,31 +59,26 @@ def to_ask(const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t pos, Py_ss
 def window_nodes(const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t end, list nodes):
     cdef Py_ssize_t total = codes.shape[0]
     cdef Py_ssize_t pos, i
-    cdef Py_ssize_t n = 0
     cdef list fits = []
+    cdef list at = []
     cdef list refused = []
-    # the positions as int64s, not a list: a list made an int object per fitting node
-    cdef carray.array at = carray.clone(_POSITIONS, end, False)
-    cdef long long *ap = at.data.as_longlongs
     for pos in range(end):
         i = start + pos
         if i >= total:
             i -= total
         if codes[i] == C_FIT:
             fits.append(nodes[i])
-            ap[n] = i
-            n += 1
+            at.append(i)
         else:
             refused.append(i)
-    carray.resize(at, n)
     return fits, at, refused
 
 
-cdef list _gather_scores(const double[:] values, const unsigned char[:] known, const long long[:] at,
-                         double[:] out):
+def gather_scores(const double[:] values, const unsigned char[:] known, list at, double[:] out):
     cdef Py_ssize_t k, i
+    cdef Py_ssize_t n = len(at)
     cdef list missing = []
-    for k in range(at.shape[0]):
+    for k in range(n):
         i = at[k]
         if known[i]:
             out[k] = values[i]
@@ -99,40 +87,12 @@ cdef list _gather_scores(const double[:] values, const unsigned char[:] known, c
     return missing
 
 
-def gather_scores(const double[:] values, const unsigned char[:] known, at, double[:] out):
+def gather_flags(const unsigned char[:] codes, list at, unsigned char[:] out):
     cdef Py_ssize_t k, i
-    cdef list missing = []
-    if type(at) is not list:  # window_nodes' int64 positions (or any int64 buffer)
-        return _gather_scores(values, known, at, out)
-    for k in range(len(at)):
-        i = at[k]
-        if known[i]:
-            out[k] = values[i]
-        else:
-            missing.append(k)
-    return missing
-
-
-cdef list _gather_flags(const unsigned char[:] codes, const long long[:] at, unsigned char[:] out):
-    cdef Py_ssize_t k, i
+    cdef Py_ssize_t n = len(at)
     cdef unsigned char c
     cdef list missing = []
-    for k in range(at.shape[0]):
-        i = at[k]
-        c = codes[i]
-        if c == C_UNKNOWN:
-            missing.append(k)
-        out[k] = 1 if c == C_FIT else 0
-    return missing
-
-
-def gather_flags(const unsigned char[:] codes, at, unsigned char[:] out):
-    cdef Py_ssize_t k, i
-    cdef unsigned char c
-    cdef list missing = []
-    if type(at) is not list:  # window_nodes' int64 positions (or any int64 buffer)
-        return _gather_flags(codes, at, out)
-    for k in range(len(at)):
+    for k in range(n):
         i = at[k]
         c = codes[i]
         if c == C_UNKNOWN:

@@ -9,7 +9,6 @@ The compiled module gives exactly these answers; `scheduler.framework.nodewindow
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
 from typing import Any
 
 UNKNOWN = 0
@@ -53,12 +52,12 @@ def to_ask(codes: bytearray, start: int, pos: int, need: int) -> list[int]:
 
 def window_nodes(
     codes: bytearray, start: int, end: int, nodes: list[Any]
-) -> tuple[list[Any], array, list[int]]:
-    """The fitting nodes of scan positions [0, end) in scan order, their indices (an int64 array:
-    the compiled module fills one without an int object per node), and the refused node indices."""
+) -> tuple[list[Any], list[int], list[int]]:
+    """The fitting nodes of scan positions [0, end) in scan order, their indices, and the refused
+    node indices."""
     total = len(codes)
     fits: list[Any] = []
-    at = array("q")
+    at: list[int] = []
     refused: list[int] = []
     for pos in range(end):
         i = (start + pos) % total
@@ -70,7 +69,7 @@ def window_nodes(
     return fits, at, refused
 
 
-def gather_scores(values: array, known: bytearray, at: Sequence[int], out: array) -> list[int]:
+def gather_scores(values: array, known: bytearray, at: list[int], out: array) -> list[int]:
     """out[k] = values[at[k]] where known; the k whose value is not known."""
     missing: list[int] = []
     for k, i in enumerate(at):
@@ -81,7 +80,7 @@ def gather_scores(values: array, known: bytearray, at: Sequence[int], out: array
     return missing
 
 
-def gather_flags(codes: bytearray, at: Sequence[int], out: bytearray) -> list[int]:
+def gather_flags(codes: bytearray, at: list[int], out: bytearray) -> list[int]:
     """out[k] = 1 where codes[at[k]] is FIT (else 0); the k whose code is UNKNOWN."""
     missing: list[int] = []
     for k, i in enumerate(at):

@@ -334,7 +334,7 @@ class _Entry:
         self.touched: set[str] = set()
         # the candidates' positions in the cache's node list, in their order, while the candidate
         # list is the scan's (None once a node joined or left it)
-        self.at: array | None = None
+        self.at: list[int] | None = None
 
 
 class _Shape:
@@ -770,7 +770,7 @@ class PlacementCache:
 
     def _scan_window(
         self, task: TaskInfo, vals: _NodeValues, errors: FitErrors
-    ) -> tuple[list[NodeInfo], array]:
+    ) -> tuple[list[NodeInfo], list[int]]:
         """The feasible nodes and their positions in the cache's node list: predicate_nodes over the cache's nodes, reading the shape's known answers: the same
         rotating start, the same stop after numNodesToFind, the same errors, and the predicate
         asked of exactly the nodes predicate_nodes asks (those before the stop).
@@ -963,7 +963,7 @@ class PlacementCache:
         return entry.index[name]
 
     def _gathered(
-        self, task: TaskInfo, vals: _NodeValues, order: list[NodeInfo], at: array
+        self, task: TaskInfo, vals: _NodeValues, order: list[NodeInfo], at: list[int]
     ) -> tuple[bytearray, array]:
         """The Idle-fit flags and scores of the candidates at positions `at`, read from the shape's
         arrays; the unknown ones computed as _fit_flags and score_values compute them (Idle fits

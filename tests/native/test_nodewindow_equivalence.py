@@ -191,15 +191,3 @@ def test_a_session_decides_the_same_on_the_twin(seed: int, monkeypatch: pytest.M
     pure = _decide(SESSION_CONF, seed)
     assert len(compiled[0]) > 20 and compiled[2]
     assert compiled == pure
-
-
-@settings(max_examples=200, deadline=None)
-@given(gathers())
-def test_gather_reads_window_positions_as_it_reads_a_list(
-    case: tuple[array, bytearray, bytearray, list[int]],
-) -> None:
-    """window_nodes hands its positions over as an int64 array: the gathers read it as the list."""
-    values, known, codes, at = case
-    as_array = (values, known, codes, array("q", at))
-    for mod in (twin, native) if native is not None else (twin,):
-        assert _gather(mod, as_array) == _gather(twin, case)

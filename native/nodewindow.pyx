@@ -5,9 +5,16 @@ The placement cache calls these once per task (top_indices) or per scan (the win
 over a shape's per-node answer codes and its candidates' scores and Idle-fit flags.
 """
 
-UNKNOWN = 0
-FIT = 1
-REFUSED = 2
+# The codes as C constants: compared against module globals, each byte read became a Python
+# int, a global lookup and a rich comparison (9 us per 1,000-node window instead of ~1 us).
+cdef enum:
+    C_UNKNOWN = 0
+    C_FIT = 1
+    C_REFUSED = 2
+
+UNKNOWN = C_UNKNOWN
+FIT = C_FIT
+REFUSED = C_REFUSED
 
 
 def window_stop(const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t want, Py_ssize_t pos,
@@ -20,10 +27,10 @@ def window_stop(const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t want,
         if i >= total:
             i -= total
         c = codes[i]
-        if c == UNKNOWN:
+        if c == C_UNKNOWN:
             return pos, found, False
         pos += 1
-        if c == FIT:
+        if c == C_FIT:
             found += 1
             if found >= want:
                 return pos, found, True
@@ -40,8 +47,8 @@ def to_ask(const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t pos, Py_ss
         if i >= total:
             i -= total
         c = codes[i]
-        if c != REFUSED:
-            if c == UNKNOWN:
+        if c != C_REFUSED:
+            if c == C_UNKNOWN:
                 out.append(i)
             need -= 1
         pos += 1
@@ -58,7 +65,7 @@ def window_nodes(const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t end,
         i = start + pos
         if i >= total:
             i -= total
-        if codes[i] == FIT:
+        if codes[i] == C_FIT:
             fits.append(nodes[i])
             at.append(i)
         else:
@@ -87,9 +94,49 @@ def gather_flags(const unsigned char[:] codes, list at, unsigned char[:] out):
     for k in range(n):
         i = at[k]
         c = codes[i]
-        if c == UNKNOWN:
+        if c == C_UNKNOWN:
             missing.append(k)
-        out[k] = 1 if c == FIT else 0
+        out[k] = 1 if c == C_FIT else 0
+    return missing
+
+
+def gather_scores_run(const double[:] values, const unsigned char[:] known, Py_ssize_t start,
+                      double[:] out):
+    cdef Py_ssize_t total = known.shape[0]
+    cdef Py_ssize_t n = out.shape[0]
+    cdef Py_ssize_t k, i
+    cdef list missing = []
+    if n == 0:
+        return missing
+    i = start % total  # then stepped round the ring: no division per position
+    for k in range(n):
+        if known[i]:
+            out[k] = values[i]
+        else:
+            missing.append(k)
+        i += 1
+        if i == total:
+            i = 0
+    return missing
+
+
+def gather_flags_run(const unsigned char[:] codes, Py_ssize_t start, unsigned char[:] out):
+    cdef Py_ssize_t total = codes.shape[0]
+    cdef Py_ssize_t n = out.shape[0]
+    cdef Py_ssize_t k, i
+    cdef unsigned char c
+    cdef list missing = []
+    if n == 0:
+        return missing
+    i = start % total
+    for k in range(n):
+        c = codes[i]
+        if c == C_UNKNOWN:
+            missing.append(k)
+        out[k] = 1 if c == C_FIT else 0
+        i += 1
+        if i == total:
+            i = 0
     return missing
 
 

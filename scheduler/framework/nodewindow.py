@@ -91,6 +91,32 @@ def gather_flags(codes: bytearray, at: list[int], out: bytearray) -> list[int]:
     return missing
 
 
+def gather_scores_run(values: array, known: bytearray, start: int, out: array) -> list[int]:
+    """gather_scores for the positions start, start + 1, ... around the ring (len(out) of them):
+    a window where every node fits, whose positions need no list."""
+    total = len(known)
+    missing: list[int] = []
+    for k in range(len(out)):
+        i = (start + k) % total
+        if known[i]:
+            out[k] = values[i]
+        else:
+            missing.append(k)
+    return missing
+
+
+def gather_flags_run(codes: bytearray, start: int, out: bytearray) -> list[int]:
+    """gather_flags for the positions start, start + 1, ... around the ring (len(out) of them)."""
+    total = len(codes)
+    missing: list[int] = []
+    for k in range(len(out)):
+        c = codes[(start + k) % total]
+        if c == UNKNOWN:
+            missing.append(k)
+        out[k] = 1 if c == FIT else 0
+    return missing
+
+
 def _only(flags: bytearray) -> bool:
     """Whether some but not all positions are flagged (then only the flagged ones count)."""
     nflag = len(flags) - flags.count(0)

@@ -334,7 +334,28 @@ class _Entry:
         self.touched: set[str] = set()
         # the candidates' positions in the cache's node list, in their order, while the candidate
         # list is the scan's (None once a node joined or left it)
-        self.at: list[int] | None = None
+        self.at: list[int] | _Run | None = None
+
+
+class _Run:
+    """The positions start, start + 1, ... (n of them) round the ring of `total` nodes: a scan
+    window's positions when every node in it fits, as a sequence that is not listed (a list of
+    1,000 ints per job window cost more than the compiled scan that found them)."""
+
+    __slots__ = ("n", "start", "total")
+
+    def __init__(self, start: int, n: int, total: int) -> None:
+        self.start, self.n, self.total = start, n, total
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, k: int) -> int:
+        if k < 0:
+            k += self.n
+        if not 0 <= k < self.n:
+            raise IndexError(k)
+        return (self.start + k) % self.total
 
 
 class _Shape:
@@ -436,6 +457,10 @@ class PlacementCache:
         self.nodes = ssn.node_list if nodes is None else nodes
         # node name -> position in `nodes`, where its answer code sits (_NodeValues.codes)
         self._index = {n.name: i for i, n in enumerate(self.nodes)}
+        # the change log's entries as positions in `nodes` (-1: not in the list), converted once
+        # each: every shape forgets the same changed nodes, and a name lookup in the 20,000-entry
+        # index per entry and shape was ~3 % of a session (see _changed_at)
+        self._log_at: list[int] = []
         self.entries: dict[tuple, _Entry] = {}
         self.values: dict[tuple, _NodeValues] = {}
         # score shape (Session.score_shape) -> the scores the shapes with it share
@@ -511,11 +536,23 @@ class PlacementCache:
         but most shapes do not look at it again before it changes once more (the scan window
         rotates), so computing eagerly wasted most of the plugin calls."""
         log = self.ssn.node_changes
+        end = len(log)
         sc = vals.sc
-        if sc.seq != len(log):  # shared: another shape may have brought it up to date already
+        if sc.seq != end:  # shared: another shape may have brought it up to date already
+            if vals.seq == sc.seq:
+                # the usual case (once per pod): both behind by the same changes, forgotten in
+                # one pass that finds the changed positions once
+                self._forget_changed(
+                    log,
+                    sc.seq,
+                    (sc.mixed, sc.parts, sc.base, vals.verdicts),
+                    (sc.final_known, vals.codes, vals.fit_codes),
+                )
+                sc.seq = vals.seq = end
+                return vals
             self._forget_changed(log, sc.seq, (sc.mixed, sc.parts, sc.base), (sc.final_known,))
-            sc.seq = len(log)
-        if vals.seq == len(log):
+            sc.seq = end
+        if vals.seq == end:
             return vals
         self._forget_changed(log, vals.seq, (vals.verdicts,), (vals.codes, vals.fit_codes))
         vals.seq = len(log)
@@ -525,19 +562,31 @@ class PlacementCache:
         self, log: list[str], seq: int, dicts: tuple[dict[str, Any], ...], codes: tuple[bytearray, ...]
     ) -> None:
         """Drop what `dicts` and `codes` know of the nodes changed since `seq` in the change log."""
-        # usually the one node the last placement changed
-        changed = (log[-1],) if len(log) - seq == 1 else set(log[seq:])
-        for known in dicts:
-            if known:  # most configurations leave some of them empty all session
-                pop = known.pop
-                for name in changed:
-                    pop(name, None)
+        if any(dicts):  # most configurations leave them empty all session
+            # usually the one node the last placement changed
+            changed = (log[-1],) if len(log) - seq == 1 else set(log[seq:])
+            for known in dicts:
+                if known:
+                    pop = known.pop
+                    for name in changed:
+                        pop(name, None)
         if any(codes):
-            at = [i for i in map(self._index.get, changed) if i is not None]
+            at = self._changed_at(log, seq)
             for code in codes:
                 if code:
                     for i in at:
                         code[i] = UNKNOWN
+
+    def _changed_at(self, log: list[str], seq: int) -> list[int]:
+        """The positions in `nodes` of the log's entries from `seq` on (repeats kept: forgetting
+        a node twice is forgetting it once), nodes outside the list left out."""
+        log_at = self._log_at
+        if len(log_at) < len(log):
+            log_at.extend(map(self._index.get, log[len(log_at) :], repeat(-1)))
+        if len(log) - seq == 1:
+            i = log_at[seq]
+            return [i] if i >= 0 else []
+        return [i for i in log_at[seq:] if i >= 0]
 
     def _shared_scores(self, task: TaskInfo, seq: int) -> _Scores:
         """The scores of the task's shape: those of every shape with its score shape, or its own
@@ -631,15 +680,25 @@ class PlacementCache:
         return out
 
     def _fill_split(self, vals: _NodeValues, task: TaskInfo, node: NodeInfo) -> float:
+        """One node's final score, computed and kept: the node a job's last pod went to, asked
+        again for its next pod (so this runs once per pod, and is kept lean)."""
         splits = self.splits
         assert splits is not None
         b = self.ssn.node_order_score(task, node)
-        per = tuple(sp.per_node(task, node) for sp in splits)
+        if len(splits) == 1:  # nodeorder's alone, the default
+            per: tuple[int, ...] = (splits[0].per_node(task, node),)
+        else:
+            per = tuple(sp.per_node(task, node) for sp in splits)
         sc = vals.sc
+        name = node.name
         if sc.keep_parts:
-            sc.parts[node.name] = (b, per)
-        v = _combine(b, per, None, node.name)
-        self._keep_scores(sc, [node.name], [v])
+            sc.parts[name] = (b, per)
+        v = _combine(b, per, None, name)
+        i = self._index.get(name)
+        if i is not None:  # as _keep_scores keeps it
+            final, known = self._score_arrays(sc)
+            final[i] = v
+            known[i] = 1
         return v
 
     def _cached_check(self, vals: _NodeValues) -> NodePredicate:
@@ -770,7 +829,7 @@ class PlacementCache:
 
     def _scan_window(
         self, task: TaskInfo, vals: _NodeValues, errors: FitErrors
-    ) -> tuple[list[NodeInfo], list[int]]:
+    ) -> tuple[list[NodeInfo], list[int] | _Run]:
         """The feasible nodes and their positions in the cache's node list: predicate_nodes over the cache's nodes, reading the shape's known answers: the same
         rotating start, the same stop after numNodesToFind, the same errors, and the predicate
         asked of exactly the nodes predicate_nodes asks (those before the stop).
@@ -793,6 +852,13 @@ class PlacementCache:
             if done:
                 break
             self._ask(task, vals, scan.to_ask(codes, start, pos, want - found))
+        if found == pos:
+            # every node of the window fits (the usual case): the candidates are a run of the
+            # ring, sliced at C level, and their positions a _Run
+            end = start + pos
+            feasible = nodes[start:end] if end <= total else nodes[start:] + nodes[: end - total]
+            ssn.predicate_round_robin = end % total
+            return feasible, _Run(start, pos, total)
         feasible, at, refused = scan.window_nodes(codes, start, pos, nodes)
         if refused:
             names = self._node_names()
@@ -879,8 +945,9 @@ class PlacementCache:
         if entry is None or splits is None:
             return prioritize(self.ssn, task, candidates, self)
         vals = self._fresh(entry.values, task)
-        if any(sp.rest(task, candidates) for sp in splits):
-            return prioritize(self.ssn, task, candidates, self)
+        for sp in splits:  # any(), without a generator per pod
+            if sp.rest(task, candidates):
+                return prioritize(self.ssn, task, candidates, self)
         order = entry.order
         if (
             order is None
@@ -942,9 +1009,9 @@ class PlacementCache:
         elif ssn.options.deterministic:
             return min([order[i] for i in window_impl.top_indices(scores, flags)], key=_name)
         else:
-            # choice draws from the length alone and reads one item: choosing among the ties'
-            # positions, listed lazily, draws the same node as choosing among the tied nodes
-            i = ssn.rng.choice(_Ties(scores, flags, m, only, count))
+            # choice draws from the length alone and reads one item: choosing the k-th of the
+            # ties draws the same node as choosing among the tied nodes (a range is indexed in C)
+            i = int(window_impl.nth_tie(scores, flags, m, only, ssn.rng.choice(range(count))))
         node = order[i]
         entry.picked = (node, i)
         return node
@@ -963,7 +1030,7 @@ class PlacementCache:
         return entry.index[name]
 
     def _gathered(
-        self, task: TaskInfo, vals: _NodeValues, order: list[NodeInfo], at: list[int]
+        self, task: TaskInfo, vals: _NodeValues, order: list[NodeInfo], at: list[int] | _Run
     ) -> tuple[bytearray, array]:
         """The Idle-fit flags and scores of the candidates at positions `at`, read from the shape's
         arrays; the unknown ones computed as _fit_flags and score_values compute them (Idle fits
@@ -972,13 +1039,20 @@ class PlacementCache:
         n = len(order)
         flags = bytearray(n)
         codes = self._fit_array(vals)
-        missing = window_impl.gather_flags(codes, at, flags)
+        run = at.start if isinstance(at, _Run) else None
+        if run is not None:
+            missing = window_impl.gather_flags_run(codes, run, flags)
+        else:
+            missing = window_impl.gather_flags(codes, at, flags)
         if missing:
             got = self._fits_at(task, codes, [order[k] for k in missing], [at[k] for k in missing])
             for k, f in zip(missing, got, strict=True):
                 flags[k] = f
         scores = array("d", bytes(8 * n))
-        missing = window_impl.gather_scores(final, known, at, scores)
+        if run is not None:
+            missing = window_impl.gather_scores_run(final, known, run, scores)
+        else:
+            missing = window_impl.gather_scores(final, known, at, scores)
         if missing:
             got_scores = self._fill_split_many(vals, task, [order[k] for k in missing])
             for k, v in zip(missing, got_scores, strict=True):
@@ -1099,23 +1173,6 @@ class PlacementCache:
         for nm, t in zip(names, totals, strict=True):
             out[nm] += t
         return out
-
-
-class _Ties:
-    """The positions tied at the top score as a sequence whose items are found when read."""
-
-    __slots__ = ("count", "flags", "only", "scores", "top")
-
-    def __init__(self, scores: array, flags: bytearray, top: float, only: bool, count: int) -> None:
-        self.scores, self.flags, self.top, self.only, self.count = scores, flags, top, only, count
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __getitem__(self, k: int) -> int:
-        if not 0 <= k < self.count:
-            raise IndexError(k)
-        return int(window_impl.nth_tie(self.scores, self.flags, self.top, self.only, k))
 
 
 def _combine(base: float, per: tuple[int, ...], rests: list[dict[str, int]] | None, name: str) -> float:

@@ -21,6 +21,8 @@ from typing import Any
 
 from scheduler.conf import SchedulerConfiguration
 from scheduler.framework.fiterrors import FitErrors
+from scheduler.framework.nodesums import CARRY as NODE_TOTALS
+from scheduler.framework.nodesums import node_totals, walk_totals
 from scheduler.framework.status import AllocateError, Unfit, unresolvable
 from scheduler.model.job import QUIET_PHASES, JobInfo
 from scheduler.model.node import NodeInfo
@@ -177,9 +179,6 @@ class Session:
         self.namespaces: dict[str, dict[str, str]] = snapshot.namespaces
         self.resource_quotas: list[ResourceQuotaInfo] = snapshot.resource_quotas
         self.pdbs: list[PdbInfo] = snapshot.pdbs
-        self.total_resource = Resource()
-        for n in self.node_list:
-            self.total_resource.add(n.allocatable)
         self.has_required_anti_affinity = snapshot.has_required_anti_affinity
         self.topology: Topology = snapshot.topology or build_topology(
             (), {n.name: n.labels for n in self.node_list}
@@ -193,6 +192,14 @@ class Session:
         self.job_hypernodes: dict[str, str] = {}
         self._dirty_jobs = snapshot.dirty_jobs
         self._job_changes = snapshot.job_changes
+        # the cluster's allocatable and used totals as the session opens, kept between sessions
+        # and redone only for the nodes that changed (framework/nodesums)
+        prev = self.carried(NODE_TOTALS)
+        self.total_resource, self._open_used, kept = node_totals(
+            self.node_list, prev[2] if prev is not None else None
+        )
+        if kept is not None:
+            self.carry(NODE_TOTALS, kept)
         self._busy_jobs = snapshot.busy_jobs
         self._job_position = snapshot.job_position
         # Tasks are shared with the cluster until the session changes them: uid -> private copy.
@@ -835,6 +842,14 @@ class Session:
             or job.pod_group_status.phase not in QUIET_PHASES
             or job.task_status_index.get(pending)
         ]
+
+    def used_total(self) -> Resource:
+        """Resource() + every node's used, what a walk over the nodes in order gives now: the
+        total taken as the session opened while no node has changed since (a copy, the caller's
+        to change)."""
+        if not self.node_changes:
+            return self._open_used.clone()
+        return walk_totals(self.node_list)[1]
 
     def own(self, task: TaskInfo) -> TaskInfo:
         """The session-private copy of a task, made on first change (copy-on-write)."""

@@ -48,9 +48,7 @@ class OvercommitPlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         ceiling = ssn.total_resource.clone().multi(self.factor)
-        used = Resource()
-        for n in ssn.node_list:
-            used.add(n.used)
+        used = ssn.used_total()
         idle = ceiling.clone().sub(used)
         # one sum over every job, kept between sessions like the queues' sums
         summed = queue_sums(ssn, self.name, 1, _admitted, _whole_cluster).get("")

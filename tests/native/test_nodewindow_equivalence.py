@@ -37,6 +37,12 @@ def test_compiled_module_is_present_where_it_must_be() -> None:
         pytest.skip("compiled module not built (set VC_SCHEDULER_REQUIRE_NATIVE=1 to make this fail)")
 
 
+@needs_native
+def test_compiled_codes_are_the_twins() -> None:
+    """The compiled scans compare against C constants: their values must be the twin's codes."""
+    assert (native.UNKNOWN, native.FIT, native.REFUSED) == (twin.UNKNOWN, twin.FIT, twin.REFUSED)
+
+
 @st.composite
 def rings(draw: st.DrawFn) -> tuple[bytearray, int, int]:
     """Answer codes of a ring of nodes (unknown, fit, refused), a rotating start and a sample size."""
@@ -178,6 +184,23 @@ def test_gather_reads_the_known_values_by_position(
     assert list(flags) == [1 if codes[i] == twin.FIT else 0 for i in at]
     if native is not None:
         assert _gather(native, case) == _gather(twin, case)
+
+
+@settings(max_examples=300, deadline=None)
+@given(gathers(), st.integers(0, 60), st.integers(0, 40))
+def test_a_run_gathers_what_its_listed_positions_gather(
+    case: tuple[array, bytearray, bytearray, list[int]], start: int, n: int
+) -> None:
+    """The run forms read positions start, start + 1, ... round the ring exactly as the list
+    forms read those positions listed (a run may start past the ring's end and wrap, even twice)."""
+    values, known, codes, _ = case
+    listed = (values, known, codes, [(start + k) % len(known) for k in range(n)])
+    want = _gather(twin, listed)
+    for mod in (twin, native) if native is not None else (twin,):
+        scores, flags = array("d", [-1.0] * n), bytearray([7] * n)
+        got_scores = mod.gather_scores_run(values, known, start, scores)
+        got_fits = mod.gather_flags_run(codes, start, flags)
+        assert (got_scores, list(scores), got_fits, bytes(flags)) == want
 
 
 @needs_native

@@ -245,3 +245,50 @@ def test_nodeorder_scores_a_window_at_once_as_it_scores_node_by_node() -> None:
             seen.update(want)
         # the weights tell nodes apart, except in the mix where only the taint constant is left
         assert len(seen) > 1 or mix.endswith("balancedresource.weight: 0\n")
+
+
+def test_changed_nodes_are_forgotten_by_position_in_a_cache_over_part_of_the_nodes() -> None:
+    """The change log's entries are converted to positions once and read from any point on: a
+    node outside the cache's list (a HyperNode's cache) is left out, and every shape forgets
+    exactly the nodes changed since it was last brought up to date, whenever that was."""
+    ssn = _session(nodes=12)
+    part = ssn.node_list[4:10]
+    cache = PlacementCache(ssn, allocate_predicate(ssn), part)
+    names = [n.name for n in ssn.node_list]
+    log = ssn.node_changes
+    log += [names[5], names[0], names[9], names[5]]
+    assert cache._changed_at(log, 0) == [1, 5, 1]
+    log.append(names[11])
+    assert cache._changed_at(log, 4) == []
+    log.append(names[6])
+    assert cache._changed_at(log, 5) == [2]
+    assert cache._changed_at(log, 1) == [5, 1, 2]
+    codes = bytearray([1] * len(part))
+    cache._forget_changed(log, 2, (), (codes,))
+    assert codes == bytearray([1, 0, 0, 1, 1, 0])
+
+
+def test_a_window_where_every_node_fits_is_a_run_of_the_ring() -> None:
+    """A scan window without refusals hands out a ring slice and its positions as a run (no
+    list); it is the window the listing scan gives, from every start, wrapping ones included."""
+    from scheduler.framework import nodewindow
+    from scheduler.framework.placement import _Run
+
+    ssn = _session(nodes=40)
+    ssn.options = SessionOptions(minimum_feasible_nodes=5, percentage_nodes_to_find=20)
+    cache = PlacementCache(ssn, allocate_predicate(ssn), check_many=allocate_predicate_many(ssn))
+    runs = 0
+    for task in _pending(ssn):
+        vals = _values(cache, task)
+        for start in (0, 17, 35, 39):
+            ssn.predicate_round_robin = start
+            errors = FitErrors()
+            got, at = cache._scan_window(task, cache._fresh(vals, task), errors)
+            pos = len(got) + len(errors.nodes)
+            fits, listed, refused = nodewindow.window_nodes(cache._codes(vals), start, pos, cache.nodes)
+            assert got == fits and [at[k] for k in range(len(at))] == listed
+            assert ssn.predicate_round_robin == (start + pos) % len(cache.nodes)
+            if not refused:
+                runs += 1
+                assert isinstance(at, _Run) and (at[0], at[-1]) == (listed[0], listed[-1])
+    assert runs

@@ -13,7 +13,7 @@ those entries are charged exactly as a pod found on the node at snapshot time wo
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -77,19 +77,33 @@ class VgpuTable:
     def n_cards(self) -> int:
         return len(self.count)
 
-    def add_node(self, ledger: VgpuLedger, cards: list[ann.RegisteredCard], ok: list[bool], mig: bool) -> int:
-        for c in cards:  # checked before any append: a half-added node would misalign every array
-            if not (0 <= c.count <= ann.REGISTER_INT_MAX and 0 <= c.devmem <= ann.REGISTER_INT_MAX):
-                raise ValueError(f"card {c.uuid!r}: count {c.count} or devmem {c.devmem} out of range")
+    def add_node(
+        self,
+        ledger: VgpuLedger,
+        cards: list[ann.RegisteredCard],
+        ok: list[bool],
+        mig: bool,
+        derived: CardLists | None = None,
+    ) -> int:
+        d = derived if derived is not None else CardLists(cards)
+        if not d.in_range:  # checked before any append: a half-added node would misalign every array
+            c = next(
+                c
+                for c in cards
+                if not (0 <= c.count <= ann.REGISTER_INT_MAX and 0 <= c.devmem <= ann.REGISTER_INT_MAX)
+            )
+            raise ValueError(f"card {c.uuid!r}: count {c.count} or devmem {c.devmem} out of range")
+        if len(ok) != len(cards):
+            raise ValueError(f"{len(ok)} health flags for {len(cards)} cards")
         idx = len(self.ledgers)
         self.ledgers.append(ledger)
-        for c, good in zip(cards, ok, strict=True):
-            self.count.append(c.count)
-            self.devmem.append(c.devmem)
-            self.used_num.append(0)
-            self.used_mem.append(0)
-            self.used_cores.append(0)
-            self.static_ok.append(1 if good else 0)
+        # whole rows at once (array.extend from an array copies memory)
+        self.count.extend(d.count)
+        self.devmem.extend(d.devmem)
+        self.used_num.extend(d.zeros)
+        self.used_mem.extend(d.zeros)
+        self.used_cores.extend(d.zeros)
+        self.static_ok.extend(array("q", map(int, ok)))
         self.starts.append(len(self.count))
         self.node_flags.append(1 if mig else 0)
         self.python_nodes += 1 if mig else 0
@@ -283,21 +297,45 @@ class ScanCache:
         return False, "not enough gpu fitted on this node", 0.0
 
 
-# registration annotation -> its decoded cards (or why none): a node's registration rarely changes,
-# and every session rebuilds every ledger from it (the decoding was most of the plugin's open)
-_REGISTRATIONS: dict[str, tuple[tuple[ann.RegisteredCard, ...] | None, str]] = {}
+class CardLists:
+    """What a ledger derives from its registered cards alone, read-only and shared by the ledgers
+    built from one registration value (a node's, session after session): building these per
+    node was most of the ledger's construction at every session open."""
+
+    __slots__ = ("count", "devmem", "in_range", "nvidia_ok", "types", "uuid_index", "uuids", "zeros")
+
+    def __init__(self, cards: Sequence[ann.RegisteredCard]) -> None:
+        self.uuids = [c.uuid for c in cards]
+        self.types = [c.type for c in cards]
+        self.uuid_index = {u: i for i, u in enumerate(self.uuids)}
+        # healthy NVIDIA cards, before the node's unhealthy list is applied
+        self.nvidia_ok = [bool(c.health and "NVIDIA" in c.type) for c in cards]
+        self.in_range = all(
+            0 <= c.count <= ann.REGISTER_INT_MAX and 0 <= c.devmem <= ann.REGISTER_INT_MAX for c in cards
+        )
+        # the table's rows of these cards (kept only in range: the arrays hold int64)
+        self.count = array("q", [c.count for c in cards] if self.in_range else [])
+        self.devmem = array("q", [c.devmem for c in cards] if self.in_range else [])
+        self.zeros = array("q", bytes(8 * len(cards)))
+
+
+# registration annotation -> its decoded cards (or why none) and what ledgers derive from them:
+# a node's registration rarely changes, and every session rebuilds every ledger from it (the
+# decoding was most of the plugin's open)
+_REGISTRATIONS: dict[str, tuple[tuple[ann.RegisteredCard, ...] | None, str, CardLists | None]] = {}
 _REGISTRATIONS_LIMIT = 65536
 
 
-def _registered_cards(value: str) -> tuple[list[ann.RegisteredCard] | None, str]:
+def _registered_cards(value: str) -> tuple[list[ann.RegisteredCard] | None, str, CardLists | None]:
     got = _REGISTRATIONS.get(value)
     if got is None:
         cards, why = ann.decode_vgpu_register(value)
         if len(_REGISTRATIONS) >= _REGISTRATIONS_LIMIT:
             _REGISTRATIONS.clear()  # registrations of nodes long gone, or churning: start again
-        got = _REGISTRATIONS[value] = (None if cards is None else tuple(cards), why)
-    cards_t, why = got
-    return (None if cards_t is None else list(cards_t)), why
+        derived = CardLists(cards) if cards else None
+        got = _REGISTRATIONS[value] = (None if cards is None else tuple(cards), why, derived)
+    cards_t, why, derived = got
+    return (None if cards_t is None else list(cards_t)), why, derived
 
 
 def _flat(req: VgpuRequest) -> array:
@@ -334,13 +372,16 @@ class VgpuLedger:
         cfg: DeviceConfig,
         table: VgpuTable | None = None,
         unhealthy: tuple[set[int], set[str]] = (set(), set()),
+        derived: CardLists | None = None,
     ) -> None:
         self.node_name = node_name
         self.table = table if table is not None else VgpuTable()
         self.n = len(cards)
-        self.uuids = [c.uuid for c in cards]
-        self.types = [c.type for c in cards]
-        self.uuid_index = {u: i for i, u in enumerate(self.uuids)}
+        d = derived if derived is not None else CardLists(cards)
+        # shared with the other ledgers of this registration: never changed in place
+        self.uuids = d.uuids
+        self.types = d.types
+        self.uuid_index = d.uuid_index
         self.factor = cfg.gpu_memory_factor
         last = cards[-1].mode
         self.mode = (
@@ -360,11 +401,13 @@ class VgpuLedger:
                 self.mode = ann.MODE_HAMI_CORE  # a card of an unlisted model: upstream falls back
         bad_idx, bad_uuid = unhealthy
         # Upstream still schedules unhealthy cards (kubelet then rejects the pod); we never do (spec 8).
-        ok = [
-            c.health and "NVIDIA" in c.type and i not in bad_idx and c.uuid not in bad_uuid
-            for i, c in enumerate(cards)
-        ]
-        self.idx = self.table.add_node(self, cards, ok, self.mig is not None)
+        ok = d.nvidia_ok
+        if bad_idx or bad_uuid:
+            ok = [
+                good and i not in bad_idx and c.uuid not in bad_uuid
+                for i, (c, good) in enumerate(zip(cards, ok, strict=True))
+            ]
+        self.idx = self.table.add_node(self, cards, ok, self.mig is not None, d)
         self.base = self.table.starts[self.idx]
         self.pods: dict[str, tuple[str, list[_Charge]]] = {}
         self.version = 0
@@ -383,11 +426,11 @@ class VgpuLedger:
         for name in _NODE_RESOURCES:
             if scalars.get(name, 0.0) <= 0:
                 return None, f"node allocatable has no {name}"
-        cards, why = _registered_cards(value)
+        cards, why, derived = _registered_cards(value)
         if cards is None:
             return None, why
         unhealthy = ann.decode_unhealthy_ids(node.annotations.get(ann.GPU_UNHEALTHY_IDS))
-        return cls(node.name, cards, cfg, table, unhealthy), ""
+        return cls(node.name, cards, cfg, table, unhealthy, derived), ""
 
     # -- card filters (spec 3.4 rules 1, 3, 8) ----------------------------------------------------
     def uuid_filter_miss(self, req: VgpuRequest) -> str:

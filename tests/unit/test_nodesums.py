@@ -1,0 +1,117 @@
+"""The cluster totals a session opens with (framework/nodesums): kept from one session to the next
+and redone for the nodes that changed, always bit for bit what a walk over the nodes gives."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from scheduler.framework.cycle import close_session, open_session, run_actions
+from scheduler.framework.nodesums import CARRY, _Kept, node_totals, walk_totals
+from scheduler.framework.session import Session, SessionOptions
+from scheduler.model.cluster import ClusterState
+from scheduler.model.objects import TaskStatus
+from scheduler.model.resources import Resource
+from scheduler.registry import default_configuration
+from scheduler.sim.bench import gen_nodes, gen_pending_jobs, gen_queues, gen_running
+
+
+def _cluster(nodes: int = 30) -> tuple[ClusterState, list[str]]:
+    state = ClusterState()
+    gen_nodes(state, nodes)
+    queues = gen_queues(state, 2, 0, nodes)
+    gen_running(state, 3 * nodes, nodes, queues)
+    gen_pending_jobs(state, 40, 10, queues, random.Random(5))
+    return state, queues
+
+
+def _open(state: ClusterState) -> Session:
+    return open_session(state.snapshot(), default_configuration(), SessionOptions(), rng=random.Random(1))
+
+
+def _fields(r: Resource) -> tuple[Any, ...]:
+    return (r.milli_cpu, r.memory, r.pods, r.scalars)
+
+
+def _walked(ssn: Session) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    alloc = Resource()
+    used = Resource()
+    for n in ssn.node_list:
+        alloc.add(n.allocatable)
+        used.add(n.used)
+    return _fields(alloc), _fields(used)
+
+
+def _kept(ssn: Session) -> Any:
+    """What the session keeps for the next one (its own carry, not what it was handed)."""
+    changes = ssn._job_changes
+    assert changes is not None
+    return changes.carry[CARRY][1]
+
+
+def test_the_totals_are_kept_and_redone_for_changed_nodes_only() -> None:
+    state, _ = _cluster()
+    kept = None
+    for period in range(4):
+        ssn = _open(state)
+        assert (_fields(ssn.total_resource), _fields(ssn.used_total())) == _walked(ssn)
+        now = _kept(ssn)
+        assert isinstance(now, _Kept)
+        if period:
+            # the previous session's totals were built on (the same object), not walked again
+            assert now is kept
+        kept = now
+        # the session binds a few pods: their nodes change for the next period
+        run_actions(ssn)
+        res = close_session(ssn)
+        assert res.binds
+        for b in res.binds[: 3 + period]:
+            state.assume_bound(b.task.key, b.node, b.annotations)
+
+
+def test_the_used_total_after_a_placement_is_walked() -> None:
+    state, _ = _cluster()
+    ssn = _open(state)
+    before = _fields(ssn.used_total())
+    task = next(t for j in ssn.jobs.values() for t in j.tasks.values() if not t.node_name)
+    ssn.place(task, ssn.node_list[3], TaskStatus.ALLOCATED)
+    after = ssn.used_total()
+    assert _fields(after) == _walked(ssn)[1] and _fields(after) != before
+
+
+def test_changed_views_at_any_position_are_redone_exactly() -> None:
+    """node_totals over a kept state whose views differ at some positions: the walk's totals."""
+    state, _ = _cluster(12)
+    first = _open(state)
+    _, _, kept = node_totals(first.node_list, None)
+    assert kept is not None
+    state2, _ = _cluster(12)
+    rng = random.Random(3)
+    for node in state2.nodes.values():
+        node.used.milli_cpu += rng.choice((0, 100, 2500))
+    other = _open(state2).node_list
+    mixed = [o if i % 3 == 0 else n for i, (n, o) in enumerate(zip(first.node_list, other, strict=True))]
+    alloc, used, again = node_totals(mixed, kept)
+    assert again is kept
+    walked = walk_totals(mixed)
+    assert (_fields(alloc), _fields(used)) == (_fields(walked[0]), _fields(walked[1]))
+
+
+def test_amounts_that_are_not_exact_are_walked_and_not_kept() -> None:
+    state, _ = _cluster(6)
+    base = _open(state).node_list
+    n = base[2]
+    for change in ("fraction", "scalar", "huge"):
+        saved = (n.used.milli_cpu, dict(n.allocatable.scalars), n.allocatable.memory)
+        if change == "fraction":
+            n.used.milli_cpu += 0.5
+        elif change == "scalar":
+            n.allocatable.scalars["nvidia.com/gpu"] = 8.0
+        else:
+            n.allocatable.memory = float(2**53)
+        alloc, used, kept = node_totals(base, None)
+        walked = walk_totals(base)
+        assert (_fields(alloc), _fields(used)) == (_fields(walked[0]), _fields(walked[1]))
+        assert kept is None, change
+        n.used.milli_cpu, n.allocatable.scalars, n.allocatable.memory = saved[0], saved[1], saved[2]
+    assert node_totals(base, None)[2] is not None

@@ -9,7 +9,7 @@ one gang share containers, label maps, tolerations and conditions), without the 
 Anything unusual goes to the Python code itself, so the messages and results cannot differ:
 a pod whose sections are missing or of the wrong type is converted by `convert.pod_to_task`, and a
 new container shape or label map is made by `convert._shape` / `convert._str_map` (which raise on
-bad input). `tests/unit/test_podconvert_native.py` compares every field of both over many shapes.
+bad input). `tests/native/test_podconvert_equivalence.py` compares every field of both over many shapes.
 """
 
 from sys import intern

@@ -24,7 +24,6 @@ from scheduler.model.convert import (
     ConvertError,
     hypernode_to_spec,
     node_to_info,
-    pod_to_task,
     podgroup_to_job,
     priority_class_to_info,
     queue_to_info,
@@ -33,6 +32,7 @@ from scheduler.model.convert import (
 from scheduler.model.job import JobInfo
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import ON_NODE_STATUSES, PriorityClassInfo, QueueInfo, TaskInfo, TaskStatus
+from scheduler.model.podconvert_impl import convert_impl
 from scheduler.model.podstatus import StatusUpdate
 from scheduler.model.policy import PdbInfo, ResourceQuotaInfo, pdb_to_info, resource_quota_to_info
 from scheduler.model.snapshot import JobViewChanges, Snapshot
@@ -40,6 +40,8 @@ from scheduler.model.topology import HyperNodeSpec, Topology, build_topology
 
 # the member itself: a lookup on the enum class per call costs ~0.15 us, for every pod of a sync
 _PENDING = TaskStatus.PENDING
+# every pod of an initial sync goes through this (compiled when built: scheduler/_native)
+_pod_to_task = convert_impl.pod_to_task
 
 
 def implicit_group_name(task: TaskInfo) -> str:
@@ -166,7 +168,7 @@ class ClusterState:
                     del self._orphans[task.job]
 
     def apply_pod(self, pod: dict[str, Any]) -> TaskInfo:
-        task = pod_to_task(pod, self.priority_classes)
+        task = _pod_to_task(pod, self.priority_classes)
         if not task.job and self._ours(task):
             task.job = f"{task.namespace}/{implicit_group_name(task)}"
         key = task.key

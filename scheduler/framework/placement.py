@@ -647,6 +647,11 @@ class PlacementCache:
         """The shape's answer codes, built from its verdicts when first needed."""
         codes = vals.codes
         if len(codes) != len(self.nodes):
+            if not vals.verdicts:
+                # a shape met for the first time knows nothing: every code UNKNOWN (0), without a
+                # lookup per node (each new shape paid ~1,000 of them)
+                codes = vals.codes = bytearray(len(self.nodes))
+                return codes
             got = map(vals.verdicts.get, self._node_names(), repeat(_UNSET))
             codes = vals.codes = bytearray(
                 UNKNOWN if r is _UNSET else FIT if r is None else REFUSED for r in got
@@ -1045,7 +1050,14 @@ class PlacementCache:
         else:
             missing = window_impl.gather_flags(codes, at, flags)
         if missing:
-            got = self._fits_at(task, codes, [order[k] for k in missing], [at[k] for k in missing])
+            if isinstance(at, _Run):
+                # the positions round the ring by arithmetic: _Run.__getitem__ is a Python call per
+                # item, and a cold window misses ~35 of them per pod
+                start, total = at.start, at.total
+                where = [(start + k) % total for k in missing]
+            else:
+                where = [at[k] for k in missing]
+            got = self._fits_at(task, codes, [order[k] for k in missing], where)
             for k, f in zip(missing, got, strict=True):
                 flags[k] = f
         scores = array("d", bytes(8 * n))

@@ -154,3 +154,34 @@ def idle_fits(req, list nodes):
         else:
             out.append(r == 1)
     return out
+
+
+def misfits_idle(req, list nodes, list at, unsigned char[:] codes, unsigned char fit, unsigned char refused):
+    """misfits(req, nodes), and in the same pass whether `req` fits each node's Idle (idle_fits),
+    written as `fit` or `refused` to codes[at[k]] for the k-th node: the placement cache asks
+    both of the same nodes, and the second pass cost a call and a Python step per node."""
+    cdef list out = []
+    cdef Py_ssize_t i
+    cdef int r
+    cdef _Request q = _Request(req)
+    if len(at) != len(nodes):
+        raise ValueError("at and nodes differ in length")
+    for i in range(len(nodes)):
+        n = nodes[i]
+        idle = n.idle
+        if q.ok:
+            r = _fits_future(q, idle, n.releasing, n.pipelined)
+        else:
+            r = _ASK
+        if r == _ASK:
+            r = 1 if req.fits_future(idle, n.releasing, n.pipelined) else 0
+        if r == 0:
+            out.append(i)
+        if q.ok:
+            r = _less_equal(q, idle)
+        else:
+            r = _ASK
+        if r == _ASK:
+            r = 1 if req.less_equal(idle) else 0
+        codes[<Py_ssize_t>at[i]] = fit if r == 1 else refused
+    return out

@@ -154,3 +154,59 @@ def idle_fits(req, list nodes):
         else:
             out.append(r == 1)
     return out
+
+
+cdef int _both(_Request q, object idle, object rel, object pip, int* idle_fit) except -1:
+    """_fits_future and _less_equal of one node from one read of its values: the FutureIdle fit
+    (1/0) returned and the Idle fit in idle_fit; _ASK when some value is not an exact float (then
+    both are asked of Python)."""
+    cdef double ic = 0.0, im = 0.0, rc = 0.0, rm = 0.0, pc = 0.0, pm = 0.0, a = 0.0, b = 0.0, c = 0.0
+    cdef Py_ssize_t k
+    cdef bint le, ff
+    if (_attr(idle.milli_cpu, &ic) or _attr(idle.memory, &im) or _attr(rel.milli_cpu, &rc)
+            or _attr(rel.memory, &rm) or _attr(pip.milli_cpu, &pc) or _attr(pip.memory, &pm)):
+        return _ASK
+    le = _le(q.cpu, ic) and _le(q.mem, im)
+    ff = _le(q.cpu, ic + rc - pc) and _le(q.mem, im + rm - pm)
+    if q.n and (le or ff):
+        i_s = idle.scalars
+        r_s = rel.scalars
+        p_s = pip.scalars
+        if type(i_s) is not dict or type(r_s) is not dict or type(p_s) is not dict:
+            return _ASK
+        for k in range(q.n):
+            key = q.keys[k]
+            if (_get(PyDict_GetItem(i_s, key), &a) or _get(PyDict_GetItem(r_s, key), &b)
+                    or _get(PyDict_GetItem(p_s, key), &c)):
+                return _ASK
+            if le and not _le(q.lv[k], a):
+                le = False
+            if ff and not _le(q.lv[k], a + b - c):
+                ff = False
+            if not (le or ff):
+                break
+    idle_fit[0] = le
+    return ff
+
+
+def misfits_idle(req, list nodes, list at, unsigned char[:] codes, unsigned char fit, unsigned char refused):
+    """misfits(req, nodes), and in the same pass whether `req` fits each node's Idle (idle_fits),
+    written as `fit` or `refused` to codes[at[k]] for the k-th node: the placement cache asks
+    both of the same nodes, and a second pass cost a call and reading every node again."""
+    cdef list out = []
+    cdef Py_ssize_t i
+    cdef int r, le = 0
+    cdef _Request q = _Request(req)
+    if len(at) != len(nodes):
+        raise ValueError("at and nodes differ in length")
+    for i in range(len(nodes)):
+        n = nodes[i]
+        idle, rel, pip = n.idle, n.releasing, n.pipelined
+        r = _both(q, idle, rel, pip, &le) if q.ok else _ASK
+        if r == _ASK:
+            r = 1 if req.fits_future(idle, rel, pip) else 0
+            le = 1 if req.less_equal(idle) else 0
+        if r == 0:
+            out.append(i)
+        codes[<Py_ssize_t>at[i]] = fit if le else refused
+    return out

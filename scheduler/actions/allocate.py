@@ -20,7 +20,12 @@ from scheduler.actions.allocate_topology import (
 )
 from scheduler.actions.tasksteps import SKIP, STOP, place_best, task_gate
 from scheduler.framework.fiterrors import FitErrors
-from scheduler.framework.placement import PlacementCache, allocate_predicate, allocate_predicate_many
+from scheduler.framework.placement import (
+    PlacementCache,
+    allocate_predicate,
+    allocate_predicate_many,
+    allocate_predicate_many_idle,
+)
 from scheduler.framework.pqueue import PriorityQueue
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
@@ -75,7 +80,9 @@ def allocate(ssn: Session) -> None:
             queues.push(q)
 
     check = allocate_predicate(ssn)
-    cache = PlacementCache(ssn, check, check_many=allocate_predicate_many(ssn))
+    cache = PlacementCache(
+        ssn, check, check_many=allocate_predicate_many(ssn), check_many_idle=allocate_predicate_many_idle(ssn)
+    )
     placer = Placer(ssn, check, {CLUSTER_TOP: cache})
     while not queues.empty():
         q = queues.pop()

@@ -32,6 +32,10 @@ CARRY = "placement"
 NodePredicate = Callable[[TaskInfo, NodeInfo], Unfit | list[str] | None]
 # the same answers for several nodes at once, in their order
 NodesPredicate = Callable[[TaskInfo, list[NodeInfo]], list[Unfit | list[str] | None]]
+# a NodesPredicate that also writes the nodes' Idle fits (see allocate_predicate_many_idle)
+NodesPredicateIdle = Callable[
+    [TaskInfo, list[NodeInfo], list[int], bytearray], list[Unfit | list[str] | None]
+]
 
 
 def _one_by_one(check: NodePredicate) -> NodesPredicate:
@@ -81,20 +85,41 @@ def allocate_predicate_many(ssn: Session) -> NodesPredicate:
     plugins over the nodes it passed (Session.predicate_many), answers in the nodes' order."""
 
     def check_many(task: TaskInfo, nodes: list[NodeInfo]) -> list[Unfit | list[str] | None]:
-        short = resfit_impl.misfits(task.init_resreq, nodes)
-        if not short:
-            # every node has the room: the plugins answer for all (their list is the answer)
-            return cast("list[Unfit | list[str] | None]", ssn.predicate_many(task, nodes))
-        out: list[Unfit | list[str] | None] = [None] * len(nodes)
-        for i in short:
-            out[i] = resource_fit_reasons(task, nodes[i])
-        idx = [i for i, r in enumerate(out) if r is None]
-        if idx:
-            for i, r in zip(idx, ssn.predicate_many(task, [nodes[i] for i in idx]), strict=True):
-                out[i] = r
-        return out
+        return _after_resources(ssn, task, nodes, resfit_impl.misfits(task.init_resreq, nodes))
 
     return check_many
+
+
+def allocate_predicate_many_idle(ssn: Session) -> NodesPredicateIdle:
+    """allocate_predicate_many that also writes whether the task fits each node's Idle to
+    codes[at[k]] (FIT or REFUSED) for the k-th node, read in the resource fit's own pass: the
+    placement cache needs both answers of every node it asks."""
+
+    def check_many(
+        task: TaskInfo, nodes: list[NodeInfo], at: list[int], codes: bytearray
+    ) -> list[Unfit | list[str] | None]:
+        short = resfit_impl.misfits_idle(task.init_resreq, nodes, at, codes, FIT, REFUSED)
+        return _after_resources(ssn, task, nodes, short)
+
+    return check_many
+
+
+def _after_resources(
+    ssn: Session, task: TaskInfo, nodes: list[NodeInfo], short: list[int]
+) -> list[Unfit | list[str] | None]:
+    """The answers of allocate's predicate given the positions whose FutureIdle is short: their
+    resource reasons, and the plugins' answers for the others."""
+    if not short:
+        # every node has the room: the plugins answer for all (their list is the answer)
+        return cast("list[Unfit | list[str] | None]", ssn.predicate_many(task, nodes))
+    out: list[Unfit | list[str] | None] = [None] * len(nodes)
+    for i in short:
+        out[i] = resource_fit_reasons(task, nodes[i])
+    idx = [i for i, r in enumerate(out) if r is None]
+    if idx:
+        for i, r in zip(idx, ssn.predicate_many(task, [nodes[i] for i in idx]), strict=True):
+            out[i] = r
+    return out
 
 
 def predicate_nodes(
@@ -448,10 +473,13 @@ class PlacementCache:
         check: NodePredicate,
         nodes: list[NodeInfo] | None = None,
         check_many: NodesPredicate | None = None,
+        check_many_idle: NodesPredicateIdle | None = None,
     ) -> None:
         self.ssn = ssn
         self.check = check
         self.check_many = check_many or _one_by_one(check)
+        # check_many that also gives the nodes' Idle fits, when the caller has one (allocate's)
+        self.check_many_idle = check_many_idle
         self._names: list[str] | None = None
         # the nodes searched: the session's, or those under one HyperNode (network topology)
         self.nodes = ssn.node_list if nodes is None else nodes
@@ -647,6 +675,11 @@ class PlacementCache:
         """The shape's answer codes, built from its verdicts when first needed."""
         codes = vals.codes
         if len(codes) != len(self.nodes):
+            if not vals.verdicts:
+                # a shape met for the first time knows nothing: every code UNKNOWN (0), without a
+                # lookup per node (each new shape paid ~1,000 of them)
+                codes = vals.codes = bytearray(len(self.nodes))
+                return codes
             got = map(vals.verdicts.get, self._node_names(), repeat(_UNSET))
             codes = vals.codes = bytearray(
                 UNKNOWN if r is _UNSET else FIT if r is None else REFUSED for r in got
@@ -879,7 +912,13 @@ class PlacementCache:
         """Ask the predicate about the nodes at `idx` (in scan order) and keep the answers."""
         nodes, names = self.nodes, self._node_names()
         verdicts, codes = vals.verdicts, vals.codes
-        for i, r in zip(idx, self.check_many(task, [nodes[i] for i in idx]), strict=True):
+        asked = [nodes[i] for i in idx]
+        if self.check_many_idle is not None:
+            # the Idle fits best() gathers for the window's candidates, known from the same pass
+            got = self.check_many_idle(task, asked, idx, self._fit_array(vals))
+        else:
+            got = self.check_many(task, asked)
+        for i, r in zip(idx, got, strict=True):
             if r is None:
                 codes[i] = FIT
             else:
@@ -1045,7 +1084,14 @@ class PlacementCache:
         else:
             missing = window_impl.gather_flags(codes, at, flags)
         if missing:
-            got = self._fits_at(task, codes, [order[k] for k in missing], [at[k] for k in missing])
+            if isinstance(at, _Run):
+                # the positions round the ring by arithmetic: _Run.__getitem__ is a Python call per
+                # item, and a cold window misses ~35 of them per pod
+                start, total = at.start, at.total
+                where = [(start + k) % total for k in missing]
+            else:
+                where = [at[k] for k in missing]
+            got = self._fits_at(task, codes, [order[k] for k in missing], where)
             for k, f in zip(missing, got, strict=True):
                 flags[k] = f
         scores = array("d", bytes(8 * n))
@@ -1053,7 +1099,12 @@ class PlacementCache:
             missing = window_impl.gather_scores_run(final, known, run, scores)
         else:
             missing = window_impl.gather_scores(final, known, at, scores)
-        if missing:
+        if len(missing) == 1:
+            # the usual case (the node the last pod went to): the one-node form, half the cost of
+            # the batch call; both give the same floats (as best()'s touched path relies on)
+            k = missing[0]
+            scores[k] = self._fill_split(vals, task, order[k])
+        elif missing:
             got_scores = self._fill_split_many(vals, task, [order[k] for k in missing])
             for k, v in zip(missing, got_scores, strict=True):
                 scores[k] = v

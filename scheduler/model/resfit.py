@@ -29,3 +29,15 @@ def idle_fits(req: Resource, nodes: list[HasResources]) -> list[bool]:
     """Whether `req` fits each node's Idle (Resource.less_equal), in order."""
     le = req.less_equal
     return [le(n.idle) for n in nodes]
+
+
+def misfits_idle(
+    req: Resource, nodes: list[HasResources], at: list[int], codes: bytearray, fit: int, refused: int
+) -> list[int]:
+    """misfits(req, nodes), and whether `req` fits each node's Idle (idle_fits) written as `fit`
+    or `refused` to codes[at[k]] for the k-th node: both answers for the same nodes at once."""
+    if len(at) != len(nodes):
+        raise ValueError("at and nodes differ in length")
+    for i, f in zip(at, idle_fits(req, nodes), strict=True):
+        codes[i] = fit if f else refused
+    return misfits(req, nodes)

@@ -72,6 +72,34 @@ def test_compiled_checks_equal_the_twin(req: Resource, ns: list[NodeInfo]) -> No
     assert native.idle_fits(req, ns) == twin.idle_fits(req, ns)
 
 
+@needs_native
+@settings(max_examples=400, deadline=None)
+@given(resources(max_scalars=4), st.lists(nodes(), max_size=12), st.randoms(use_true_random=False))
+def test_the_fused_check_equals_the_twin_and_the_two_checks(
+    req: Resource, ns: list[NodeInfo], rnd: Any
+) -> None:
+    assert native is not None
+    # positions scattered in a longer code array, the untouched ones left as they were
+    at = rnd.sample(range(3 * len(ns) + 1), len(ns))
+    got_native, got_twin = bytearray([9]) * (3 * len(ns) + 1), bytearray([9]) * (3 * len(ns) + 1)
+    assert native.misfits_idle(req, ns, at, got_native, 1, 2) == twin.misfits_idle(
+        req, ns, at, got_twin, 1, 2
+    )
+    assert got_native == got_twin
+    assert native.misfits_idle(req, ns, at, got_native, 1, 2) == twin.misfits(req, ns)
+    want = bytearray([9]) * (3 * len(ns) + 1)
+    for i, f in zip(at, twin.idle_fits(req, ns), strict=True):
+        want[i] = 1 if f else 2
+    assert got_native == want
+
+
+@pytest.mark.parametrize("impl", [twin, native] if native is not None else [twin])
+def test_the_fused_check_refuses_unaligned_positions(impl: Any) -> None:
+    node = NodeInfo("n", Resource(2.0, 2.0))
+    with pytest.raises(ValueError):
+        impl.misfits_idle(Resource(1.0, 1.0), [node], [0, 1], bytearray(2), 1, 2)
+
+
 def test_the_twin_is_the_resource_methods() -> None:
     req = Resource(1000.0, 0.0, {"volcano.sh/vgpu-memory": 2048.0})
     fits = NodeInfo("a", Resource(1000.0 - EPSILON / 2, 0.0, {"volcano.sh/vgpu-memory": 2048.0}))
@@ -82,6 +110,9 @@ def test_the_twin_is_the_resource_methods() -> None:
     for impl in (twin, native) if native is not None else (twin,):
         assert impl.misfits(req, ns) == [1]
         assert impl.idle_fits(req, ns) == [True, False, False]
+        codes = bytearray(4)
+        assert impl.misfits_idle(req, ns, [3, 0, 1], codes, 1, 2) == [1]
+        assert codes == bytearray([2, 2, 0, 1])
 
 
 @needs_native

@@ -433,7 +433,11 @@ class DeviceSharePlugin(Plugin):
         if at is None or req is None or self._unusable:
             return [self.predicate(task, n) for n in nodes]
         codes, _ = self._scans.answers(self.table, req, self.args.policy)
-        return [None if codes[i] == FIT else self.predicate(task, n) for i, n in zip(at, nodes, strict=True)]
+        got = list(map(codes.__getitem__, at))
+        if got.count(FIT) == len(got):
+            # every node fits (the usual case): the answers without a Python step per node
+            return [None] * len(got)
+        return [None if c == FIT else self.predicate(task, n) for c, n in zip(got, nodes, strict=True)]
 
     def node_order_many(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
         """node_order() for each node, a plain vGPU request's from one whole-table scan."""

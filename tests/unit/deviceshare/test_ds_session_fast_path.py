@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.actions import allocate as allocate_action
 from scheduler.framework.cycle import run_session
 from scheduler.framework.placement import PlacementCache, _NodeValues
 from scheduler.framework.session import Session, SessionOptions
@@ -97,6 +98,8 @@ def _forget(self: PlacementCache, vals: _NodeValues, task: TaskInfo) -> _NodeVal
 
 def _without_shortcuts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(PlacementCache, "_fresh", _forget)
+    # the Idle fits computed on their own, not in the resource fit's pass
+    monkeypatch.setattr(allocate_action, "allocate_predicate_many_idle", lambda ssn: None)
     # the many-node forms (deviceshare reads a whole window from one scan) asked node by node
     monkeypatch.setattr(
         Session, "predicate_many", lambda self, task, nodes: [self.predicate(task, n) for n in nodes]
@@ -113,6 +116,22 @@ def _without_shortcuts(monkeypatch: pytest.MonkeyPatch) -> None:
         "cpu_memory_scores",
         lambda self, req, nodes, weights, compute: list(map(compute, nodes)),
     )
+
+
+@pytest.mark.parametrize(
+    "conf", [SESSION_CONF, WEIGHTED, SPREAD], ids=["bench", "binpack-weighted", "spread-weighted"]
+)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_vgpu_session_decides_the_same_with_idle_fits_asked_apart(
+    conf: str, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Idle fits written in the resource fit's pass (allocate_predicate_many_idle) are the
+    ones best() would compute itself: the same binds, pipelined pods and reasons."""
+    fused = _decide(conf, seed)
+    monkeypatch.setattr(allocate_action, "allocate_predicate_many_idle", lambda ssn: None)
+    apart = _decide(conf, seed)
+    assert len(fused[0]) > 20
+    assert fused == apart
 
 
 @pytest.mark.parametrize(

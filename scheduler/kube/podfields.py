@@ -25,6 +25,7 @@ Without msgspec (an install that left it out) the whole answer is decoded, as be
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, TypedDict
 
@@ -137,10 +138,22 @@ def _typed_decoder() -> Callable[[bytes], Any] | None:
 
 
 def _expand(items: list[dict[str, Any]], section: Callable[[str, Any], Any]) -> None:
-    """Replace each raw section by its decoded value, decoded once for consecutive equal bytes."""
+    """Replace each raw section by its decoded value, decoded once for consecutive equal bytes.
+
+    Compiled when built (native/podexpand.pyx: this loop's per-pod lookups were as costly as the
+    typed decode itself); `expand` below is its Python twin."""
+    _expand_impl(items, RAW_FIELDS, section)
+
+
+def expand(
+    items: list[dict[str, Any]],
+    raw_fields: tuple[tuple[str, tuple[str, ...]], ...],
+    section: Callable[[str, Any], Any],
+) -> None:
+    """The Python twin of `scheduler._native.podexpand.expand`."""
     last: dict[str, tuple[Any, Any]] = {}  # key -> (the previous raw bytes, what they decoded to)
     for pod in items:
-        for name, keys in RAW_FIELDS:
+        for name, keys in raw_fields:
             sec = pod.get(name)
             if sec is None:
                 continue
@@ -155,6 +168,14 @@ def _expand(items: list[dict[str, Any]], section: Callable[[str, Any], Any]) -> 
                     value = sec[key] = section(key, raw)
                     last[key] = (raw, value)
 
+
+def _select_expand() -> Callable[..., None]:
+    from scheduler._native import select
+
+    return select("podexpand", sys.modules[__name__]).expand  # type: ignore[no-any-return]
+
+
+_expand_impl: Callable[..., None] = _select_expand()
 
 # `loads` for a page of a pod list (a malformed answer raises ValueError, as json_loads does)
 decode_pod_list: Callable[[bytes], Any] = _typed_decoder() or json_loads

@@ -354,8 +354,13 @@ def scrape(text: str) -> dict[str, float]:
 class DaemonLog:
     """Reads the daemon's JSON log lines as they come: start, sync, sessions, errors."""
 
-    def __init__(self) -> None:
+    def __init__(self, pid: int = 0) -> None:
+        self.pid = pid  # the daemon's process id: its CPU is read when it says it is starting
         self.listen: str = ""
+        # wall-clock times (time.time()) of the restart's steps, for its timeline
+        self.starting_wall: float | None = None
+        self.starting_cpu: float | None = None  # the daemon's CPU seconds then (imports, client)
+        self.list_done_wall: dict[str, float] = {}  # kind -> when its first list was delivered
         self.sync_ms: float | None = None
         self.sync_cpu_ms: float | None = None
         self.list_waited_ms: dict[str, float] = {}  # kind -> how long its first list waited for pages
@@ -386,9 +391,13 @@ class DaemonLog:
             ev = rec.get("event")
             if ev == "vc-scheduler starting":
                 self.listen = (rec.get("listen") or [""])[0]
+                self.starting_wall = time.time()
+                if self.pid:
+                    self.starting_cpu = _cpu_seconds(self.pid)
                 self.started.set()
             elif ev == "initial list done" and rec.get("waited_ms") is not None:
                 self.list_waited_ms[str(rec.get("kind"))] = rec["waited_ms"]
+                self.list_done_wall[str(rec.get("kind"))] = time.time()
             elif ev == "initial sync done":
                 self.sync_ms = rec.get("ms")
                 self.sync_cpu_ms = rec.get("cpu_ms")
@@ -397,6 +406,27 @@ class DaemonLog:
                 self.sessions.append({**rec, "wall": time.time()})
             elif rec.get("level") in ("error", "critical"):
                 self.errors.append(str(rec.get("event")) + " " + str(rec.get("error") or ""))
+
+
+def _timeline(dlog: DaemonLog, t0: float) -> dict[str, Any]:
+    """The restart's steps in seconds from the daemon's start: "starting" (imports, kubeconfig,
+    client, HTTP server done; with the CPU that took), each first list's delivery (the lists run
+    at once, so the last one is the sync's end), and the first session's start."""
+    out: dict[str, Any] = {}
+    if dlog.starting_wall is not None:
+        out["start_to_starting_seconds"] = round(dlog.starting_wall - t0, 2)
+    if dlog.starting_cpu is not None:
+        out["start_to_starting_daemon_cpu_seconds"] = round(dlog.starting_cpu, 2)
+    if dlog.list_done_wall:
+        out["start_to_list_done_seconds"] = {
+            k: round(w - t0, 2) for k, w in sorted(dlog.list_done_wall.items(), key=lambda kv: kv[1])
+        }
+    if dlog.sessions:  # a session's line comes at its end
+        first = dlog.sessions[0]
+        out["start_to_first_session_seconds"] = round(
+            first["wall"] - float(first.get("ms") or 0) / 1000 - t0, 2
+        )
+    return out
 
 
 async def _metrics(url: str) -> dict[str, float]:
@@ -470,7 +500,7 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
             *dcmd, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env
         )
         assert daemon.stderr is not None
-        dlog = DaemonLog()
+        dlog = DaemonLog(daemon.pid)
         follower = asyncio.ensure_future(dlog.follow(daemon.stderr, args.daemon_log or ""))
         first = 0.0
         deadline = time.monotonic() + args.timeout
@@ -496,6 +526,7 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
             if "Pod" in dlog.list_waited_ms:  # the pod list's time waiting for its pages
                 result["initial_sync_pod_list_waited_seconds"] = round(dlog.list_waited_ms["Pod"] / 1000, 2)
             result["start_to_synced_seconds"] = round(dlog.sync_wall - t0, 2)
+        result.update(_timeline(dlog, t0))
         if dlog.sessions:
             first_ssn = dlog.sessions[0]
             result["first_session_ms"] = first_ssn.get("ms")

@@ -38,6 +38,7 @@ def test_the_daemon_log_gives_the_sync_cpu_and_the_pod_list_wait() -> None:
     import json
 
     lines = [
+        {"event": "vc-scheduler starting", "listen": ["127.0.0.1:1"]},
         {"event": "initial list done", "kind": "Node", "objects": 4, "waited_ms": 3},
         {"event": "initial list done", "kind": "Pod", "objects": 16, "waited_ms": 12},
         {"event": "initial sync done", "ms": 40, "cpu_ms": 25, "pods": 16},
@@ -54,3 +55,14 @@ def test_the_daemon_log_gives_the_sync_cpu_and_the_pod_list_wait() -> None:
     dlog = asyncio.run(read())
     assert (dlog.sync_ms, dlog.sync_cpu_ms) == (40, 25)
     assert dlog.list_waited_ms == {"Node": 3, "Pod": 12}
+    assert dlog.listen == "127.0.0.1:1"
+    # the timeline: each step in seconds from a start before all of them, in the order they came
+    assert dlog.starting_wall is not None and dlog.starting_cpu is None  # no pid: no CPU read
+    t0 = dlog.starting_wall - 1.5
+    timeline = daemonbench._timeline(dlog, t0)
+    assert timeline["start_to_starting_seconds"] == 1.5
+    done = timeline["start_to_list_done_seconds"]
+    assert list(done) == ["Node", "Pod"] and 1.5 <= done["Node"] <= done["Pod"] < 60
+    assert "start_to_first_session_seconds" not in timeline
+    dlog.sessions.append({"ms": 500.0, "wall": t0 + 3.0})
+    assert daemonbench._timeline(dlog, t0)["start_to_first_session_seconds"] == 2.5

@@ -30,6 +30,7 @@ import cProfile
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -436,9 +437,19 @@ async def _metrics(url: str) -> dict[str, float]:
         return scrape(await r.text())
 
 
+def _compile_bytecode() -> None:
+    """Write the `scheduler` package's .pyc files (where Python keeps them, `__pycache__`) before
+    the children start: an installed wheel and the image carry them, while a checkout run with
+    PYTHONDONTWRITEBYTECODE=1 (as the image's environment sets) would compile every module of the
+    daemon at each start, ~0.3 s of the restart that no deployment pays."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    subprocess.run([sys.executable, "-m", "compileall", "-q", package], check=True, stdout=subprocess.DEVNULL)
+
+
 async def drive(args: argparse.Namespace) -> dict[str, Any]:
     tmp = tempfile.TemporaryDirectory(prefix="daemonbench-")
     kubeconfig = os.path.join(tmp.name, "kubeconfig")
+    _compile_bytecode()
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     cmd = [
         sys.executable,

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from aiohttp import web
 
+from scheduler.kube.loopthread import LoopThread
 from scheduler.metrics import SchedulerMetrics
 
 CONTENT_TYPE_LATEST = "text/plain; version=0.0.4; charset=utf-8"
@@ -72,28 +72,6 @@ class OwnerLoop:
         return await asyncio.wait_for(done, timeout)
 
 
-class _LoopThread:
-    """An event loop on a daemon thread, for the server's sockets."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self._run, name="vc-scheduler-http", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
-
-    def submit(self, coro: Coroutine[Any, Any, T]) -> Awaitable[T]:
-        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
-
-    async def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        await asyncio.to_thread(self.thread.join, 5.0)
-        if not self.thread.is_alive():
-            self.loop.close()
-
-
 class HttpServer:
     def __init__(
         self,
@@ -108,7 +86,7 @@ class HttpServer:
         self.webview = webview
         self.own_thread = own_thread
         self.owner = OwnerLoop()  # the daemon's loop, once started on another thread
-        self._thread: _LoopThread | None = None
+        self._thread: LoopThread | None = None
         self.app = web.Application()
         self.app.router.add_get("/metrics", self._metrics)
         self.app.router.add_get("/healthz", self._healthz)
@@ -141,12 +119,12 @@ class HttpServer:
         self.owner = OwnerLoop(asyncio.get_running_loop())
         if self.webview is not None:
             self.webview.owner = self.owner
-        self._thread = _LoopThread()
+        self._thread = LoopThread("vc-scheduler-http")
+        self._thread.start()
         try:
             return await self._thread.submit(self._start(addresses))
         except BaseException:
-            await self._thread.close()
-            self._thread = None
+            await self._close_thread()
             raise
 
     async def _start(self, addresses: list[tuple[str, int]]) -> list[int]:
@@ -167,7 +145,12 @@ class HttpServer:
             await self._cleanup()
             return
         await self._thread.submit(self._cleanup())
-        await self._thread.close()
+        await self._close_thread()
+
+    async def _close_thread(self) -> None:
+        assert self._thread is not None
+        self._thread.stop()
+        await self._thread.join_async(5.0)
         self._thread = None
 
     async def _cleanup(self) -> None:

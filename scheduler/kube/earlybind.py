@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import ssl
 import threading
 import time
@@ -30,6 +29,7 @@ from dataclasses import dataclass
 from scheduler.framework.cycle import BindDecision
 from scheduler.kube.client import TokenBucket, json_dumps, resource_path
 from scheduler.kube.keepalive import KeepAliveClient, TransportError
+from scheduler.kube.loopthread import LoopThread
 
 SENT = "bound"  # the API accepted the Binding
 REFUSED = "refused"  # the API answered an error status (`status` says which)
@@ -102,11 +102,9 @@ class CommitSender:
         self.handed: list[Early] = []
         self._pending: collections.deque[Early] = collections.deque()
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._more: asyncio.Event | None = None  # set on the thread's loop when binds wait
+        self._thread: LoopThread | None = None  # started by the first bind that may go
+        self._more = asyncio.Event()  # set on the thread's loop when binds wait
         self._stop = False
-        self._ready = threading.Event()
 
     def hand(self, d: BindDecision) -> None:
         """A committed bind (called by the session, on the loop's thread)."""
@@ -122,16 +120,13 @@ class CommitSender:
         if self._thread is None:
             if time.monotonic() < self.not_before:
                 return
-            self._thread = threading.Thread(target=self._run, name="early-binds", daemon=True)
-            self._thread.start()
-            self._ready.wait()
+            self._thread = LoopThread("early-binds")
+            self._thread.start(self._main, wait=0)
         self._wake()
 
     def _wake(self) -> None:
-        loop, more = self._loop, self._more
-        if loop is not None and more is not None and not more.is_set():
-            with contextlib.suppress(RuntimeError):  # the thread's loop has just ended
-                loop.call_soon_threadsafe(more.set)
+        if self._thread is not None and not self._more.is_set():
+            self._thread.call_soon(self._more.set)
 
     def finish(self) -> list[Early]:
         """Stop sending; every bind handed, with its outcome (on the loop's thread). Waits for
@@ -144,18 +139,9 @@ class CommitSender:
         return self.handed
 
     # ------------------------------------------------------------------ the thread --
-    def _run(self) -> None:
-        try:
-            asyncio.run(self._main())
-        finally:
-            self._ready.set()  # never leave `hand` waiting, whatever happened
-
     async def _main(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._more = asyncio.Event()
         e = self.endpoint
         client = KeepAliveClient(e.base_url, e.ssl_context, e.server_hostname, self.CONCURRENCY)
-        self._ready.set()
         try:
             await asyncio.gather(*(self._worker(client) for _ in range(self.CONCURRENCY)))
         finally:
@@ -166,7 +152,6 @@ class CommitSender:
             return self._pending.popleft() if self._pending else None
 
     async def _worker(self, client: KeepAliveClient) -> None:
-        assert self._more is not None
         while not self._stop:
             item = self._next()
             if item is None:

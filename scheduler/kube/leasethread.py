@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 import time
 from collections.abc import Callable
 
@@ -29,6 +28,7 @@ import structlog
 
 from scheduler.kube.client import ClientOptions, KubeClient
 from scheduler.kube.leader import LeaderConfig, LeaderElector
+from scheduler.kube.loopthread import LoopThread
 
 log = structlog.get_logger("vc-scheduler.leader")
 
@@ -39,11 +39,9 @@ class LeaseThread:
     def __init__(self, elector: LeaderElector, client_options: ClientOptions) -> None:
         self.elector = elector
         self.client_options = client_options
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopping: asyncio.Event | None = None
+        self._thread: LoopThread | None = None
+        self._stopping = asyncio.Event()  # set on the thread's loop by `stop`
         self._release = True
-        self._running = threading.Event()  # the thread's loop accepts stop requests
 
     @classmethod
     def build(
@@ -75,21 +73,10 @@ class LeaseThread:
         return cls(elector, client_options)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._main, name="leader-lease", daemon=True)
-        self._thread.start()
-        self._running.wait(5.0)
-
-    def _main(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        try:
-            loop.run_until_complete(self._serve())
-        finally:
-            loop.close()
+        self._thread = LoopThread("leader-lease")
+        self._thread.start(self._serve)
 
     async def _serve(self) -> None:
-        self._stopping = asyncio.Event()
-        self._running.set()
         client = await self._client()
         if client is None:
             return
@@ -107,7 +94,6 @@ class LeaseThread:
     async def _client(self) -> KubeClient | None:
         """The thread's own client; the daemon's was built from the same options a moment ago,
         so a failure here is transient (a kubeconfig being rotated): try again each retry period."""
-        assert self._stopping is not None
         while not self._stopping.is_set():
             try:
                 return await KubeClient.create(self.client_options)
@@ -123,10 +109,6 @@ class LeaseThread:
         self._release = release
         if self._thread is None:
             return
-        loop, stopping = self._loop, self._stopping
-        if loop is not None and stopping is not None:
-            with contextlib.suppress(RuntimeError):  # the thread's loop already ended
-                loop.call_soon_threadsafe(stopping.set)
-        await asyncio.to_thread(self._thread.join, timeout)
-        if self._thread.is_alive():
+        self._thread.call_soon(self._stopping.set)
+        if not await self._thread.join_async(timeout):
             log.warning("the lease thread did not stop in time", timeout_s=timeout)

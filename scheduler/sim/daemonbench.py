@@ -291,7 +291,7 @@ async def serve(args: argparse.Namespace) -> None:
         while line := await reader.readline():  # one answer line per request; EOF stops the server
             words = line.split()
             if words == [b"stats"]:
-                print(json.dumps(binds), flush=True)
+                print(json.dumps({**binds, "rv": srv.store.rv}), flush=True)
             elif words == [b"mark"]:  # the next bind is a restart's first
                 binds["after"] = 0.0
                 print("{}", flush=True)
@@ -615,6 +615,16 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
             result["burst_server_cpu_ms_per_pod"] = round(
                 (_cpu_seconds(server.pid) - server_cpu0) * 1000 / args.burst, 3
             )
+            # the writes that trail the last bind (Scheduled events under the events clientset's
+            # token bucket, PodGroup statuses, the kubelets' status writes) are the burst's too
+            settled = await _writes_settled(stats, args.timeout)
+            result["burst_writes_settled_seconds"] = round(settled - b["start"], 2)
+            result["burst_daemon_cpu_ms_per_pod_settled"] = round(
+                (_cpu_seconds(daemon.pid) - cpu0) * 1000 / args.burst, 3
+            )
+            result["burst_server_cpu_ms_per_pod_settled"] = round(
+                (_cpu_seconds(server.pid) - server_cpu0) * 1000 / args.burst, 3
+            )
         if args.arrival_rate and args.arrival_seconds:
             await asyncio.sleep(args.period_s)  # the burst's last writes settle first
             result.update(await _steady(args, sin, sout, stats))
@@ -649,6 +659,22 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
         except TimeoutError:
             server.kill()
         tmp.cleanup()
+
+
+async def _writes_settled(stats: Any, timeout: float, quiet_s: float = 1.0) -> float:
+    """When the API server's last write happened, once none came for `quiet_s` (the idle
+    session's periodic writes, if any, are a few a period, not a burst's thousands)."""
+    st = await stats()
+    rv, at = st["rv"], time.time()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+        st = await stats()
+        if st["rv"] - rv > 2:
+            rv, at = st["rv"], time.time()
+        elif time.time() - at >= quiet_s:
+            break
+    return at
 
 
 async def _restart(
@@ -769,6 +795,10 @@ def render(result: dict[str, Any], command: str, load_before: str) -> str:
                 f"{r['burst_daemon_cpu_ms_per_pod']} ms | |",
                 f"| and the API server's CPU per burst pod (create, Binding, status and event writes, watch events) | "
                 f"{r.get('burst_server_cpu_ms_per_pod')} ms | |",
+                f"| the burst's writes settled (events, statuses after the last bind) | "
+                f"{r.get('burst_writes_settled_seconds')} s | |",
+                f"| CPU per burst pod until then, daemon / server | {r.get('burst_daemon_cpu_ms_per_pod_settled')} ms / "
+                f"{r.get('burst_server_cpu_ms_per_pod_settled')} ms | |",
             ]
             if r.get("burst")
             else []
@@ -828,6 +858,19 @@ def _burst_bound(r: dict[str, Any]) -> list[str]:
         f"it could not take more than {1000 / server_ms:,.0f} pods/s with a daemon that cost nothing, and",
         f"daemon and server together ({daemon_ms + server_ms:.3f} ms per pod) allow at most {both:,.0f} pods/s",
         "on this machine's two cores even if they overlapped perfectly.",
+        *_trailing(r, daemon_ms, server_ms),
+    ]
+
+
+def _trailing(r: dict[str, Any], daemon_ms: float, server_ms: float) -> list[str]:
+    d, s = r.get("burst_daemon_cpu_ms_per_pod_settled"), r.get("burst_server_cpu_ms_per_pod_settled")
+    if d is None or s is None:
+        return []
+    return [
+        f"The burst's writes go on after its last bind (until {r.get('burst_writes_settled_seconds')} s: Scheduled",
+        "events under the events clientset's own token bucket, as Volcano's, PodGroup statuses and the",
+        f"kubelets' status writes), another {d - daemon_ms:.3f} ms (daemon) and {s - server_ms:.3f} ms (server)",
+        "per pod that a burst arriving right after this one would share the cores with.",
     ]
 
 

@@ -21,6 +21,14 @@ def test_a_tiny_run_writes_its_section_with_the_burst_cpu_split_and_a_server_pro
     assert "| burst: 16 pods created at once while running" in text
     assert "and the API server's CPU per burst pod" in text
     assert "The burst is bounded by CPU on both sides" in text
+    # the writes after the last bind are measured too, and cost CPU on top of the bind window's
+    settled = next(line for line in text.splitlines() if line.startswith("| CPU per burst pod until then"))
+    daemon_ms, server_ms = (float(x.strip().removesuffix(" ms")) for x in settled.split("|")[2].split(" / "))
+    window = next(
+        line for line in text.splitlines() if line.startswith("| of which daemon CPU per burst pod")
+    )
+    assert daemon_ms >= float(window.split("|")[2].strip().removesuffix(" ms")) and server_ms > 0
+    assert "The burst's writes go on after its last bind" in text
     # the profile covers the burst window: the server bound the burst's pods in it
     functions = {name for (_file, _line, name) in pstats.Stats(str(prof)).stats}  # type: ignore[attr-defined]
     assert "bind" in functions and "create" in functions

@@ -235,7 +235,33 @@ class PredicatesPlugin(Plugin):
             st = current[0]
             if st is None or st.uid != task.uid:
                 st = prepare(task)
-            return [check(st, task, n) for n in nodes]
+            if (
+                st.node_name
+                or st.affinity is not None
+                or st.ports
+                or st.interpod is not None
+                or st.spread is not None
+            ):
+                return [check(st, task, n) for n in nodes]
+            return plain_many(st, task, nodes)
+
+        def plain_many(st: _TaskState, task: TaskInfo, nodes: list[NodeInfo]) -> list[Unfit | None]:
+            # A task without node name, affinity, ports, inter-pod or spread terms can only be
+            # refused by a full node, an unschedulable one or an untolerated taint: a node with
+            # none of these passes without check()'s call, the others take check() itself.
+            taints = st.taints
+            # without evictions in the session a node's pod count is its task count (pod_count)
+            count = sp.pod_count if sp.evicted_count else None
+            out: list[Unfit | None] = [None] * len(nodes)
+            for i, n in enumerate(nodes):
+                cap = n.max_task_num
+                if (
+                    (cap and (len(n.tasks) if count is None else count(n.name, len(n.tasks))) >= cap)
+                    or n.unschedulable
+                    or (taints and n.taints)
+                ):
+                    out[i] = check(st, task, n)
+            return out
 
         ssn.add_pre_predicate_fn(self.name, pre_predicate)
         ssn.add_predicate_fn(self.name, predicate, predicate_many)

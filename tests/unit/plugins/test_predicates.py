@@ -323,3 +323,36 @@ def test_a_pod_without_constraints_never_builds_the_label_index() -> None:
     ssn.pre_predicate(task)
     assert ssn.predicate(task, ssn.nodes["n"]) is None
     assert not session_pods(ssn).pods
+
+
+def test_predicate_many_answers_what_predicate_answers_for_plain_and_constrained_pods() -> None:
+    # plain pods take predicate_many's short path (full, cordoned and tainted nodes go to the
+    # full check), pods with a node name, selector or ports the general one: both agree with
+    # predicate node by node, and an eviction in the session frees the full node for both
+    w = World()
+    w.node("full", pods=1)
+    w.node("cordoned", unschedulable=True)
+    w.node("tainted", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])
+    w.node("soft", taints=[{"key": "s", "effect": "PreferNoSchedule"}])
+    w.node("both", pods=1, taints=[{"key": "k", "value": "v", "effect": "NoExecute"}])
+    w.node("free", labels={"zone": "a"})
+    holder = w.pod("holder", on="full")
+    w.pod("other", on="both")
+    w.pod("plain")
+    w.pod("tolerant", tolerations=[{"operator": "Exists"}])
+    w.pod("picky", node_selector={"zone": "a"})
+    w.pod("pinned", node_name="tainted")
+    w.pod("ported", host_ports=[("TCP", "0.0.0.0", 80)])
+    ssn = w.session(CONF)
+    tasks = [t for t in ssn.jobs["ns"].tasks.values() if t.status == TaskStatus.PENDING]
+    seen: set[object] = set()
+    for evict in (False, True):
+        if evict:
+            ssn.mark_releasing(ssn.jobs["ns"].tasks[holder.uid])
+        for task in tasks:
+            assert ssn.pre_predicate(task) is None
+            many = ssn.predicate_many(task, ssn.node_list)
+            assert many == [ssn.predicate(task, n) for n in ssn.node_list]
+            seen.update(many)
+    assert Unfit("Too many pods", resolvable=True) in seen and None in seen
+    assert Unfit("node(s) were unschedulable", resolvable=False) in seen

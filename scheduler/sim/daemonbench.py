@@ -515,12 +515,7 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
             kubeconfig, "<kubeconfig>"
         )
         t0 = time.time()
-        daemon = await asyncio.create_subprocess_exec(
-            *dcmd, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env
-        )
-        assert daemon.stderr is not None
-        dlog = DaemonLog(daemon.pid)
-        follower = asyncio.ensure_future(dlog.follow(daemon.stderr, args.daemon_log or ""))
+        daemon, dlog, follower = await _start_daemon(dcmd, env, args.daemon_log or "")
         first = 0.0
         deadline = time.monotonic() + args.timeout
         while time.monotonic() < deadline:
@@ -634,15 +629,12 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
         result["server_cpu_seconds"] = round(_cpu_seconds(server.pid), 1)
         result["binds_total"] = st["n"]
         result["daemon_errors"] = dlog.errors[:5]
-        daemon.terminate()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(daemon.wait(), 30)
-        follower.cancel()
+        await _stop_daemon(daemon, follower)
         if args.restarts > 1:
             runs = [result["restart_to_first_bind_seconds"]]
             cpus = [result.get("initial_sync_daemon_cpu_seconds")]
             for i in range(1, args.restarts):
-                daemon, took, cpu = await _restart(args, i, dcmd, env, sin, sout, stats)
+                took, cpu = await _restart(args, i, dcmd, env, sin, sout, stats)
                 runs.append(took)
                 cpus.append(cpu)
             result["restart_to_first_bind_runs"] = runs
@@ -677,9 +669,29 @@ async def _writes_settled(stats: Any, timeout: float, quiet_s: float = 1.0) -> f
     return at
 
 
+async def _start_daemon(
+    dcmd: list[str], env: dict[str, str], copy_to: str = ""
+) -> tuple[asyncio.subprocess.Process, DaemonLog, asyncio.Future[None]]:
+    """The daemon process, and its log read as it comes (copied to `copy_to` if given)."""
+    daemon = await asyncio.create_subprocess_exec(
+        *dcmd, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env
+    )
+    assert daemon.stderr is not None
+    dlog = DaemonLog(daemon.pid)
+    return daemon, dlog, asyncio.ensure_future(dlog.follow(daemon.stderr, copy_to))
+
+
+async def _stop_daemon(daemon: asyncio.subprocess.Process, follower: asyncio.Future[None]) -> None:
+    if daemon.returncode is None:
+        daemon.terminate()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(daemon.wait(), 30)
+    follower.cancel()
+
+
 async def _restart(
     args: argparse.Namespace, i: int, dcmd: list[str], env: dict[str, str], sin: Any, sout: Any, stats: Any
-) -> tuple[asyncio.subprocess.Process, float, float | None]:
+) -> tuple[float, float | None]:
     """The daemon started again on the same (preloaded, now slightly larger) cluster, with
     `--pending` new pending pods created while it was down: its restart → first bind in seconds,
     and its initial sync's CPU. A restart measured several times against one preload: the
@@ -689,12 +701,7 @@ async def _restart(
         await sin.drain()
         await sout.readline()
     t0 = time.time()
-    daemon = await asyncio.create_subprocess_exec(
-        *dcmd, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env
-    )
-    assert daemon.stderr is not None
-    dlog = DaemonLog(daemon.pid)
-    follower = asyncio.ensure_future(dlog.follow(daemon.stderr))
+    daemon, dlog, follower = await _start_daemon(dcmd, env)
     try:
         deadline = time.monotonic() + args.timeout
         while not (st := await stats())["after"]:
@@ -704,13 +711,9 @@ async def _restart(
                 raise RuntimeError(f"restart {i + 1}: no bind in {args.timeout}s")
             await asyncio.sleep(0.05)
         cpu = round(dlog.sync_cpu_ms / 1000, 2) if dlog.sync_cpu_ms is not None else None
-        return daemon, round(st["after"] - t0, 2), cpu
+        return round(st["after"] - t0, 2), cpu
     finally:
-        if daemon.returncode is None:
-            daemon.terminate()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(daemon.wait(), 30)
-        follower.cancel()
+        await _stop_daemon(daemon, follower)
 
 
 async def _steady(args: argparse.Namespace, sin: Any, sout: Any, stats: Any) -> dict[str, Any]:

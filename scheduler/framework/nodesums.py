@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress
-from operator import attrgetter, is_not, ne, or_
+from operator import attrgetter, is_not, or_
 
 from scheduler.model.node import NodeInfo
 from scheduler.model.resources import Resource
@@ -77,17 +77,23 @@ def _fresh_kept(nodes: list[NodeInfo], versions: list[int]) -> _Kept | None:
         if col is None:
             return None
         columns.append(col)
-    return _Kept(list(nodes), versions, columns, [sum(c) for c in columns])
+    return _Kept(nodes, versions, columns, [sum(c) for c in columns])
 
 
 def _advance(kept: _Kept, nodes: list[NodeInfo], versions: list[int]) -> _Kept | None:
     """The kept totals brought to `nodes`: the positions whose view or version differ redone."""
+    if nodes is kept.views and versions is kept.versions:
+        return kept  # the snapshot handed the same lists out again: no node changed
+    # versions compared by identity: a node's version only grows, so the same value is the same
+    # int object its NodeInfo holds, and a comparison by value would read every int (a cache
+    # miss per node at 20,000 nodes)
     stale = list(
         compress(
-            range(len(nodes)), map(or_, map(is_not, nodes, kept.views), map(ne, versions, kept.versions))
+            range(len(nodes)), map(or_, map(is_not, nodes, kept.views), map(is_not, versions, kept.versions))
         )
     )
     if not stale:
+        kept.views, kept.versions = nodes, versions
         return kept
     changed = [nodes[i] for i in stale]
     if not _exact(changed):
@@ -102,15 +108,19 @@ def _advance(kept: _Kept, nodes: list[NodeInfo], versions: list[int]) -> _Kept |
             total += v - col[i]
             col[i] = v
         kept.totals[k] = total
-    kept.views, kept.versions = list(nodes), versions
+    kept.views, kept.versions = nodes, versions  # lists nobody changes: kept, not copied
     return kept
 
 
-def node_totals(nodes: list[NodeInfo], prev: object | None) -> tuple[Resource, Resource, _Kept | None]:
+def node_totals(
+    nodes: list[NodeInfo], prev: object | None, versions: list[int] | None = None
+) -> tuple[Resource, Resource, _Kept | None]:
     """(allocatable total, used total, what to keep for the next session or None), the totals
-    equal to walk_totals(nodes); `prev` is what the previous session kept (or None). Called
-    before the session changes any node (every view still shows its cluster node)."""
-    versions = NodeInfo.view_versions(nodes)
+    equal to walk_totals(nodes); `prev` is what the previous session kept (or None); `versions`
+    the nodes' NodeInfo.view_versions when the caller knows them. Called before the session
+    changes any node (every view still shows its cluster node)."""
+    if versions is None:
+        versions = NodeInfo.view_versions(nodes)
     kept = None
     if versions is not None:
         if isinstance(prev, _Kept) and len(prev.views) == len(nodes):

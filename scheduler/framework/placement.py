@@ -10,7 +10,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable
 from itertools import chain, compress, islice, repeat
-from operator import attrgetter, eq
+from operator import and_, attrgetter, eq, is_
 from typing import Any, cast
 
 from scheduler.framework.fiterrors import FitErrors
@@ -413,6 +413,7 @@ class _Carried:
     __slots__ = (
         "conf",
         "configmaps",
+        "index",
         "namespaces",
         "options",
         "shapes",
@@ -430,9 +431,12 @@ class _Carried:
         self.namespaces = {k: dict(v) for k, v in ssn.namespaces.items()}
         self.configmaps = {k: dict(v) for k, v in ssn.configmaps.items()}
         self.shapes = shapes
-        # the session's node views and the versions they showed (NodeInfo.view_versions)
-        self.views = list(ssn.node_list)
+        # the session's node views and the versions they showed (NodeInfo.view_versions): its
+        # own list, which nothing changes, not a copy
+        self.views = ssn.node_list
         self.versions = versions
+        # node name -> position: the same object in the next session while no node joined or left
+        self.index = ssn.node_index()
         # the next session's nodes whose views are the same and unchanged (True: all), see `check`
         self.unchanged: bool | set[str] = set()
 
@@ -447,11 +451,17 @@ class _Carried:
         ):
             return False
         nodes = ssn.node_list
-        versions = NodeInfo.view_versions(nodes)
+        versions = ssn.open_versions()
         if versions is None:
             return False
         if nodes == self.views and versions == self.versions:
             self.unchanged = True
+            return True
+        if ssn.node_index() is self.index and len(nodes) == len(self.views):
+            # the same nodes in the same places: compared position by position at C level, the
+            # versions by identity (see nodesums._advance)
+            same = map(and_, map(is_, nodes, self.views), map(is_, versions, self.versions))
+            self.unchanged = set(compress(self.index, same))
             return True
         at = {v.name: (v, ver) for v, ver in zip(self.views, self.versions, strict=True)}
         self.unchanged = {
@@ -489,8 +499,9 @@ class PlacementCache:
         self._names: list[str] | None = None
         # the nodes searched: the session's, or those under one HyperNode (network topology)
         self.nodes = ssn.node_list if nodes is None else nodes
-        # node name -> position in `nodes`, where its answer code sits (_NodeValues.codes)
-        self._index = {n.name: i for i, n in enumerate(self.nodes)}
+        # node name -> position in `nodes`, where its answer code sits (_NodeValues.codes); the
+        # session's own for its node list (the cluster keeps it while no node joins or leaves)
+        self._index = ssn.node_index() if nodes is None else {n.name: i for i, n in enumerate(self.nodes)}
         # the change log's entries as positions in `nodes` (-1: not in the list), converted once
         # each: every shape forgets the same changed nodes, and a name lookup in the 20,000-entry
         # index per entry and shape was ~3 % of a session (see _changed_at)
@@ -847,7 +858,7 @@ class PlacementCache:
         ssn = self.ssn
         if not self.carrying or ssn.plugin_errors:
             return
-        versions = NodeInfo.view_versions(ssn.node_list, changed_ok=True)
+        versions = ssn.closing_versions()
         if versions is None:
             return
         changed = set(ssn.node_changes)

@@ -172,7 +172,16 @@ class Session:
         self.denials: dict[str, str] = {}
         self.jobs: dict[str, JobInfo] = snapshot.jobs
         self.nodes: dict[str, NodeInfo] = snapshot.nodes
-        self.node_list: list[NodeInfo] = list(snapshot.nodes.values())
+        self.node_list: list[NodeInfo] = (
+            snapshot.node_list if snapshot.node_list is not None else list(snapshot.nodes.values())
+        )
+        # what the snapshot knew of the nodes without a walk (see node_index, open_versions)
+        self._node_index = snapshot.node_index
+        self._node_versions = snapshot.node_versions
+        self._has_taints = snapshot.has_taints
+        self._queues_with_jobs = snapshot.queues_with_jobs
+        # NodeInfo.views_owned as the session opens: unchanged means no view was made private since
+        self._views_owned_at_open = NodeInfo.views_owned
         self.queues: dict[str, QueueInfo] = snapshot.queues
         self.priority_classes: dict[str, PriorityClassInfo] = snapshot.priority_classes
         self.configmaps: dict[str, dict[str, str]] = snapshot.configmaps
@@ -196,7 +205,7 @@ class Session:
         # and redone only for the nodes that changed (framework/nodesums)
         prev = self.carried(NODE_TOTALS)
         self.total_resource, self._open_used, kept = node_totals(
-            self.node_list, prev[2] if prev is not None else None
+            self.node_list, prev[2] if prev is not None else None, self.open_versions()
         )
         if kept is not None:
             self.carry(NODE_TOTALS, kept)
@@ -382,6 +391,52 @@ class Session:
         self.event_handlers.append(handler)
 
     # ------------------------------------------------------------------ state kept between sessions --
+    def node_index(self) -> dict[str, int]:
+        """Node name -> its position in `node_list` (read-only: it may be the cluster's own)."""
+        index = self._node_index
+        if index is None or len(index) != len(self.node_list):
+            index = self._node_index = {n.name: i for i, n in enumerate(self.node_list)}
+        return index
+
+    def open_versions(self) -> list[int] | None:
+        """NodeInfo.view_versions of `node_list` as long as no view was made private since the
+        session opened (else as view_versions answers now): from the snapshot when it knows them."""
+        versions = self._node_versions
+        if (
+            versions is not None
+            and NodeInfo.views_owned == self._views_owned_at_open
+            and len(versions) == len(self.node_list)
+        ):
+            return versions
+        return NodeInfo.view_versions(self.node_list)
+
+    def closing_versions(self) -> list[int] | None:
+        """NodeInfo.view_versions(node_list, changed_ok=True): the snapshot's versions with -1 for
+        the views this session made private, when the nodes it changed account for every view
+        made private since it opened (a count kept by NodeInfo); else by a walk over the views."""
+        versions = self._node_versions
+        index = self._node_index
+        made = NodeInfo.views_owned - self._views_owned_at_open
+        if versions is not None and index is not None and len(versions) == len(self.node_list) == len(index):
+            nodes = self.node_list
+            private = [
+                i for i in map(index.get, set(self.node_changes)) if i is not None and nodes[i].version
+            ]
+            if len(private) == made:
+                if not made:
+                    return versions
+                out = list(versions)
+                for i in private:
+                    out[i] = -1
+                return out
+        return NodeInfo.view_versions(self.node_list, changed_ok=True)
+
+    def any_node_taints(self) -> bool:
+        """Some node has a taint."""
+        if self._has_taints is None:
+            self._has_taints = any(n.taints for n in self.node_list)
+        return self._has_taints
+
     def carried(self, plugin: str) -> tuple[set[str], set[str], Any] | None:
         """(fresh, gone, state): what `plugin` kept from the previous snapshot's session, with the
         jobs whose view is new and those that are gone since. None when there is nothing to build
@@ -811,6 +866,11 @@ class Session:
         out: list[QueueInfo] = []
         seen: set[str] = set()
         queues = self.queues
+        # every queue, or as many as the snapshot says have a job (a queue without any made this
+        # walk go over every job each period)
+        every = len(queues) if self._queues_with_jobs is None else min(len(queues), self._queues_with_jobs)
+        if every == 0:
+            return out
         for job in self.jobs.values():
             name = job.queue
             if name in seen:
@@ -819,7 +879,7 @@ class Session:
             q = queues.get(name)
             if q is not None:
                 out.append(q)
-                if len(out) == len(queues):
+                if len(out) == every:
                     break
         return out
 

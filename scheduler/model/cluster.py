@@ -92,6 +92,21 @@ class ClusterState:
         # that session changed them (see `snapshot`)
         self._job_views: dict[str, JobInfo] = {}
         self._node_views: dict[str, NodeInfo] = {}
+        # node name -> position in `nodes` (None: to be built again, a node joined or left), and
+        # the nodes that have a taint: what every session asks of all nodes, kept as they change
+        self._node_index: dict[str, int] | None = None
+        self._tainted: set[str] = set()
+        # nodes whose record changed since the last snapshot, and those whose view the sessions
+        # changed (the views add themselves, see NodeInfo.session_view): the next snapshot looks
+        # at these only, while no node joined or left
+        self._dirty_nodes: set[str] = set()
+        self._touched_nodes: set[str] = set()
+        # queue name -> how many jobs name it (a session's walk for the queues' order stops once
+        # it met every queue that has a job, instead of walking every job for a queue with none)
+        self._queue_jobs: dict[str, int] = {}
+        # the last snapshot's node views in order and the versions they showed
+        self._node_order: list[NodeInfo] = []
+        self._node_versions: list[int] = []
         self._snapshots = 0
         # job uid -> a number growing with its place in `jobs` (lets a session order a few jobs
         # as `jobs` has them without walking it), and the jobs whose last view was not quiet
@@ -123,6 +138,7 @@ class ClusterState:
             node = self.nodes.get(task.node_name)
             if node is not None:
                 node.add_task(task)
+                self._dirty_nodes.add(node.name)
             else:
                 self._off_node.setdefault(task.node_name, {})[task.uid] = task
         if task.job and self._ours(task):
@@ -147,6 +163,7 @@ class ClusterState:
             node = self.nodes.get(task.node_name)
             if node is not None and task.uid in node.tasks:
                 node.remove_task(task)
+                self._dirty_nodes.add(node.name)
             off = self._off_node.get(task.node_name)
             if off is not None:
                 off.pop(task.uid, None)
@@ -245,20 +262,32 @@ class ClusterState:
         # which the predicates check.
         info = node_to_info(node)
         self.generation += 1
-        old = self.nodes.pop(info.name, None)
+        old = self.nodes.get(info.name)
         if old is None or old.labels != info.labels:
             self._node_epoch += 1
         if old is not None:
             info.with_tasks_of(old)
+        else:
+            self._node_index = None
         for t in self._off_node.pop(info.name, {}).values():
             info.add_task(t)
+        # An update keeps the node's place in the order, as Volcano's cache keeps it in its
+        # NodeList: the node list sessions scan (and their rotating start) does not reshuffle
+        # each time a kubelet reports its status.
         self.nodes[info.name] = info
+        self._dirty_nodes.add(info.name)
+        if info.taints:
+            self._tainted.add(info.name)
+        else:
+            self._tainted.discard(info.name)
         return info
 
     def remove_node(self, name: str) -> None:
         old = self.nodes.pop(name, None)
+        self._tainted.discard(name)
         if old is not None:
             self._node_epoch += 1
+            self._node_index = None
         if old is not None and old.tasks:
             self._off_node.setdefault(name, {}).update(old.tasks)
         self.generation += 1
@@ -295,16 +324,30 @@ class ClusterState:
         self.generation += 1
 
     def _put_job(self, job: JobInfo) -> None:
-        if job.uid not in self.jobs:  # a new key goes last in the dict, and so in the order
+        old = self.jobs.get(job.uid)
+        if old is None:  # a new key goes last in the dict, and so in the order
             self._job_count += 1
             self._job_position[job.uid] = self._job_count
+        else:
+            self._count_queue(old.queue, -1)
+        self._count_queue(job.queue, 1)
         self.jobs[job.uid] = job
 
     def _drop_job(self, uid: str) -> JobInfo | None:
         self._job_position.pop(uid, None)
         self._dropped_jobs.add(uid)
         self._pending_jobs.discard(uid)
-        return self.jobs.pop(uid, None)
+        job = self.jobs.pop(uid, None)
+        if job is not None:
+            self._count_queue(job.queue, -1)
+        return job
+
+    def _count_queue(self, queue: str, delta: int) -> None:
+        n = self._queue_jobs.get(queue, 0) + delta
+        if n > 0:
+            self._queue_jobs[queue] = n
+        else:
+            self._queue_jobs.pop(queue, None)
 
     def _note_pending(self, job: JobInfo) -> None:
         if job.task_status_index.get(_PENDING) and self.jobs.get(job.uid) is job:
@@ -426,8 +469,18 @@ class ClusterState:
         orphans = {uid for uid in self.pod_owned_groups if uid in self.jobs and not self.jobs[uid].tasks}
         self._snapshots += 1
         changes = JobViewChanges(self._snapshots, set(), set(), self._carry)
+        nodes, node_list, versions = self._node_snapshot()
+        if self._node_index is None or len(self._node_index) != len(self.nodes):
+            self._node_index = {name: i for i, name in enumerate(self.nodes)}
         return Snapshot(
-            nodes=self._node_snapshot(),
+            nodes=nodes,
+            node_list=node_list,
+            node_versions=versions,
+            node_index=self._node_index,
+            has_taints=bool(self._tainted),
+            # jobs left out as orphans may make this more than the snapshot's jobs have: a
+            # session then walks further, never less far
+            queues_with_jobs=sum(1 for q in self._queue_jobs if q in self.queues),
             # an orphan PodGroup is no job: it reserves no queue resources and is not enqueued
             jobs=self._job_snapshot(dirty, orphans, changes),
             job_changes=changes,
@@ -452,16 +505,57 @@ class ClusterState:
             refused=self.refused,
         )
 
-    def _node_snapshot(self) -> dict[str, NodeInfo]:
+    def _node_snapshot(self) -> tuple[dict[str, NodeInfo], list[NodeInfo], list[int]]:
+        """The node views by name and in order, and the version of the cluster's node each one
+        shows. While no node joined or left, only the nodes that changed and the views a session
+        changed are looked at; the others' views are handed out again as they are (each walk
+        over every node cost a cache miss or more per node: a third of an idle period at 20,000
+        nodes). The maps and lists handed out are never changed afterwards: a snapshot that
+        changes something makes new ones."""
+        redo = self._dirty_nodes | self._touched_nodes
+        self._dirty_nodes = set()
+        self._touched_nodes.clear()  # the same set: the views handed out hold it
+        if self._node_index is None or len(self._node_order) != len(self.nodes):
+            return self._node_walk()
+        if not redo:
+            return self._node_views, self._node_order, self._node_versions
+        views, order = self._node_views, self._node_order
+        versions = self._node_versions = list(self._node_versions)
+        index, nodes, touched = self._node_index, self.nodes, self._touched_nodes
+        copied = False
+        for name in redo:
+            node = nodes.get(name)
+            i = index.get(name)
+            if node is None or i is None:  # not expected: a node that left resets the index
+                return self._node_walk()
+            v = views[name]
+            if not v.reuse_for(node):
+                if not copied:  # a view replaced: new map and list (a node that only changed
+                    # in the cluster keeps its view, which follows it by itself)
+                    views = self._node_views = dict(views)
+                    order = self._node_order = list(order)
+                    copied = True
+                v = views[name] = order[i] = node.session_view(touched)
+            versions[i] = node.version
+        return views, order, versions
+
+    def _node_walk(self) -> tuple[dict[str, NodeInfo], list[NodeInfo], list[int]]:
+        """_node_snapshot by a walk over every node (after a node joined or left)."""
         last = self._node_views
         views: dict[str, NodeInfo] = {}
+        order: list[NodeInfo] = []
+        versions: list[int] = []
+        keep, add = order.append, versions.append
+        touched = self._touched_nodes
         for name, node in self.nodes.items():
             v = last.get(name)
             if v is None or not v.reuse_for(node):
-                v = node.session_view()
+                v = node.session_view(touched)
             views[name] = v
-        self._node_views = views
-        return dict(views)  # the session may add or drop entries of its own dict
+            keep(v)
+            add(node.version)
+        self._node_views, self._node_order, self._node_versions = views, order, versions
+        return views, order, versions
 
     def _job_snapshot(
         self, dirty: set[str], orphans: set[str], changes: JobViewChanges
@@ -480,20 +574,29 @@ class ClusterState:
             # an orphan's place in `jobs` is not the end, where it would join the views: walk
             self._had_orphans = bool(orphans)
             return self._job_snapshot_walk(dirty, orphans, changes)
-        for uid in popped:
-            del views[uid]
-        fresh = changes.fresh
         position = self._job_position
         # in `jobs` order: a job joining the views goes last, as it went last in `jobs`
-        for uid in sorted((u for u in recheck if u in jobs), key=position.__getitem__):
-            job = jobs[uid]
-            v = views.get(uid)
-            if v is None or uid in dirty or not v.reuse_for(job):
-                views[uid] = job.session_view(self._touched_jobs)
+        renew = [
+            uid
+            for uid in sorted((u for u in recheck if u in jobs), key=position.__getitem__)
+            if (v := views.get(uid)) is None or uid in popped or uid in dirty or not v.reuse_for(jobs[uid])
+        ]
+        if popped or renew:
+            # Copied before the changes, not on the way out: the last session's map stays as it
+            # was (a closed session is still read), and a period that changed no job (an idle
+            # one) hands the same map out again instead of copying every job's entry.
+            views = self._job_views = dict(views)
+            for uid in popped:
+                del views[uid]
+            fresh = changes.fresh
+            touched = self._touched_jobs
+            for uid in renew:
+                views[uid] = jobs[uid].session_view(touched)
                 fresh.add(uid)
-        changes.gone = popped - views.keys()
+        # not `popped - views.keys()`: a set less a keys view walks every key (every job, each period)
+        changes.gone = {uid for uid in popped if uid not in views}
         self._update_busy(views, changes)
-        return dict(views)  # the session may add or drop entries of its own dict
+        return views
 
     def _job_snapshot_walk(
         self, dirty: set[str], orphans: set[str], changes: JobViewChanges
@@ -513,7 +616,7 @@ class ClusterState:
         changes.gone = set(last.keys() - views.keys())
         self._job_views = views
         self._update_busy(views, changes)
-        return dict(views)
+        return views  # a new map: the next snapshot copies it before changing it
 
     def _unquiet(self, dirty: set[str]) -> set[str]:
         self._last_unquiet = self._busy | (dirty & self.jobs.keys())

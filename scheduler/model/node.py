@@ -30,9 +30,14 @@ _origin_version = attrgetter("_origin.version")
 
 
 class NodeInfo:
+    # views made private by sessions (`_own`), ever, in this process: a session that finds it
+    # unchanged knows that no view changed, without looking at every node
+    views_owned = 0
+
     __slots__ = (
         "_origin",
         "_shared",
+        "_touched",
         "affinity_tasks",
         "allocatable",
         "annotations",
@@ -87,10 +92,15 @@ class NodeInfo:
         self._shared = False
         # the cluster's node this is a session view of (None: not a view)
         self._origin: NodeInfo | None = None
+        # a view's note to the cluster that its session changed it (see `session_view`)
+        self._touched: set[str] | None = None
         # bumped whenever a task is accounted, taken off or swapped here (see `view_token`)
         self.version = 0
 
-    def session_view(self) -> NodeInfo:
+    def session_view(self, touched: set[str] | None = None) -> NodeInfo:
+        """A copy-on-write view for one session. A view that its session changes (makes private,
+        or gives device ledgers) adds its name to `touched`: the cluster looks again only at
+        those views, and at the nodes that changed, when it hands the views out next time."""
         n = NodeInfo.__new__(NodeInfo)
         n.name = self.name
         n.allocatable = self.allocatable
@@ -111,6 +121,7 @@ class NodeInfo:
         n.raw_capacity = self.raw_capacity
         n._shared = True
         n._origin = self
+        n._touched = touched
         n.version = 0
         return n
 
@@ -149,7 +160,16 @@ class NodeInfo:
             versions = [v if not n.version else -1 for v, n in zip(versions, views, strict=True)]
         return versions
 
+    def set_device(self, kind: str, ledger: Any) -> None:
+        """Keep a device ledger on this session's view (emptied before the view is handed out again)."""
+        self.devices[kind] = ledger
+        if self._touched is not None:
+            self._touched.add(self.name)
+
     def _own(self) -> None:
+        NodeInfo.views_owned += 1
+        if self._touched is not None:
+            self._touched.add(self.name)
         self.version += 1
         self.tasks = dict(self.tasks)
         self.affinity_tasks = set(self.affinity_tasks)

@@ -58,3 +58,13 @@ class Snapshot:
     refused: dict[str, str] = field(default_factory=dict)
     # PodGroups left out because their pods (and owner pods) are gone
     orphan_groups: list[str] = field(default_factory=list)
+    # What the cluster knows of the node views without a walk over them (None = unknown: the
+    # session walks). The views in `nodes` order; the version of the cluster's node each view
+    # shows (NodeInfo.view_versions of the views as handed out); node name -> position in that
+    # order; whether some node has a taint.
+    node_list: list[NodeInfo] | None = None
+    node_versions: list[int] | None = None
+    node_index: dict[str, int] | None = None
+    has_taints: bool | None = None
+    # how many of `queues` some job names, at least (None = unknown)
+    queues_with_jobs: int | None = None

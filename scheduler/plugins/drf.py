@@ -35,11 +35,15 @@ def _total_key(total: Resource) -> tuple[float, float, float, tuple[tuple[str, f
 def _job_shares(ssn: Session, total: Resource) -> tuple[dict[str, Resource], dict[str, float]]:
     """Every job's allocation and dominant share as the session opens. The previous session's
     figures are kept for the jobs whose view is the same (their allocation is the same object,
-    unchanged) while the cluster's total is; only the others are computed."""
+    unchanged) while the cluster's total is; only the others are computed.
+
+    The two maps are handed on as they are, not copied (at 20,000 nodes the two copies were a
+    sixth of an idle period): the session changes the entries of the jobs it places or evicts
+    only, and a job whose view a session changed gets a new view, and is fresh, in the next."""
     key = _total_key(total)
     prev = ssn.carried("drf")
     if prev is not None and prev[2][0] == key:
-        fresh, gone, (_, allocated, shares) = prev  # copies: the session changes its own
+        fresh, gone, (_, allocated, shares) = prev
         for uid in gone:
             allocated.pop(uid, None)
             shares.pop(uid, None)
@@ -60,7 +64,7 @@ def _job_shares(ssn: Session, total: Resource) -> tuple[dict[str, Resource], dic
         if s is None:
             s = memo[k] = share_of(a, total)
         shares[job.uid] = s
-    ssn.carry("drf", (key, dict(allocated), dict(shares)))
+    ssn.carry("drf", (key, allocated, shares))
     return allocated, shares
 
 

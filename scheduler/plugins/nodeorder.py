@@ -89,7 +89,7 @@ class NodeOrderPlugin(Plugin):
         sp = session_pods(ssn)
         # Without any taint in the cluster every node's TaintToleration raw score is 0, which
         # normalises (reversed) to 100 on every node whatever the candidates: a per-node constant.
-        self.taint_constant = not any(n.taints for n in ssn.node_list)
+        self.taint_constant = not ssn.any_node_taints()
 
         def batch(task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
             return self.scores(sp, task, nodes)

@@ -89,6 +89,14 @@ def _assert_like_fresh(state: ClusterState, snap: Snapshot) -> None:
     assert list(snap.nodes) == list(state.nodes)
     for name, view in snap.nodes.items():
         assert _node_fields(view) == _node_fields(state.nodes[name].session_view()), name
+    # what the snapshot tells of the nodes without a walk is what a walk finds
+    assert snap.node_list is not None and len(snap.node_list) == len(snap.nodes)
+    assert all(a is b for a, b in zip(snap.node_list, snap.nodes.values(), strict=True))
+    assert snap.node_versions == NodeInfo.view_versions(snap.node_list)
+    assert snap.node_index == {name: i for i, name in enumerate(snap.nodes)}
+    assert snap.has_taints == any(n.taints for n in snap.node_list)
+    named = {j.queue for j in snap.jobs.values()} & snap.queues.keys()
+    assert snap.queues_with_jobs is not None and snap.queues_with_jobs >= len(named)
 
 
 def _open(snap: Snapshot, conf: SchedulerConfiguration = CONF) -> Session:
@@ -119,7 +127,7 @@ def test_untouched_views_are_handed_out_again() -> None:
     assert stuck.jobs["c1/stuck"].nodes_fit_errors and any(
         c.task.name == "stuck-0" for c in res.pod_conditions
     )
-    stuck.nodes["n0"].devices["gpu"] = object()
+    stuck.nodes["n0"].set_device("gpu", object())
     after = state.snapshot()
     assert after.job_changes is not None and "c1/stuck" in after.job_changes.fresh
     assert after.jobs["c1/stuck"] is not stuck.jobs["c1/stuck"]
@@ -351,3 +359,78 @@ def test_the_nodes_know_their_affinity_pods_across_sessions_and_changes() -> Non
                 pod("aff-1", group="aff", node_name="n2", phase="Running", spec={"affinity": anti})
             )
     assert [n.name for n in state.nodes.values() if n.affinity_tasks] == ["n2"]
+
+
+def _walked_queue_order(ssn: Session) -> list[str]:
+    """Session.queues_in_job_order by a walk over every job."""
+    out: list[str] = []
+    for job in ssn.jobs.values():
+        if job.queue in ssn.queues and job.queue not in out:
+            out.append(job.queue)
+    return out
+
+
+def test_node_views_follow_node_changes_and_sessions_without_a_walk() -> None:
+    """The snapshot looks again only at nodes that changed and at views a session changed (placed
+    on, gave device ledgers); every other view is handed out again. After random node updates,
+    arrivals and departures, binds and sessions, every snapshot still reads as a fresh one, the
+    nodes keep their places when updated (as Volcano's NodeList keeps them), and a session's
+    versions at open and close are what a walk over its views gives."""
+    rng = random.Random(20261127)
+    state = _state(nodes=6, jobs=4)
+    state.apply_queue(queue("empty"))  # a queue no job names: the order walk must still stop
+    serial = 0
+    prev: Snapshot | None = None
+    for serial in range(80):
+        pick = rng.random()
+        names = list(state.nodes)
+        if pick < 0.15:
+            name = rng.choice(names)
+            taints = [{"key": "k", "value": "v", "effect": "NoSchedule"}] if rng.random() < 0.3 else None
+            state.apply_node(node(name, cpu=str(rng.choice((8, 16))), memory="16Gi", taints=taints))
+            assert list(state.nodes) == names  # an update keeps the node's place
+        elif pick < 0.22:
+            state.apply_node(node(f"x{serial}", cpu="8", memory="16Gi"))
+        elif pick < 0.27 and len(names) > 3:
+            state.remove_node(rng.choice(names))
+        elif pick < 0.6:
+            _random_change(state, rng, serial)
+        snap = state.snapshot()
+        _assert_like_fresh(state, snap)
+        if prev is not None and pick >= 0.27:
+            # nothing joined or left: views of nodes untouched since are the same objects
+            assert snap.node_index is prev.node_index
+        ssn = _open(snap)
+        assert ssn.open_versions() == NodeInfo.view_versions(ssn.node_list)
+        assert [q.name for q in ssn.queues_in_job_order()] == _walked_queue_order(ssn)
+        run_actions(ssn)
+        if rng.random() < 0.3:
+            ssn.node_list[rng.randrange(len(ssn.node_list))].set_device("gpu", object())
+        assert ssn.closing_versions() == NodeInfo.view_versions(ssn.node_list, changed_ok=True)
+        if rng.random() < 0.7:
+            for b in close_session(ssn).binds:
+                state.assume_bound(b.task.key, b.node, b.annotations)
+        prev = snap
+    last = state.snapshot()
+    again = state.snapshot()  # nothing changed in between: the very same map and lists
+    assert again.nodes is last.nodes and again.node_list is last.node_list
+    assert again.node_versions is last.node_versions and again.jobs is last.jobs
+    _assert_like_fresh(state, again)
+
+
+def test_a_snapshot_never_changes_a_map_it_handed_out() -> None:
+    """A closed session may still be read (the web view, explanations) while the next snapshot
+    is taken: that snapshot makes new maps for what changed instead of changing the old ones."""
+    state = _state()
+    first = state.snapshot()
+    close_session(_open(first))
+    jobs, nodes = dict(first.jobs), dict(first.nodes)
+    order = list(first.node_list or ())
+    state.apply_podgroup(podgroup("late", min_member=1, queue="default", phase="Inqueue"))
+    state.apply_pod(pod("late-0", cpu="1", group="late"))
+    state.remove_pod("c1", "run0-0")
+    ssn = _open(state.snapshot())
+    run_actions(ssn)
+    close_session(ssn)
+    state.snapshot()
+    assert first.jobs == jobs and first.nodes == nodes and first.node_list == order

@@ -219,7 +219,7 @@ class DeviceSharePlugin(Plugin):
             idx = ann.decode_gpu_index(_merged(task).get(ann.GPU_INDEX))
             if idx:
                 led.add_pod(task.uid, _share_memory(task.pod), task.pod.phase, idx)
-        node.devices[gpushare.KIND] = led
+        node.set_device(gpushare.KIND, led)
 
     def _build_vgpu(self, node: NodeInfo) -> None:
         led, why = VgpuLedger.from_node(node, self.config, self.table)
@@ -228,7 +228,7 @@ class DeviceSharePlugin(Plugin):
             return
         for task in node.tasks.values():
             self._replay_vgpu(led, task)
-        node.devices[vgpu.KIND] = led
+        node.set_device(vgpu.KIND, led)
 
     def _build_ascend(self, node: NodeInfo, chip: VnpuChip) -> None:
         table = self._npu_tables.get(chip.common_word)
@@ -241,7 +241,7 @@ class DeviceSharePlugin(Plugin):
             return
         for task in node.tasks.values():
             self._replay_ascend(led, task)
-        node.devices[led.kind] = led
+        node.set_device(led.kind, led)
 
     def _unusable_node(self, node: NodeInfo, kind: str, why: str) -> None:
         """A node that registers the device but unreadably: warned once per session, and pods

@@ -1,13 +1,15 @@
 """The cluster's allocatable and used totals over every node, kept from one session to the next.
 
 Every session needs the allocatable total (Session.total_resource) and overcommit the used total;
-at 20,000 nodes each walk over the nodes costs ~10 ms of an idle period of ~60 ms. Between two
-periods few nodes change: a node whose view is handed out again, showing the same version of the
-cluster's node (NodeInfo.view_versions), has the same resources, so only the other nodes are
-redone. As in plugins/queuesums, the totals are kept only while every amount is a whole number,
-not negative, without extended resources, and every total stays below 2**53: float sums of such
-numbers are exact in any order, so the kept totals are bit for bit what a walk in node order
-gives. Otherwise the session walks (and keeps nothing).
+at 20,000 nodes each walk over the nodes costs ~10 ms. Between two periods few nodes change: a
+node whose view is handed out again, showing the same version of the cluster's node
+(NodeInfo.view_versions), has the same resources, so only the other nodes are redone. As in
+plugins/queuesums, the totals are kept only while every amount is a whole number, not negative,
+and every total stays below 2**53: float sums of such numbers are exact in any order, so the kept
+totals are bit for bit what a walk in node order gives. Extended resources (ephemeral-storage,
+which every real node reports, hugepages, devices) are kept per name with which nodes have the
+name, so that the totals name them in the order a walk meets them. Otherwise the session walks
+(and keeps nothing).
 """
 
 from __future__ import annotations
@@ -36,11 +38,73 @@ _scalars = (attrgetter("allocatable.scalars"), attrgetter("used.scalars"))
 
 
 @dataclass(slots=True)
+class _Scalars:
+    """One side's (allocatable or used) extended resources by name: each node's amount as an int
+    (0 where the node does not name it), which nodes name it, and the exact sum."""
+
+    values: dict[str, list[int]]
+    present: dict[str, bytearray]
+    sums: dict[str, int]
+
+    def set_node(self, i: int, scalars: dict[str, float], n: int, fresh: bool = False) -> bool:
+        """Position `i` now has `scalars` (`fresh`: it had none); False (nothing changed) when an
+        amount is not exact."""
+        if not all(map(_exact, scalars.values())):
+            return False
+        if not fresh:
+            for name, col in self.values.items():
+                if self.present[name][i] and name not in scalars:
+                    self.sums[name] -= col[i]
+                    col[i] = 0
+                    self.present[name][i] = 0
+        for name, v in scalars.items():
+            col = self.values.get(name)
+            if col is None:
+                col = self.values[name] = [0] * n
+                self.present[name] = bytearray(n)
+                self.sums[name] = 0
+            self.sums[name] += int(v) - col[i]
+            col[i] = int(v)
+            self.present[name][i] = 1
+        return True
+
+    def total(self, nodes: list[NodeInfo], side: attrgetter) -> dict[str, float] | None:
+        """The names some node has, in the order a walk meets them, with their sums (None when a
+        sum is not exact)."""
+        firsts = []
+        for name, present in self.present.items():
+            i = present.find(1)
+            if i >= 0:
+                if self.sums[name] >= _LIMIT:
+                    return None
+                # a walk meets the names of one node in that node's order
+                firsts.append((i, list(side(nodes[i])).index(name), name))
+        return {name: float(self.sums[name]) for _, _, name in sorted(firsts)}
+
+
+def _exact(v: object) -> bool:
+    """A whole amount, not negative, that a float holds exactly."""
+    if isinstance(v, float):
+        return v >= 0 and v.is_integer() and v < _LIMIT
+    return type(v) is int and 0 <= v < _LIMIT
+
+
+def _fresh_scalars(nodes: list[NodeInfo], side: attrgetter) -> _Scalars | None:
+    kept = _Scalars({}, {}, {})
+    n = len(nodes)
+    for i, scalars in enumerate(map(side, nodes)):
+        if scalars and not kept.set_node(i, scalars, n, fresh=True):
+            return None
+    return kept
+
+
+@dataclass(slots=True)
 class _Kept:
     views: list[NodeInfo]
     versions: list[int]
     columns: list[list[int]]  # per field, each node's amount as an int (the views' order)
     totals: list[int]  # per field, the exact sum
+    scalars: tuple[_Scalars, _Scalars]  # allocatable's and used's extended resources
 
 
 def walk_totals(nodes: Sequence[NodeInfo]) -> tuple[Resource, Resource]:
@@ -63,21 +127,18 @@ def _column(nodes: Sequence[NodeInfo], field: attrgetter) -> list[int] | None:
     return list(map(int, values))
 
 
-def _exact(nodes: Sequence[NodeInfo]) -> bool:
-    """No node has extended resources (their keys' presence is not kept, only sums)."""
-    return not any(any(map(get, nodes)) for get in _scalars)
-
-
 def _fresh_kept(nodes: list[NodeInfo], versions: list[int]) -> _Kept | None:
-    if not _exact(nodes):
-        return None
     columns = []
     for field in _FIELDS:
         col = _column(nodes, field)
         if col is None:
             return None
         columns.append(col)
-    return _Kept(nodes, versions, columns, [sum(c) for c in columns])
+    alloc_sc = _fresh_scalars(nodes, _scalars[0])
+    used_sc = _fresh_scalars(nodes, _scalars[1])
+    if alloc_sc is None or used_sc is None:
+        return None
+    return _Kept(nodes, versions, columns, [sum(c) for c in columns], (alloc_sc, used_sc))
 
 
 def _advance(kept: _Kept, nodes: list[NodeInfo], versions: list[int]) -> _Kept | None:
@@ -96,11 +157,15 @@ def _advance(kept: _Kept, nodes: list[NodeInfo], versions: list[int]) -> _Kept |
         kept.views, kept.versions = nodes, versions
         return kept
     changed = [nodes[i] for i in stale]
-    if not _exact(changed):
-        return None
     news = [_column(changed, field) for field in _FIELDS]
     if any(new is None for new in news):
         return None
+    n = len(nodes)
+    for side, sc in zip(_scalars, kept.scalars, strict=True):
+        for i, node in zip(stale, changed, strict=True):
+            # a refusal leaves this side's columns half redone: the caller walks, keeps nothing
+            if not sc.set_node(i, side(node), n):
+                return None
     # ints: exact whatever the order; the kept object is changed only once every column is known
     for k, (col, new) in enumerate(zip(kept.columns, news, strict=True)):
         total = kept.totals[k]
@@ -127,8 +192,12 @@ def node_totals(
             kept = _advance(prev, nodes, versions)
         else:
             kept = _fresh_kept(nodes, versions)
-    if kept is None or any(t >= _LIMIT for t in kept.totals):
+    alloc_sc = used_sc = None
+    if kept is not None and all(t < _LIMIT for t in kept.totals):
+        alloc_sc = kept.scalars[0].total(nodes, _scalars[0])
+        used_sc = kept.scalars[1].total(nodes, _scalars[1])
+    if kept is None or alloc_sc is None or used_sc is None:
         alloc, used = walk_totals(nodes)
         return alloc, used, None
     t = kept.totals
-    return Resource(t[0], t[1], None, t[2]), Resource(t[3], t[4], None, t[5]), kept
+    return Resource(t[0], t[1], alloc_sc, t[2]), Resource(t[3], t[4], used_sc, t[5]), kept

@@ -106,7 +106,7 @@ def test_amounts_that_are_not_exact_are_walked_and_not_kept() -> None:
         if change == "fraction":
             n.used.milli_cpu += 0.5
         elif change == "scalar":
-            n.allocatable.scalars["nvidia.com/gpu"] = 8.0
+            n.allocatable.scalars["nvidia.com/gpu"] = 0.25
         else:
             n.allocatable.memory = float(2**53)
         alloc, used, kept = node_totals(base, None)
@@ -115,3 +115,29 @@ def test_amounts_that_are_not_exact_are_walked_and_not_kept() -> None:
         assert kept is None, change
         n.used.milli_cpu, n.allocatable.scalars, n.allocatable.memory = saved[0], saved[1], saved[2]
     assert node_totals(base, None)[2] is not None
+
+
+def test_extended_resources_are_kept_per_name_in_the_order_a_walk_meets_them() -> None:
+    """Real nodes report ephemeral-storage and hugepages, GPU nodes a device: the totals are kept
+    with them, named in the order a walk over the nodes meets the names, as nodes gain and lose
+    names at any position (the first node with a name included)."""
+    state, _ = _cluster(12)
+    base = _open(state).node_list
+    rng = random.Random(11)
+    names = ("ephemeral-storage", "hugepages-2Mi", "nvidia.com/gpu", "example.com/fpga")
+    for node in base:
+        node.allocatable.scalars = {"ephemeral-storage": 500e9, "hugepages-2Mi": 0.0}
+    _, _, kept = node_totals(base, None)
+    assert kept is not None
+    for _ in range(60):
+        node = base[rng.randrange(len(base))]
+        for side in (node.allocatable, node.used):
+            picked = rng.sample(names, rng.randint(0, 3))
+            side.scalars = {name: float(rng.choice((0, 1000, 8000, 2**40))) for name in picked}
+        versions = [rng.random() for _ in base]  # every position looked at again
+        alloc, used, again = node_totals(base, kept, versions)
+        walked = walk_totals(base)
+        assert (_fields(alloc), _fields(used)) == (_fields(walked[0]), _fields(walked[1]))
+        assert list(alloc.scalars) == list(walked[0].scalars)
+        assert list(used.scalars) == list(walked[1].scalars)
+        assert again is kept

@@ -1,4 +1,4 @@
-"""Typed keys of the aiohttp application and request storage (shared by app and handlers)."""
+"""Typed keys of the request storage (shared by app and handlers)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
-SERVER_KEY: web.AppKey[Any] = web.AppKey("server", object)
 # aiohttp < 3.12 has no RequestKey; a plain string key works there (with a warning on newer ones)
 LOG_KEY: Any = web.RequestKey("sandbox_log", dict) if hasattr(web, "RequestKey") else "sandbox_log"
+# the ApiServer answering the request
+SERVER_KEY: Any = web.RequestKey("sandbox_server", object) if hasattr(web, "RequestKey") else "sandbox_server"

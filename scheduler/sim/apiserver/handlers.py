@@ -89,7 +89,7 @@ def decode_body(raw: bytes) -> Any:
         raise bad_request(f"the object provided is unrecognized (must be of type JSON): {exc}") from None
 
 
-def decode_object(request: web.Request, raw: bytes) -> Any:
+def decode_object(request: web.BaseRequest, raw: bytes) -> Any:
     """A POST/PUT body: JSON, or YAML as the real server also takes.
 
     Protobuf for the kinds kubectl's typed clients send that way (see `protobuf`); other
@@ -134,7 +134,12 @@ def _schema(store: Store, res: ResourceInfo) -> fieldcheck.Schema | None:
 
 
 def checked_fields(
-    store: Store, request: web.Request, rr: ResourceRequest, body: Any, options: str, patch: str | None = None
+    store: Store,
+    request: web.BaseRequest,
+    rr: ResourceRequest,
+    body: Any,
+    options: str,
+    patch: str | None = None,
 ) -> tuple[Any, list[str]]:
     """The body as the kind can hold it, and the warnings to send (see `fieldcheck`).
 
@@ -157,7 +162,7 @@ def checked_fields(
     return body, fieldcheck.warnings(unknown) if directive == "Warn" else []
 
 
-def _is_dry_run(request: web.Request) -> bool:
+def _is_dry_run(request: web.BaseRequest) -> bool:
     return request.query.get("dryRun", "") == "All"
 
 
@@ -176,7 +181,7 @@ def _parse_continue(token: str) -> tuple[int, tuple[str, str]]:
         raise bad_request("continue key is not valid: invalid continue token") from None
 
 
-def selector_of(request: web.Request, rr: ResourceRequest) -> Selector:
+def selector_of(request: web.BaseRequest, rr: ResourceRequest) -> Selector:
     q = request.query
     return Selector.parse(
         q.get("labelSelector"),
@@ -186,7 +191,7 @@ def selector_of(request: web.Request, rr: ResourceRequest) -> Selector:
     )
 
 
-def list_objects(store: Store, request: web.Request, rr: ResourceRequest) -> dict[str, Any]:
+def list_objects(store: Store, request: web.BaseRequest, rr: ResourceRequest) -> dict[str, Any]:
     """A list, paginated with `limit`/`continue` over the sorted keys.
 
     Pages after the first come from the current state rather than a snapshot at the first
@@ -237,7 +242,7 @@ def list_objects(store: Store, request: web.Request, rr: ResourceRequest) -> dic
     return {"kind": rr.res.list_kind, "apiVersion": rr.res.api_version, "metadata": md, "items": items}
 
 
-async def handle_get(store: Store, request: web.Request, rr: ResourceRequest) -> web.StreamResponse:
+async def handle_get(store: Store, request: web.BaseRequest, rr: ResourceRequest) -> web.StreamResponse:
     if rr.watch or query_bool(request.query, "watch"):
         return await handle_watch(store, request, rr)
     table = tables.wants_table(request.headers.get("Accept", ""))
@@ -279,7 +284,7 @@ async def handle_get(store: Store, request: web.Request, rr: ResourceRequest) ->
     return json_response(obj)
 
 
-async def handle_watch(store: Store, request: web.Request, rr: ResourceRequest) -> web.StreamResponse:
+async def handle_watch(store: Store, request: web.BaseRequest, rr: ResourceRequest) -> web.StreamResponse:
     q = request.query
     sel = selector_of(request, rr)
     if rr.name is not None:
@@ -292,7 +297,7 @@ async def handle_watch(store: Store, request: web.Request, rr: ResourceRequest) 
         timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else None
     except ValueError:
         raise bad_request(f"invalid timeoutSeconds: {q['timeoutSeconds']!r}") from None
-    server = request.app[SERVER_KEY]
+    server = request[SERVER_KEY]
     opts = WatchOptions(
         resource_version=q.get("resourceVersion"),
         timeout=timeout if timeout is not None else server.watch_timeout,
@@ -323,7 +328,7 @@ async def handle_watch(store: Store, request: web.Request, rr: ResourceRequest) 
     return resp
 
 
-async def handle_post(store: Store, request: web.Request, rr: ResourceRequest, body: Any) -> web.Response:
+async def handle_post(store: Store, request: web.BaseRequest, rr: ResourceRequest, body: Any) -> web.Response:
     if rr.subresource == "binding" and rr.res.key == "pods":
         binding = _check_kind(rr, body, "Binding")
         name = rr.name or (binding.get("metadata") or {}).get("name")
@@ -340,7 +345,7 @@ async def handle_post(store: Store, request: web.Request, rr: ResourceRequest, b
     return written_response(store, rr.res, obj, 201, warn)
 
 
-async def handle_put(store: Store, request: web.Request, rr: ResourceRequest, body: Any) -> web.Response:
+async def handle_put(store: Store, request: web.BaseRequest, rr: ResourceRequest, body: Any) -> web.Response:
     if rr.subresource == "scale" and rr.name is not None:
         return json_response(scale.write_scale(store, rr.res, rr.namespace, rr.name, body))
     if rr.name is None or rr.subresource not in (None, "status"):
@@ -364,7 +369,9 @@ BUILT_IN_GROUPS = frozenset(
 )
 
 
-async def handle_patch(store: Store, request: web.Request, rr: ResourceRequest, raw: bytes) -> web.Response:
+async def handle_patch(
+    store: Store, request: web.BaseRequest, rr: ResourceRequest, raw: bytes
+) -> web.Response:
     if rr.name is None or rr.subresource not in (None, "status", "scale"):
         raise method_not_allowed()
     ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
@@ -390,7 +397,9 @@ async def handle_patch(store: Store, request: web.Request, rr: ResourceRequest, 
     return written_response(store, rr.res, obj, warnings=warn)
 
 
-async def handle_apply(store: Store, request: web.Request, rr: ResourceRequest, raw: bytes) -> web.Response:
+async def handle_apply(
+    store: Store, request: web.BaseRequest, rr: ResourceRequest, raw: bytes
+) -> web.Response:
     """Server-side apply, simplified: create when absent, else merge the applied fields in.
 
     The applied configuration is merged like a strategic merge patch (built-in kinds) or a
@@ -427,7 +436,9 @@ async def handle_apply(store: Store, request: web.Request, rr: ResourceRequest, 
     return written_response(store, rr.res, obj, warnings=warn)
 
 
-async def handle_delete(store: Store, request: web.Request, rr: ResourceRequest, raw: bytes) -> web.Response:
+async def handle_delete(
+    store: Store, request: web.BaseRequest, rr: ResourceRequest, raw: bytes
+) -> web.Response:
     opts: dict[str, Any] = decode_object(request, raw) if raw.strip() else {}
     if not isinstance(opts, dict):
         raise bad_request("DeleteOptions must be a JSON object")

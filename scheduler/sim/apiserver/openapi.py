@@ -71,7 +71,7 @@ _DOCS: dict[str, bytes] = {gv: codec.dumps(gv_document(gv, rs)) for gv, rs in _g
 _HASHES = {gv: hashlib.sha512(doc).hexdigest()[:32].upper() for gv, doc in _DOCS.items()}
 
 
-def answer(parts: list[str], request: web.Request) -> web.Response:
+def answer(parts: list[str], request: web.BaseRequest) -> web.Response:
     """`parts` are the path tokens after `/openapi`."""
     if parts == ["v3"]:
         root = {"paths": {gv: {"serverRelativeURL": f"/openapi/v3/{gv}?hash={_HASHES[gv]}"} for gv in _DOCS}}

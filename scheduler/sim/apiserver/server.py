@@ -98,7 +98,7 @@ class ApiServer:
         self.in_flight: set[asyncio.Task[Any]] = set()
         self.active_watches = 0
         self.ca_file: str | None = None
-        self._runner: web.AppRunner | None = None
+        self._runner: web.ServerRunner | None = None
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
 
     @property
@@ -122,8 +122,7 @@ class ApiServer:
                 ssl_ctx.load_verify_locations(certs.ca_file)
                 ssl_ctx.verify_mode = ssl.CERT_OPTIONAL
                 self.client_cert_files = (str(certs.client_cert_file), str(certs.client_key_file))
-        app = App(self).build()
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.5)
+        self._runner = web.ServerRunner(App(self).build(), handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ssl_ctx, reuse_address=True)
         await site.start()

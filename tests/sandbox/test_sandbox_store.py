@@ -80,6 +80,40 @@ def test_priority_resolved_from_class_unknown_class_forbidden_global_default(sto
     assert exc.value.code == 422
 
 
+def test_pods_of_one_template_are_admitted_alike_and_follow_priority_class_changes(store: Store) -> None:
+    """The pods of a template reuse the first one's admission (defaults, priority, QoS): each gets
+    what a first admission gives, as its own objects; a PriorityClass write is seen at once; a
+    different spec, even a bad one, is checked in full."""
+    first = store.create(pod("t0"))
+    again = store.create(pod("t1"))
+    assert again["spec"] == first["spec"] and again["status"] == first["status"]
+    assert again["spec"] is not first["spec"]
+    assert again["spec"]["tolerations"] is not first["spec"]["tolerations"]
+    assert first["spec"]["priority"] == 0 and "priorityClassName" not in first["spec"]
+    store.create(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "dflt"},
+            "value": 7,
+            "globalDefault": True,
+        }
+    )
+    later = store.create(pod("t2"))
+    assert (later["spec"]["priority"], later["spec"]["priorityClassName"]) == (7, "dflt")
+    store.delete("priorityclasses", None, "dflt")
+    assert store.create(pod("t3"))["spec"]["priority"] == 0
+    bad = pod("t4")
+    bad["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "lots"}}
+    with pytest.raises(ApiError) as exc:
+        store.create(bad)
+    assert exc.value.code == 422
+    bad["spec"]["containers"][0]["resources"] = {"limits": ["cpu"]}
+    with pytest.raises(ApiError) as exc:
+        store.create(bad)
+    assert exc.value.code == 400
+
+
 def test_system_priority_classes_exist(store: Store) -> None:
     assert store.create(pod("a", priorityClassName="system-node-critical"))["spec"]["priority"] == 2000001000
 

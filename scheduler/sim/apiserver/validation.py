@@ -92,8 +92,9 @@ def _labels_problems(md: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def validate(res: ResourceInfo, obj: dict[str, Any]) -> None:
-    """Raise 422 Invalid naming every offending field of `obj` (already defaulted)."""
+def validate(res: ResourceInfo, obj: dict[str, Any], spec_known: bool = False) -> None:
+    """Raise 422 Invalid naming every offending field of `obj` (already defaulted). `spec_known`:
+    the kind's own checks passed on this very (defaulted) content before, only the metadata is asked."""
     md = obj.get("metadata") or {}
     name = str(md.get("name") or "")
     causes: list[tuple[str, str]] = []
@@ -102,7 +103,7 @@ def validate(res: ResourceInfo, obj: dict[str, Any]) -> None:
     elif (why := name_problem(res, name)) is not None:
         causes.append(("metadata.name", why))
     causes += _labels_problems(md)
-    check = _KIND_CHECKS.get(res.key)
+    check = None if spec_known else _KIND_CHECKS.get(res.key)
     if check is not None:
         causes += check(obj)
     if causes:
@@ -229,8 +230,9 @@ def _unmarshal_error(kind: str, field: str, value: Any, want: str) -> ApiError:
     return bad_request(f"json: cannot unmarshal {got} into Go struct field {kind}.{field} of type {want}")
 
 
-def check_decodable(res: ResourceInfo, obj: dict[str, Any]) -> None:
-    """Raise 400 when `obj` could not be decoded into its kind's Go type (wrong JSON type of a field)."""
+def check_decodable(res: ResourceInfo, obj: dict[str, Any], spec_known: bool = False) -> None:
+    """Raise 400 when `obj` could not be decoded into its kind's Go type (wrong JSON type of a field).
+    `spec_known`: a pod spec with this very content was found decodable before."""
     md = obj.get("metadata")
     if md is not None and not isinstance(md, dict):
         raise _unmarshal_error(res.kind, "metadata", md, "v1.ObjectMeta")
@@ -259,7 +261,7 @@ def check_decodable(res: ResourceInfo, obj: dict[str, Any]) -> None:
             value = obj.get(key)
             if value is not None and not isinstance(value, dict):
                 raise _unmarshal_error(res.kind, key, value, f"v1.{res.kind}{key.capitalize()}")
-    if res.key == "pods" and isinstance(obj.get("spec"), dict):
+    if res.key == "pods" and not spec_known and isinstance(obj.get("spec"), dict):
         _check_pod_spec_decodable(obj["spec"])
 
 

@@ -13,6 +13,16 @@ def store() -> Store:
     return Store(history_size=100)
 
 
+def _priority_class(name: str, value: int, default: bool = False) -> dict:
+    pc = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+    return {**pc, "globalDefault": True} if default else pc
+
+
 def test_create_assigns_identity_and_one_cluster_wide_resource_version(store: Store) -> None:
     rv0 = store.rv
     p = store.create(pod("a"))
@@ -44,39 +54,16 @@ def test_requests_are_copied_from_limits_making_the_pod_guaranteed(store: Store)
 
 
 def test_priority_resolved_from_class_unknown_class_forbidden_global_default(store: Store) -> None:
-    store.create(
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": "high"},
-            "value": 1000,
-        }
-    )
+    store.create(_priority_class("high", 1000))
     assert store.create(pod("a", priorityClassName="high"))["spec"]["priority"] == 1000
     with pytest.raises(ApiError) as exc:
         store.create(pod("b", priorityClassName="nope"))
     assert exc.value.code == 403 and "no PriorityClass with name nope was found" in exc.value.message
-    store.create(
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": "dflt"},
-            "value": 7,
-            "globalDefault": True,
-        }
-    )
+    store.create(_priority_class("dflt", 7, default=True))
     c = store.create(pod("c"))
     assert (c["spec"]["priority"], c["spec"]["priorityClassName"]) == (7, "dflt")
     with pytest.raises(ApiError) as exc:
-        store.create(
-            {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": "d2"},
-                "value": 8,
-                "globalDefault": True,
-            }
-        )
+        store.create(_priority_class("d2", 8, default=True))
     assert exc.value.code == 422
 
 
@@ -90,15 +77,7 @@ def test_pods_of_one_template_are_admitted_alike_and_follow_priority_class_chang
     assert again["spec"] is not first["spec"]
     assert again["spec"]["tolerations"] is not first["spec"]["tolerations"]
     assert first["spec"]["priority"] == 0 and "priorityClassName" not in first["spec"]
-    store.create(
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": "dflt"},
-            "value": 7,
-            "globalDefault": True,
-        }
-    )
+    store.create(_priority_class("dflt", 7, default=True))
     later = store.create(pod("t2"))
     assert (later["spec"]["priority"], later["spec"]["priorityClassName"]) == (7, "dflt")
     store.delete("priorityclasses", None, "dflt")

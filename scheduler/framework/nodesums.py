@@ -141,18 +141,23 @@ def _fresh_kept(nodes: list[NodeInfo], versions: list[int]) -> _Kept | None:
     return _Kept(nodes, versions, columns, [sum(c) for c in columns], (alloc_sc, used_sc))
 
 
-def _advance(kept: _Kept, nodes: list[NodeInfo], versions: list[int]) -> _Kept | None:
-    """The kept totals brought to `nodes`: the positions whose view or version differ redone."""
+def _advance(
+    kept: _Kept, nodes: list[NodeInfo], versions: list[int], changed_at: list[int] | None
+) -> _Kept | None:
+    """The kept totals brought to `nodes`: the positions whose view or version differ redone.
+    `changed_at`: the only positions that may differ (the snapshot knows them), else all."""
     if nodes is kept.views and versions is kept.versions:
         return kept  # the snapshot handed the same lists out again: no node changed
     # versions compared by identity: a node's version only grows, so the same value is the same
     # int object its NodeInfo holds, and a comparison by value would read every int (a cache
     # miss per node at 20,000 nodes)
-    stale = list(
-        compress(
-            range(len(nodes)), map(or_, map(is_not, nodes, kept.views), map(is_not, versions, kept.versions))
+    views, was = kept.views, kept.versions
+    if changed_at is not None:
+        stale = [i for i in changed_at if nodes[i] is not views[i] or versions[i] is not was[i]]
+    else:
+        stale = list(
+            compress(range(len(nodes)), map(or_, map(is_not, nodes, views), map(is_not, versions, was)))
         )
-    )
     if not stale:
         kept.views, kept.versions = nodes, versions
         return kept
@@ -178,18 +183,22 @@ def _advance(kept: _Kept, nodes: list[NodeInfo], versions: list[int]) -> _Kept |
 
 
 def node_totals(
-    nodes: list[NodeInfo], prev: object | None, versions: list[int] | None = None
+    nodes: list[NodeInfo],
+    prev: object | None,
+    versions: list[int] | None = None,
+    changed_at: list[int] | None = None,
 ) -> tuple[Resource, Resource, _Kept | None]:
     """(allocatable total, used total, what to keep for the next session or None), the totals
     equal to walk_totals(nodes); `prev` is what the previous session kept (or None); `versions`
-    the nodes' NodeInfo.view_versions when the caller knows them. Called before the session
-    changes any node (every view still shows its cluster node)."""
+    the nodes' NodeInfo.view_versions when the caller knows them, and `changed_at` the only
+    positions whose view or version may differ from `prev`'s (the previous snapshot's nodes).
+    Called before the session changes any node (every view still shows its cluster node)."""
     if versions is None:
         versions = NodeInfo.view_versions(nodes)
     kept = None
     if versions is not None:
         if isinstance(prev, _Kept) and len(prev.views) == len(nodes):
-            kept = _advance(prev, nodes, versions)
+            kept = _advance(prev, nodes, versions, changed_at)
         else:
             kept = _fresh_kept(nodes, versions)
     alloc_sc = used_sc = None

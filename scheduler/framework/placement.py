@@ -10,7 +10,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable
 from itertools import chain, compress, islice, repeat
-from operator import and_, attrgetter, eq, is_
+from operator import attrgetter, eq, is_not, or_
 from typing import Any, cast
 
 from scheduler.framework.fiterrors import FitErrors
@@ -417,6 +417,7 @@ class _Carried:
         "namespaces",
         "options",
         "shapes",
+        "stale",
         "topology",
         "unchanged",
         "versions",
@@ -437,8 +438,10 @@ class _Carried:
         self.versions = versions
         # node name -> position: the same object in the next session while no node joined or left
         self.index = ssn.node_index()
-        # the next session's nodes whose views are the same and unchanged (True: all), see `check`
+        # the next session's nodes whose views are the same and unchanged (True: all), see `check`;
+        # or, when the nodes are the same ones in the same places, the few that are not (`stale`)
         self.unchanged: bool | set[str] = set()
+        self.stale: set[str] | None = None
 
     def check(self, ssn: Session) -> bool:
         """Whether the refusals hold at all in `ssn`, and which nodes they hold for (`unchanged`)."""
@@ -458,10 +461,16 @@ class _Carried:
             self.unchanged = True
             return True
         if ssn.node_index() is self.index and len(nodes) == len(self.views):
-            # the same nodes in the same places: compared position by position at C level, the
-            # versions by identity (see nodesums._advance)
-            same = map(and_, map(is_, nodes, self.views), map(is_, versions, self.versions))
-            self.unchanged = set(compress(self.index, same))
+            # the same nodes in the same places: the positions that differ, compared by identity
+            # (versions too, see nodesums._advance); only where the snapshot says a node or view
+            # changed since the previous one, when it knows, else at every position at C level
+            self.unchanged = False
+            views, kept = self.views, self.versions
+            at = ssn.node_changed_at()
+            if at is None:
+                differ = map(or_, map(is_not, nodes, views), map(is_not, versions, kept))
+                at = list(compress(range(len(nodes)), differ))
+            self.stale = {nodes[i].name for i in at if nodes[i] is not views[i] or versions[i] is not kept[i]}
             return True
         at = {v.name: (v, ver) for v, ver in zip(self.views, self.versions, strict=True)}
         self.unchanged = {
@@ -846,6 +855,9 @@ class PlacementCache:
         changed = set(ssn.node_changes)
         if unchanged is True:
             verdicts.update((n, v) for n, v in kept.verdicts.items() if n not in changed)
+        elif unchanged is False:
+            stale = carried.stale or set()
+            verdicts.update((n, v) for n, v in kept.verdicts.items() if n not in stale and n not in changed)
         else:
             verdicts.update((n, v) for n, v in kept.verdicts.items() if n in unchanged and n not in changed)
         values.codes = bytearray()  # rebuilt from the seeded verdicts at the scan

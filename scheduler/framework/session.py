@@ -178,6 +178,7 @@ class Session:
         # what the snapshot knew of the nodes without a walk (see node_index, open_versions)
         self._node_index = snapshot.node_index
         self._node_versions = snapshot.node_versions
+        self._node_changed_at = snapshot.node_changed_at
         self._has_taints = snapshot.has_taints
         self._queues_with_jobs = snapshot.queues_with_jobs
         # NodeInfo.views_owned as the session opens: unchanged means no view was made private since
@@ -205,7 +206,7 @@ class Session:
         # and redone only for the nodes that changed (framework/nodesums)
         prev = self.carried(NODE_TOTALS)
         self.total_resource, self._open_used, kept = node_totals(
-            self.node_list, prev[2] if prev is not None else None, self.open_versions()
+            self.node_list, prev[2] if prev is not None else None, self.open_versions(), self._node_changed_at
         )
         if kept is not None:
             self.carry(NODE_TOTALS, kept)
@@ -397,6 +398,11 @@ class Session:
         if index is None or len(index) != len(self.node_list):
             index = self._node_index = {n.name: i for i, n in enumerate(self.node_list)}
         return index
+
+    def node_changed_at(self) -> list[int] | None:
+        """The positions in `node_list` whose view or version may differ from the previous
+        snapshot's (the one the last session opened on); None when the snapshot does not know."""
+        return self._node_changed_at
 
     def open_versions(self) -> list[int] | None:
         """NodeInfo.view_versions of `node_list` as long as no view was made private since the

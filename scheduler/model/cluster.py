@@ -469,13 +469,14 @@ class ClusterState:
         orphans = {uid for uid in self.pod_owned_groups if uid in self.jobs and not self.jobs[uid].tasks}
         self._snapshots += 1
         changes = JobViewChanges(self._snapshots, set(), set(), self._carry)
-        nodes, node_list, versions = self._node_snapshot()
+        nodes, node_list, versions, changed_at = self._node_snapshot()
         if self._node_index is None or len(self._node_index) != len(self.nodes):
             self._node_index = {name: i for i, name in enumerate(self.nodes)}
         return Snapshot(
             nodes=nodes,
             node_list=node_list,
             node_versions=versions,
+            node_changed_at=changed_at,
             node_index=self._node_index,
             has_taints=bool(self._tainted),
             # jobs left out as orphans may make this more than the snapshot's jobs have: a
@@ -505,29 +506,31 @@ class ClusterState:
             refused=self.refused,
         )
 
-    def _node_snapshot(self) -> tuple[dict[str, NodeInfo], list[NodeInfo], list[int]]:
+    def _node_snapshot(self) -> tuple[dict[str, NodeInfo], list[NodeInfo], list[int], list[int] | None]:
         """The node views by name and in order, and the version of the cluster's node each one
         shows. While no node joined or left, only the nodes that changed and the views a session
         changed are looked at; the others' views are handed out again as they are (each walk
         over every node cost a cache miss or more per node: a third of an idle period at 20,000
         nodes). The maps and lists handed out are never changed afterwards: a snapshot that
-        changes something makes new ones."""
+        changes something makes new ones. Last, the positions looked at again (None after a walk)."""
         redo = self._dirty_nodes | self._touched_nodes
         self._dirty_nodes = set()
         self._touched_nodes.clear()  # the same set: the views handed out hold it
         if self._node_index is None or len(self._node_order) != len(self.nodes):
-            return self._node_walk()
+            return (*self._node_walk(), None)
         if not redo:
-            return self._node_views, self._node_order, self._node_versions
+            return self._node_views, self._node_order, self._node_versions, []
         views, order = self._node_views, self._node_order
         versions = self._node_versions = list(self._node_versions)
         index, nodes, touched = self._node_index, self.nodes, self._touched_nodes
         copied = False
+        changed_at: list[int] = []
         for name in redo:
             node = nodes.get(name)
             i = index.get(name)
             if node is None or i is None:  # not expected: a node that left resets the index
-                return self._node_walk()
+                return (*self._node_walk(), None)
+            changed_at.append(i)
             v = views[name]
             if not v.reuse_for(node):
                 if not copied:  # a view replaced: new map and list (a node that only changed
@@ -537,7 +540,8 @@ class ClusterState:
                     copied = True
                 v = views[name] = order[i] = node.session_view(touched)
             versions[i] = node.version
-        return views, order, versions
+        changed_at.sort()
+        return views, order, versions, changed_at
 
     def _node_walk(self) -> tuple[dict[str, NodeInfo], list[NodeInfo], list[int]]:
         """_node_snapshot by a walk over every node (after a node joined or left)."""

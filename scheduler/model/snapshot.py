@@ -66,5 +66,8 @@ class Snapshot:
     node_versions: list[int] | None = None
     node_index: dict[str, int] | None = None
     has_taints: bool | None = None
+    # the positions in `node_list` whose view or version may differ from the previous snapshot's
+    # (None = unknown: compare every position)
+    node_changed_at: list[int] | None = None
     # how many of `queues` some job names, at least (None = unknown)
     queues_with_jobs: int | None = None

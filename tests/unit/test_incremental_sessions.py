@@ -14,6 +14,7 @@ import pytest
 
 from scheduler.conf import SchedulerConfiguration
 from scheduler.framework.cycle import close_session, open_session, run_actions
+from scheduler.framework.nodesums import walk_totals
 from scheduler.framework.session import Session, SessionOptions
 from scheduler.framework.statement import Statement
 from scheduler.model.cluster import ClusterState
@@ -361,6 +362,10 @@ def test_the_nodes_know_their_affinity_pods_across_sessions_and_changes() -> Non
     assert [n.name for n in state.nodes.values() if n.affinity_tasks] == ["n2"]
 
 
+def _fields(r: Any) -> tuple[Any, ...]:
+    return (r.milli_cpu, r.memory, r.pods, r.scalars, list(r.scalars))
+
+
 def _walked_queue_order(ssn: Session) -> list[str]:
     """Session.queues_in_job_order by a walk over every job."""
     out: list[str] = []
@@ -403,7 +408,15 @@ def test_node_views_follow_node_changes_and_sessions_without_a_walk() -> None:
         ssn = _open(snap)
         assert ssn.open_versions() == NodeInfo.view_versions(ssn.node_list)
         assert [q.name for q in ssn.queues_in_job_order()] == _walked_queue_order(ssn)
+        walked = walk_totals(ssn.node_list)
+        assert _fields(ssn.total_resource) == _fields(walked[0]), serial
+        assert _fields(ssn.used_total()) == _fields(walked[1]), serial
+        scratch = _from_scratch(state, CONF)
         run_actions(ssn)
+        run_actions(scratch)
+        assert [(t.key, t.node_name) for t in ssn.decisions.binds] == [
+            (t.key, t.node_name) for t in scratch.decisions.binds
+        ], serial
         if rng.random() < 0.3:
             ssn.node_list[rng.randrange(len(ssn.node_list))].set_device("gpu", object())
         assert ssn.closing_versions() == NodeInfo.view_versions(ssn.node_list, changed_ok=True)

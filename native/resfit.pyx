@@ -210,3 +210,99 @@ def misfits_idle(req, list nodes, list at, unsigned char[:] codes, unsigned char
             out.append(i)
         codes[<Py_ssize_t>at[i]] = fit if le else refused
     return out
+
+
+# -- rows: the nodes' values as one array of doubles ---------------------------------------------
+# A node's row is [Idle cpu, Idle memory, FutureIdle cpu, FutureIdle memory, then per scalar key
+# Idle and FutureIdle]; reading the rows instead of each node's three Resources and their dicts
+# (some 18 attribute reads and 9 dict lookups a node, mostly cache misses in a session) is what
+# makes a cold shape's scan of a window cheap.
+
+
+def rows_fill(double[::1] values, unsigned char[:] ok, Py_ssize_t stride, list keys, list nodes, list at):
+    """Write the rows of `nodes` (the k-th to row at[k]); ok[row] = 0 where some value read is not
+    an exact float (the checks then ask the node's Resources)."""
+    cdef Py_ssize_t k, j, p, nk = len(keys)
+    cdef double ic = 0.0, im = 0.0, rc = 0.0, rm = 0.0, pc = 0.0, pm = 0.0, a = 0.0, b = 0.0, c = 0.0
+    cdef double* row
+    cdef bint good
+    if len(at) != len(nodes):
+        raise ValueError("at and nodes differ in length")
+    if stride != 4 + 2 * nk:
+        raise ValueError("stride does not match the keys")
+    for k in range(len(nodes)):
+        p = at[k]
+        if p < 0 or p >= ok.shape[0] or (p + 1) * stride > values.shape[0]:
+            raise IndexError(f"row {p} out of range")
+        n = nodes[k]
+        idle, rel, pip = n.idle, n.releasing, n.pipelined
+        row = &values[p * stride]
+        good = not (_attr(idle.milli_cpu, &ic) or _attr(idle.memory, &im) or _attr(rel.milli_cpu, &rc)
+                    or _attr(rel.memory, &rm) or _attr(pip.milli_cpu, &pc) or _attr(pip.memory, &pm))
+        if good:
+            row[0] = ic
+            row[1] = im
+            row[2] = ic + rc - pc
+            row[3] = im + rm - pm
+        if good and nk:
+            i_s = idle.scalars
+            r_s = rel.scalars
+            p_s = pip.scalars
+            if type(i_s) is not dict or type(r_s) is not dict or type(p_s) is not dict:
+                good = False
+            else:
+                for j in range(nk):
+                    key = keys[j]
+                    if (_get(PyDict_GetItem(i_s, key), &a) or _get(PyDict_GetItem(r_s, key), &b)
+                            or _get(PyDict_GetItem(p_s, key), &c)):
+                        good = False
+                        break
+                    row[4 + 2 * j] = a
+                    row[5 + 2 * j] = a + b - c
+        ok[p] = 1 if good else 0
+
+
+def rows_misfits_idle(
+    req, const double[::1] values, const unsigned char[:] ok, Py_ssize_t stride, dict keys,
+    list nodes, list at, unsigned char[:] codes, unsigned char fit, unsigned char refused,
+):
+    """misfits_idle(req, nodes, at, codes, fit, refused) read from the rows at `at` (row at[k] is
+    the k-th node's, filled by rows_fill; `keys` maps each scalar key to its index in the row's
+    scalars and holds every key `req` asks)."""
+    cdef Py_ssize_t k, j, p, n = len(nodes)
+    cdef Py_ssize_t cols[MAX_SCALARS]
+    cdef const double* row
+    cdef int le = 0, ff
+    cdef list out = []
+    cdef _Request q = _Request(req)
+    if len(at) != n:
+        raise ValueError("at and nodes differ in length")
+    if not q.ok:
+        return misfits_idle(req, nodes, at, codes, fit, refused)
+    for j in range(q.n):
+        cols[j] = 4 + 2 * <Py_ssize_t>keys[q.keys[j]]
+        if cols[j] + 1 >= stride:
+            raise IndexError(f"scalar {q.keys[j]!r} out of the rows")
+    for k in range(n):
+        p = at[k]
+        if p < 0 or p >= ok.shape[0] or p >= codes.shape[0] or (p + 1) * stride > values.shape[0]:
+            raise IndexError(f"row {p} out of range")
+        if ok[p]:
+            row = &values[p * stride]
+            le = _le(q.cpu, row[0]) and _le(q.mem, row[1])
+            ff = _le(q.cpu, row[2]) and _le(q.mem, row[3])
+            for j in range(q.n):
+                if not (le or ff):
+                    break
+                if le and not _le(q.lv[j], row[cols[j]]):
+                    le = 0
+                if ff and not _le(q.lv[j], row[cols[j] + 1]):
+                    ff = 0
+        else:
+            nd = nodes[k]
+            ff = 1 if req.fits_future(nd.idle, nd.releasing, nd.pipelined) else 0
+            le = 1 if req.less_equal(nd.idle) else 0
+        if not ff:
+            out.append(k)
+        codes[p] = fit if le else refused
+    return out

@@ -100,8 +100,7 @@ def allocate(ssn: Session) -> None:
                 stmt = found or stmt
                 ready = found is not None and job_ready(ssn, tj)
             else:
-                kept = _allocate_tasks(ssn, stmt, q, job, task_heaps[job.uid], check, cache)
-                ready = kept and ssn.job_ready(job)
+                ready = _allocate_tasks(ssn, stmt, q, job, task_heaps[job.uid], check, cache)
         except Exception as exc:  # one job's plugin bug costs that job this session, not the session
             with contextlib.suppress(Exception):
                 stmt.discard()
@@ -130,7 +129,10 @@ def _allocate_tasks(
     check: object,
     cache: PlacementCache,
 ) -> bool:
-    """Place the job's tasks in `stmt`; True when they are kept (ready or pipelined), else discarded."""
+    """Place the job's tasks in `stmt`; True when the job is ready. The placements are kept when it
+    is ready or pipelined, else discarded. Readiness is asked once of the final state: nothing
+    changes between the placement that made the job ready and the caller's use of the answer (a
+    one-pod job asked it three times)."""
     failed_roles: set[str] = set()
     nodes = ssn.node_list
     while not tasks.empty():
@@ -157,10 +159,11 @@ def _allocate_tasks(
             ssn.record_fit_errors(job, task, errors)
             continue
         if ssn.job_ready(job):
-            break
-    if ssn.job_ready(job) or ssn.job_pipelined(job):
+            return True
+    if ssn.job_ready(job):
         return True
-    stmt.discard()
+    if not ssn.job_pipelined(job):
+        stmt.discard()
     return False
 
 

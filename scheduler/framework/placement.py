@@ -14,6 +14,7 @@ from operator import attrgetter, eq, is_not, or_
 from typing import Any, cast
 
 from scheduler.framework.fiterrors import FitErrors
+from scheduler.framework.noderows import ResourceRows
 from scheduler.framework.nodewindow import FIT, REFUSED, UNKNOWN
 from scheduler.framework.nodewindow_impl import window_impl
 from scheduler.framework.session import Session, SessionOptions
@@ -34,7 +35,7 @@ NodePredicate = Callable[[TaskInfo, NodeInfo], Unfit | list[str] | None]
 NodesPredicate = Callable[[TaskInfo, list[NodeInfo]], list[Unfit | list[str] | None]]
 # a NodesPredicate that also writes the nodes' Idle fits (see allocate_predicate_many_idle)
 NodesPredicateIdle = Callable[
-    [TaskInfo, list[NodeInfo], list[int], bytearray], list[Unfit | list[str] | None]
+    [TaskInfo, list[NodeInfo], list[int], bytearray, ResourceRows], list[Unfit | list[str] | None]
 ]
 
 
@@ -93,12 +94,13 @@ def allocate_predicate_many(ssn: Session) -> NodesPredicate:
 def allocate_predicate_many_idle(ssn: Session) -> NodesPredicateIdle:
     """allocate_predicate_many that also writes whether the task fits each node's Idle to
     codes[at[k]] (FIT or REFUSED) for the k-th node, read in the resource fit's own pass: the
-    placement cache needs both answers of every node it asks."""
+    placement cache needs both answers of every node it asks. The k-th node is row at[k] of
+    `rows`, which the resource fit reads instead of the nodes' Resources."""
 
     def check_many(
-        task: TaskInfo, nodes: list[NodeInfo], at: list[int], codes: bytearray
+        task: TaskInfo, nodes: list[NodeInfo], at: list[int], codes: bytearray, rows: ResourceRows
     ) -> list[Unfit | list[str] | None]:
-        short = resfit_impl.misfits_idle(task.init_resreq, nodes, at, codes, FIT, REFUSED)
+        short = rows.misfits_idle(task.init_resreq, nodes, at, codes, FIT, REFUSED)
         return _after_resources(ssn, task, nodes, short)
 
     return check_many
@@ -515,6 +517,8 @@ class PlacementCache:
         # each: every shape forgets the same changed nodes, and a name lookup in the 20,000-entry
         # index per entry and shape was ~3 % of a session (see _changed_at)
         self._log_at: list[int] = []
+        # the nodes' resources as rows for the resource fit (check_many_idle), built when first asked
+        self._rows: ResourceRows | None = None
         self.entries: dict[tuple, _Entry] = {}
         self.values: dict[tuple, _NodeValues] = {}
         # score shape (Session.score_shape) -> the scores the shapes with it share
@@ -937,6 +941,17 @@ class PlacementCache:
             names = self._names = list(map(_name, self.nodes))
         return names
 
+    def _resource_rows(self) -> ResourceRows:
+        """The rows of the cache's nodes, brought up to the change log (built when first needed)."""
+        rows = self._rows
+        log = self.ssn.node_changes
+        if rows is None:
+            rows = self._rows = ResourceRows(self.nodes, len(log))
+        elif rows.seq != len(log):
+            rows.refresh(self._changed_at(log, rows.seq))
+            rows.seq = len(log)
+        return rows
+
     def _ask(self, task: TaskInfo, vals: _NodeValues, idx: list[int]) -> None:
         """Ask the predicate about the nodes at `idx` (in scan order) and keep the answers."""
         nodes, names = self.nodes, self._node_names()
@@ -944,7 +959,7 @@ class PlacementCache:
         asked = [nodes[i] for i in idx]
         if self.check_many_idle is not None:
             # the Idle fits best() gathers for the window's candidates, known from the same pass
-            got = self.check_many_idle(task, asked, idx, self._fit_array(vals))
+            got = self.check_many_idle(task, asked, idx, self._fit_array(vals), self._resource_rows())
         else:
             got = self.check_many(task, asked)
         for i, r in zip(idx, got, strict=True):

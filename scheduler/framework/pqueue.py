@@ -6,41 +6,36 @@ the heap compares with whatever the state is when it moves an element, exactly a
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections.abc import Callable, Iterable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 T = TypeVar("T")
 
 
-class _Entry(Generic[T]):
-    __slots__ = ("cmp", "item")
-
-    def __init__(self, item: T, cmp: Callable[[T, T], int]) -> None:
-        self.item = item
-        self.cmp = cmp
-
-    def __lt__(self, other: _Entry[T]) -> bool:
-        return self.cmp(self.item, other.item) < 0
-
-
 class PriorityQueue(Generic[T]):
-    __slots__ = ("_cmp", "_heap")
+    # The heap holds functools.cmp_to_key wrappers: their `<` is `cmp(a, b) < 0` evaluated in C,
+    # the same comparison a Python wrapper made with one Python call more per comparison (the job
+    # heap of 1,000 one-pod jobs compares ~10 times per pop).
+    __slots__ = ("_cmp", "_heap", "_key")
 
     def __init__(self, cmp: Callable[[T, T], int], items: Iterable[T] = ()) -> None:
         self._cmp = cmp
-        self._heap: list[_Entry[T]] = [_Entry(i, cmp) for i in items]
+        self._key = functools.cmp_to_key(cmp)
+        self._heap: list[Any] = list(map(self._key, items))
         heapq.heapify(self._heap)
 
     def push(self, item: T) -> None:
-        heapq.heappush(self._heap, _Entry(item, self._cmp))
+        heapq.heappush(self._heap, self._key(item))
 
     def pop(self) -> T:
-        return heapq.heappop(self._heap).item
+        return cast("T", heapq.heappop(self._heap).obj)
 
     def clone(self) -> PriorityQueue[T]:
         """An independent queue with the same elements (the heap order carries over)."""
         q: PriorityQueue[T] = PriorityQueue(self._cmp)
+        q._key = self._key
         q._heap = list(self._heap)
         return q
 

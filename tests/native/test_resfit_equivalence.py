@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.framework import placement
+from scheduler.framework import noderows, placement
 from scheduler.model import resfit as twin
 from scheduler.model import resfit_impl
 from scheduler.model.node import NodeInfo
@@ -129,8 +129,82 @@ def test_a_request_of_many_scalars_is_left_to_python() -> None:
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_session_decides_the_same_on_the_twin(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(placement, "resfit_impl", native)
+    monkeypatch.setattr(noderows, "resfit_impl", native)
     compiled = _decide(SESSION_CONF, seed)
     monkeypatch.setattr(placement, "resfit_impl", twin)
+    monkeypatch.setattr(noderows, "resfit_impl", twin)
     pure = _decide(SESSION_CONF, seed)
     assert len(compiled[0]) > 20
     assert compiled == pure
+
+
+def _rows_of(
+    impl: Any, ns: list[NodeInfo], keys: list[str], at: list[int], total: int
+) -> tuple[Any, bytearray]:
+    """Rows for `ns` (the k-th at row at[k]) of a table of `total` rows, filled by `impl`."""
+    from array import array
+
+    stride = 4 + 2 * len(keys)
+    values, ok = array("d", [7.0] * (stride * total)), bytearray([1]) * total
+    impl.rows_fill(values, ok, stride, keys, ns, at)
+    return values, ok
+
+
+@pytest.mark.parametrize("impl", [twin, native] if native is not None else [twin])
+@settings(max_examples=300, deadline=None)
+@given(resources(max_scalars=4), st.lists(nodes(), max_size=12), st.randoms(use_true_random=False))
+def test_the_rows_answer_what_the_resources_answer(
+    impl: Any, req: Resource, ns: list[NodeInfo], rnd: Any
+) -> None:
+    """misfits_idle read from the rows (rows_fill, rows_misfits_idle) is misfits_idle of the
+    nodes' Resources, rows scattered in a longer table, with keys the request does not ask too."""
+    total = 3 * len(ns) + 1
+    at = rnd.sample(range(total), len(ns))
+    keys = sorted(set(NAMES) | set(req.scalars), key=lambda k: rnd.random())
+    values, ok = _rows_of(impl, ns, keys, at, total)
+    got, want = bytearray([9]) * total, bytearray([9]) * total
+    short = impl.rows_misfits_idle(
+        req, values, ok, 4 + 2 * len(keys), {k: j for j, k in enumerate(keys)}, ns, at, got, 1, 2
+    )
+    assert short == twin.misfits_idle(req, ns, at, want, 1, 2)
+    assert got == want
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(st.lists(nodes(), max_size=12))
+def test_compiled_rows_equal_the_twin_rows(ns: list[NodeInfo]) -> None:
+    """The rows the two fill hold the same doubles wherever their values are exact floats."""
+    assert native is not None
+    at = list(range(len(ns)))
+    v_native, ok_native = _rows_of(native, ns, list(NAMES), at, len(ns))
+    v_twin, ok_twin = _rows_of(twin, ns, list(NAMES), at, len(ns))
+    assert ok_native == ok_twin
+    stride = 4 + 2 * len(NAMES)
+    for p in at:
+        if ok_twin[p]:
+            a, b = v_native[p * stride : (p + 1) * stride], v_twin[p * stride : (p + 1) * stride]
+            assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("impl", [twin, native] if native is not None else [twin])
+def test_the_rows_refuse_what_is_out_of_range(impl: Any) -> None:
+    from array import array
+
+    node = NodeInfo("n", Resource(2.0, 2.0))
+    values, ok = array("d", bytes(8 * 4 * 2)), bytearray(2)
+    with pytest.raises(ValueError):
+        impl.rows_fill(values, ok, 4, [], [node], [0, 1])
+    with pytest.raises(ValueError):
+        impl.rows_fill(values, ok, 6, [], [node], [0])
+    with pytest.raises(IndexError):
+        impl.rows_fill(values, ok, 4, [], [node], [2])
+    impl.rows_fill(values, ok, 4, [], [node], [1])
+    req = Resource(1.0, 1.0, {"example.com/x": 1.0})
+    with pytest.raises(KeyError):
+        impl.rows_misfits_idle(req, values, ok, 4, {}, [node], [1], bytearray(2), 1, 2)
+    with pytest.raises(IndexError):
+        impl.rows_misfits_idle(Resource(1.0, 1.0), values, ok, 4, {}, [node], [3], bytearray(4), 1, 2)
+    assert (
+        impl.rows_misfits_idle(Resource(1.0, 1.0), values, ok, 4, {}, [node], [1], bytearray(2), 1, 2) == []
+    )

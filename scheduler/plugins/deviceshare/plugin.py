@@ -37,6 +37,7 @@ from scheduler.plugins.deviceshare.config import (
 from scheduler.plugins.deviceshare.exclusive import ExclusiveRules
 from scheduler.plugins.deviceshare.fit import FIT
 from scheduler.plugins.deviceshare.gpushare import GpuShareLedger
+from scheduler.plugins.deviceshare.locks import HeldLocks
 from scheduler.plugins.deviceshare.requests import (
     AscendRequest,
     GpuShareRequest,
@@ -132,6 +133,8 @@ class DeviceSharePlugin(Plugin):
         self._templates: dict[tuple, tuple[tuple, dict[str, str], PodDeviceRequests]] = {}
         # task uid -> node lock intents it took, withdrawn if the allocation is undone
         self._locks: dict[str, list[tuple[str, str, str]]] = {}
+        # the (node, lock key) pairs of the session's lock intents, counted
+        self._held = HeldLocks()
         self._time_seq = 0
         self.ssn: Session | None = None
         self.exclusive: ExclusiveRules | None = None
@@ -144,6 +147,8 @@ class DeviceSharePlugin(Plugin):
         self._unusable: dict[str, dict[str, str]] = {}
         # node name -> its ledger's position in `table` (nodes with a vGPU ledger of this session)
         self._vgpu_at: dict[str, int] = {}
+        # the same positions by the session's node objects (NodeInfo hashes by identity)
+        self._vgpu_at_node: dict[NodeInfo, int] = {}
 
     @classmethod
     def validate(cls, arguments: Arguments) -> list[str]:
@@ -187,6 +192,7 @@ class DeviceSharePlugin(Plugin):
             for n in ssn.node_list
             if isinstance(led := n.devices.get(vgpu.KIND), VgpuLedger) and led.table is table
         }
+        self._vgpu_at_node = {n: self._vgpu_at[n.name] for n in ssn.node_list if n.name in self._vgpu_at}
         self.exclusive = (
             ExclusiveRules.build(a.exclusive_rules, ssn) if a.vgpu and a.exclusive_rules else None
         )
@@ -423,7 +429,12 @@ class DeviceSharePlugin(Plugin):
         req = self._plain_vgpu(task)
         if req is None:
             return None, None
-        at = list(map(self._vgpu_at.get, map(_name, nodes)))
+        # by the node objects first: a lookup that reads neither the node nor its name (a cold
+        # window asks ~400 nodes per shape); a node object the session did not open with is
+        # looked up by name, as before
+        at = list(map(self._vgpu_at_node.get, nodes))
+        if None in at:
+            at = list(map(self._vgpu_at.get, map(_name, nodes)))
         return (None if None in at else at), req  # type: ignore[return-value]
 
     def predicate_many(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[Unfit | None]:
@@ -533,18 +544,18 @@ class DeviceSharePlugin(Plugin):
             return  # the pod already holds it (several HAMi Ascend chip kinds share one lock name)
         ssn = self.ssn
         now = self._now()
-        held = ssn is not None and any(n == node.name and k == key for n, k, _ in ssn.node_locks)
+        held = ssn is not None and self._held.held(ssn.node_locks, node.name, key)
         if held or ann.lock_decision(node.annotations.get(key), now) == "refuse":
             raise AllocateError(f"node {node.name} has been locked within 5 minutes ({key})")
         entry = (node.name, key, ann.lock_value(now))
         if ssn is not None:
-            ssn.node_locks.append(entry)
+            self._held.append(ssn.node_locks, entry)
         self._locks.setdefault(task.uid, []).append(entry)
 
     def _withdraw_locks(self, task: TaskInfo) -> None:
         for entry in self._locks.pop(task.uid, []):
-            if self.ssn is not None and entry in self.ssn.node_locks:
-                self.ssn.node_locks.remove(entry)
+            if self.ssn is not None:
+                self._held.remove(self.ssn.node_locks, entry)
 
     def on_allocate(self, event: Event) -> None:
         task = event.task

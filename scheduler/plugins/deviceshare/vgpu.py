@@ -338,11 +338,33 @@ def _registered_cards(value: str) -> tuple[list[ann.RegisteredCard] | None, str,
     return (None if cards_t is None else list(cards_t)), why, derived
 
 
-def _flat(req: VgpuRequest) -> array:
+# id(containers) -> (the containers, their flat form, their total cards): a request's containers
+# tuple is shared by the pods of a template (their requests differ in group keys only), and
+# flattening it for every fit call (a refit and the commit's fit per pod) cost ~1 us each. The
+# entry keeps the tuple alive, so its id is not reused while it is here; the arrays are only read.
+_FLAT: dict[int, tuple[tuple[object, ...], array, int]] = {}
+_FLAT_LIMIT = 4096
+
+
+def _flat_total(req: VgpuRequest) -> tuple[array, int]:
+    """The request's containers as the fit reads them (nums, mem, pct, cores each) and its total
+    cards: built once per containers tuple. Read-only: callers pass it on as the fit's input."""
+    cs = req.containers
+    got = _FLAT.get(id(cs))
+    if got is not None and got[0] is cs:
+        return got[1], got[2]
     out = array("q")
-    for c in req.containers:
+    for c in cs:
         out.extend((c.nums, c.mem, c.pct, c.cores))
-    return out
+    if len(_FLAT) >= _FLAT_LIMIT:
+        _FLAT.clear()
+    total = req.total_cards
+    _FLAT[id(cs)] = (cs, out, total)
+    return out, total
+
+
+def _flat(req: VgpuRequest) -> array:
+    return _flat_total(req)[0]
 
 
 class VgpuLedger:
@@ -575,11 +597,11 @@ class VgpuLedger:
             usable = [bool(mask[self.base + c]) for c in range(self.n)]
             code, score, picks = fit_mig_node(self, req, policy, usable, self.factor)
         else:
-            total = req.total_cards
+            flat, total = _flat_total(req)
             cards = array("q", bytes(8 * max(total, 1)))
             t.impl.fit_nodes(
                 t.starts, t.node_flags, t.count, t.devmem, t.used_num, t.used_mem, t.used_cores,
-                mask, _flat(req), policy, i, i + 1, t.out_code, t.out_score, cards,
+                mask, flat, policy, i, i + 1, t.out_code, t.out_score, cards,
             )  # fmt: skip
             code, score, picks = t.out_code[i], t.out_score[i], []
             if code == FIT:

@@ -68,8 +68,8 @@ DEVICE_CONFIGMAP = ("kube-system", "volcano-vgpu-device-config")
 # a session shorter than this sends its binds after it, as before (scheduler/kube/earlybind.py
 # says why); the first session after a restart at 5,000 nodes commits its first job later anyway
 SEND_DURING_SESSION_AFTER_S = 0.5
-# the cyclic collector stays off across back-to-back sessions at most this long (see
-# Daemon._collector_off); the first turn of the session loop without a session turns it on
+# the cyclic collector stays off across sessions that place pods at most this long (see
+# Daemon._collector_off); the first turn of the session loop that decides nothing turns it on
 COLLECTOR_DEFER_MAX_S = 10.0
 # the flag parsing lives in scheduler.flags; these names stay importable from here
 __all__ = ["Daemon", "Options", "build_parser", "main", "parse_args", "parse_duration"]
@@ -435,18 +435,20 @@ class Daemon:
     async def _session_turns(self) -> None:
         while not self._stop.is_set():
             self.heartbeat = time.monotonic()
-            ran = False
+            busy = False
             if self.synced.is_set() and self.is_leader:
                 if self.cache.generation != self._last_generation or self.cache.has_pending_work():
                     if self.binder is not None and self.send_during_session:
                         await self.binder.prepare_early()
                     t0 = time.perf_counter()
-                    self.run_once()
+                    res = self.run_once()
                     self.pacer.last_session_s = time.perf_counter() - t0
-                    ran = True
+                    # the collector waits while sessions place pods (a burst), not after one
+                    # that decided nothing
+                    busy = res is not None and bool(res.binds or res.evictions)
                 else:
                     self.metrics.sessions_skipped.inc()
-            self._collector_on(idle=not ran)
+            self._collector_on(idle=not busy)
             # Volcano's wait.Until: the period counts from the end of a cycle; the end of the
             # initial sync or winning the lease cuts the wait short, and so do new pods
             # (scheduler/pacing.py says when)
@@ -521,15 +523,17 @@ class Daemon:
 
     @contextlib.contextmanager
     def _collector_off(self) -> Iterator[None]:
-        """The collector off for a session, and left off after it while sessions follow.
+        """The collector off for a session, and left off after it while sessions place pods.
 
         A session ends with most of what it allocated still alive (the cache's new records, the
-        incremental snapshot's views, the placement cache), so the collection that follows every
+        incremental snapshot's views, the placement cache), so the collection that followed every
         session walked it all, and moved it to older generations that later collections walked
-        again: at 30,000 running pods a burst of 5,000 ran 15 collections, one of 119 ms and one
-        of 213 ms, and none found a single cycle. Reference counting frees everything else as
-        usual; the collector runs once the sessions pause (`_collector_on`). Outside the session
-        loop (a direct `run_once`) it is on again at the end, as `collector_paused` leaves it."""
+        again: at 30,000 running pods a burst of 5,000 ran 16 collections in its bind window and
+        settling (one of 119 ms, one of 213 ms), and none found a single cycle. Reference
+        counting frees everything else as usual; the collector runs at the first turn of the
+        session loop that decides nothing, the burst placed (`_collector_on`). Outside the
+        session loop (a direct `run_once`) it is on again at the end, as `collector_paused`
+        leaves it."""
         if gc.isenabled():
             gc.disable()
             self._collector_off_since = time.monotonic()
@@ -543,9 +547,9 @@ class Daemon:
                 self._collector_on(idle=True)
 
     def _collector_on(self, idle: bool) -> None:
-        """Turn the collector back on after sessions: at a turn of the loop without a session
-        (`idle`), or once it has been off for `COLLECTOR_DEFER_MAX_S`, so that a steady stream of
-        sessions still collects cyclic garbage."""
+        """Turn the collector back on after sessions: at a turn of the loop that decided nothing
+        (`idle`: no session, or one without binds or evictions), or once it has been off for
+        `COLLECTOR_DEFER_MAX_S`, so that a steady stream of arrivals still collects."""
         since = self._collector_off_since
         if since is None:
             return

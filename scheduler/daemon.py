@@ -22,7 +22,7 @@ import random
 import signal
 import sys
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 import structlog
@@ -32,7 +32,6 @@ from scheduler.framework.cycle import (
     SessionResult,
     bind_decision,
     close_session,
-    collector_paused,
     open_session,
     run_actions,
 )
@@ -45,7 +44,7 @@ from scheduler.kube.fence import Fence
 from scheduler.kube.informer import Informer, Resource
 from scheduler.kube.leader import LeaderConfig, LeaderElector
 from scheduler.kube.leasethread import LeaseThread
-from scheduler.kube.podfields import decode_pod_list
+from scheduler.kube.podfields import decode_pod_list, pod_event_decoder
 from scheduler.kube.status import EventRecorder, ObjectRef, StatusWriter, podgroup_ref
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model.cluster import ClusterOptions
@@ -69,6 +68,9 @@ DEVICE_CONFIGMAP = ("kube-system", "volcano-vgpu-device-config")
 # a session shorter than this sends its binds after it, as before (scheduler/kube/earlybind.py
 # says why); the first session after a restart at 5,000 nodes commits its first job later anyway
 SEND_DURING_SESSION_AFTER_S = 0.5
+# the cyclic collector stays off across sessions that place pods at most this long (see
+# Daemon._collector_off); the first turn of the session loop that decides nothing turns it on
+COLLECTOR_DEFER_MAX_S = 10.0
 # the flag parsing lives in scheduler.flags; these names stay importable from here
 __all__ = ["Daemon", "Options", "build_parser", "main", "parse_args", "parse_duration"]
 
@@ -145,6 +147,9 @@ class Daemon:
         # the process's garbage collector is tuned around the initial sync (see settle_gc) only
         # when the daemon owns the process, never when it is embedded (tests, other programs)
         self.manage_gc = False
+        # when the daemon last turned the collector off for a session, while it is still off
+        self._collector_off_since: float | None = None
+        self._in_session_loop = False  # run_once called by _session_loop (not directly)
         # binds leave while their session still decides (scheduler/kube/earlybind.py) only when
         # the daemon owns the process: the thread that sends them waits for answers while the
         # event loop is busy, so an API server served by this same loop (tests, embedding
@@ -212,7 +217,10 @@ class Daemon:
         cm_ns, cm_name = o.scheduler_configmap_namespace, o.scheduler_configmap
         specs: list[tuple[Resource, Any]] = [
             (Resource("Node", "/api/v1/nodes"), c.nodes),
-            (Resource("Pod", "/api/v1/pods", loads=decode_pod_list), c.pods),
+            (
+                Resource("Pod", "/api/v1/pods", loads=decode_pod_list, watch_loads=pod_event_decoder()),
+                c.pods,
+            ),
             (Resource("PodGroup", f"{VOLCANO_API}/podgroups"), c.podgroups),
             (Resource("Queue", f"{VOLCANO_API}/queues"), c.queues),
             (Resource("HyperNode", f"{TOPOLOGY_API}/hypernodes", optional=True), c.hypernodes),
@@ -417,17 +425,30 @@ class Daemon:
         return any(i.backoff.attempt for i in self.informers if not i.synced.is_set())
 
     async def _session_loop(self) -> None:
+        self._in_session_loop = True
+        try:
+            await self._session_turns()
+        finally:
+            self._in_session_loop = False
+            self._collector_on(idle=True)
+
+    async def _session_turns(self) -> None:
         while not self._stop.is_set():
             self.heartbeat = time.monotonic()
+            busy = False
             if self.synced.is_set() and self.is_leader:
                 if self.cache.generation != self._last_generation or self.cache.has_pending_work():
                     if self.binder is not None and self.send_during_session:
                         await self.binder.prepare_early()
                     t0 = time.perf_counter()
-                    self.run_once()
+                    res = self.run_once()
                     self.pacer.last_session_s = time.perf_counter() - t0
+                    # the collector waits while sessions place pods (a burst), not after one
+                    # that decided nothing
+                    busy = res is not None and bool(res.binds or res.evictions)
                 else:
                     self.metrics.sessions_skipped.inc()
+            self._collector_on(idle=not busy)
             # Volcano's wait.Until: the period counts from the end of a cycle; the end of the
             # initial sync or winning the lease cuts the wait short, and so do new pods
             # (scheduler/pacing.py says when)
@@ -449,8 +470,9 @@ class Daemon:
         )
         early: set[str] = set()
         # as run_session does: the snapshot and the session keep what they allocate until the
-        # session ends, so the collector waits (only where this process's collector is ours)
-        pause = collector_paused() if self.manage_gc else contextlib.nullcontext()
+        # session ends, so the collector waits (only where this process's collector is ours);
+        # the daemon's own session loop keeps it off until the sessions stop (_collector_off)
+        pause = self._collector_off() if self.manage_gc else contextlib.nullcontext()
         try:
             with pause:
                 snap = self.cache.snapshot()
@@ -498,6 +520,42 @@ class Daemon:
             self.session_errors += 1
             log.exception("applying session decisions failed", error=f"{type(exc).__name__}: {exc}")
         return res
+
+    @contextlib.contextmanager
+    def _collector_off(self) -> Iterator[None]:
+        """The collector off for a session, and left off after it while sessions place pods.
+
+        A session ends with most of what it allocated still alive (the cache's new records, the
+        incremental snapshot's views, the placement cache), so the collection that followed every
+        session walked it all, and moved it to older generations that later collections walked
+        again: at 30,000 running pods a burst of 5,000 ran 16 collections in its bind window and
+        settling (one of 119 ms, one of 213 ms), and none found a single cycle. Reference
+        counting frees everything else as usual; the collector runs at the first turn of the
+        session loop that decides nothing, the burst placed (`_collector_on`). Outside the
+        session loop (a direct `run_once`) it is on again at the end, as `collector_paused`
+        leaves it."""
+        if gc.isenabled():
+            gc.disable()
+            self._collector_off_since = time.monotonic()
+        elif self._collector_off_since is None:  # off by someone else: theirs to turn on
+            yield
+            return
+        try:
+            yield
+        finally:
+            if not self._in_session_loop:
+                self._collector_on(idle=True)
+
+    def _collector_on(self, idle: bool) -> None:
+        """Turn the collector back on after sessions: at a turn of the loop that decided nothing
+        (`idle`: no session, or one without binds or evictions), or once it has been off for
+        `COLLECTOR_DEFER_MAX_S`, so that a steady stream of arrivals still collects."""
+        since = self._collector_off_since
+        if since is None:
+            return
+        if idle or time.monotonic() - since >= COLLECTOR_DEFER_MAX_S:
+            self._collector_off_since = None
+            gc.enable()
 
     def _report_contained(self, res: SessionResult) -> None:
         """Plugin exceptions contained to a node or job: counted every time, logged once each;

@@ -12,10 +12,12 @@ documented where it is registered.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import math
 import threading
 import time
+from bisect import bisect_left
 from collections.abc import Collection, Iterable
 from typing import Any
 
@@ -36,6 +38,71 @@ def exponential_buckets_range(low: float, high: float, count: int) -> list[float
     """Prometheus ExponentialBucketsRange: `count` buckets from low to high by a constant factor."""
     factor = math.pow(high / low, 1.0 / (count - 1))
     return [low * math.pow(factor, i) for i in range(count)]
+
+
+# observations a `FoldedHistogram` keeps waiting before folding them without a scrape
+FOLD_AT = 4096
+
+
+class FoldedHistogram(Histogram):
+    """A `Histogram` whose observations are folded into its buckets when it is read.
+
+    A burst observes five latencies per pod (watched, bind and its stages), and each
+    `Histogram.observe` takes two locks and walks the bucket bounds in Python: 4 % of the
+    daemon's CPU in a burst. Here `observe` appends to a deque (atomic, so any thread may
+    observe), and a scrape, or every `FOLD_AT` observations, folds what waits into the buckets
+    (found by bisection) and the sum, adding to the sum in the order observed, so every sample
+    reads exactly what `Histogram` would give."""
+
+    def _metric_init(self) -> None:
+        super()._metric_init()
+        self._waiting: collections.deque[float] = collections.deque()
+        self._fold_lock = threading.Lock()
+
+    def observe(self, amount: float, exemplar: dict[str, str] | None = None) -> None:
+        try:
+            waiting = self._waiting
+        except AttributeError:  # the parent of labelled series: raises as Histogram does
+            self._raise_if_not_observable()
+            raise
+        if exemplar:
+            with self._fold_lock:
+                self._fold_waiting()
+                super().observe(amount, exemplar)
+            return
+        waiting.append(amount)
+        if len(waiting) >= FOLD_AT:
+            self.fold()
+
+    def fold(self) -> None:
+        """Fold the waiting observations into the buckets and the sum."""
+        with self._fold_lock:
+            self._fold_waiting()
+
+    def _fold_waiting(self) -> None:
+        waiting, bounds = self._waiting, self._upper_bounds
+        if not waiting:
+            return
+        counts = [0] * len(bounds)
+        total = self._sum.get()
+        pop = waiting.popleft
+        while True:
+            try:
+                amount = pop()
+            except IndexError:
+                break
+            total += amount
+            i = bisect_left(bounds, amount)
+            if i < len(bounds) and amount <= bounds[i]:  # NaN falls in no bucket, as in observe
+                counts[i] += 1
+        self._sum.set(total)
+        for i, n in enumerate(counts):
+            if n:
+                self._buckets[i].inc(n)
+
+    def _child_samples(self) -> Iterable[Any]:
+        self.fold()
+        return super()._child_samples()
 
 
 class SeriesFamily:
@@ -131,7 +198,7 @@ class SchedulerMetrics:
         r = self.registry = CollectorRegistry(auto_describe=True)
 
         def hist(name: str, doc: str, lo: float, hi: float, n: int, labels: Iterable[str] = ()) -> Histogram:
-            return Histogram(
+            return FoldedHistogram(
                 name, doc, list(labels), registry=r, buckets=exponential_buckets_range(lo, hi, n)
             )
 

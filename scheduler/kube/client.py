@@ -406,8 +406,15 @@ class KubeClient:
             raise status_error(resp.status, data, resp.headers)
         return _decoded(data, method, path, resp.status, loads) if decode else None
 
-    async def watch(self, path: str, query: dict[str, Any], timeout: float) -> AsyncIterator[dict[str, Any]]:
-        """Stream watch events as dicts. Ends when the server closes the stream."""
+    async def watch(
+        self,
+        path: str,
+        query: dict[str, Any],
+        timeout: float,
+        loads: Callable[[bytes], Any] = json_loads,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Stream watch events as dicts, each decoded by `loads`. Ends when the server closes the
+        stream."""
         # the server ends the stream after timeoutSeconds; the read timeout only catches a dead peer
         client_timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout + 30)
         resp = await self._send("GET", path, {**query, "watch": "true"}, None, None, client_timeout)
@@ -435,7 +442,7 @@ class KubeClient:
                     lines.insert(0, b"".join(partial) + head if partial else head)
                     partial = [tail] if tail else []
                 for line in lines:
-                    event = _watch_event(line, path)
+                    event = _watch_event(line, path, loads)
                     if event is not None:
                         yield event
                 if not chunk:
@@ -473,12 +480,12 @@ def _query_string(query: dict[str, Any]) -> str:
     return urlencode([(k, v) for k, v in query.items() if v is not None])
 
 
-def _watch_event(line: bytes, path: str) -> dict[str, Any] | None:
+def _watch_event(line: bytes, path: str, loads: Callable[[bytes], Any] = json_loads) -> dict[str, Any] | None:
     line = line.strip()
     if not line:
         return None
     try:
-        event = json_loads(line)
+        event = loads(line)
     except ValueError:
         raise ApiError(0, "BadResponse", f"watch {path}: undecodable event") from None
     return event if isinstance(event, dict) else None

@@ -50,6 +50,8 @@ class Resource:
     optional: bool = False
     # decodes a page of the list (default: all of it); pods decode only what conversion reads
     loads: Callable[[bytes], Any] = json_loads
+    # decodes one watch event (default: all of it); pods decode only what conversion reads
+    watch_loads: Callable[[bytes], Any] = json_loads
 
 
 def object_key(obj: dict[str, Any]) -> str:
@@ -254,7 +256,9 @@ class Informer:
             "timeoutSeconds": self.watch_timeout,
         }
         self.watches += 1
-        async for ev in self.client.watch(self.resource.path, q, self.watch_timeout):
+        async for ev in self.client.watch(
+            self.resource.path, q, self.watch_timeout, self.resource.watch_loads
+        ):
             etype = ev.get("type")
             obj = ev.get("object")
             if not isinstance(obj, dict):

@@ -47,7 +47,9 @@ class FakeClient:
         if answer is not None:
             raise answer
 
-    async def watch(self, path: str, query: dict[str, Any], timeout: float) -> AsyncIterator[dict[str, Any]]:
+    async def watch(
+        self, path: str, query: dict[str, Any], timeout: float, loads: Any = None
+    ) -> AsyncIterator[dict[str, Any]]:
         self.calls.append(("WATCH", path, dict(query)))
         script = self.watch_scripts.pop(0) if self.watch_scripts else None
         if script is None:

@@ -81,3 +81,39 @@ def test_a_session_of_the_process_daemon_runs_with_the_collector_paused(
     assert d.run_once() is not None
     assert seen == [not manage_gc]
     assert gc.isenabled()
+
+
+def test_the_session_loop_keeps_the_collector_off_until_a_turn_without_a_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Back-to-back sessions (a burst) run no collection between them; the first turn of the loop
+    without a session, or COLLECTOR_DEFER_MAX_S, turns the collector on again."""
+    import scheduler.daemon as daemon_module
+
+    d = Daemon(parse_args(["--leader-elect=false"]))
+    d.reloader.load_initial(strict=False)
+    d.manage_gc = True
+    d._in_session_loop = True
+    now = [1000.0]
+    monkeypatch.setattr(daemon_module.time, "monotonic", lambda: now[0])
+    gc.enable()
+    try:
+        assert d.run_once() is not None
+        d._collector_on(idle=False)
+        assert not gc.isenabled()  # another session follows: still off
+        now[0] += 1.0
+        assert d.run_once() is not None
+        d._collector_on(idle=False)
+        assert not gc.isenabled()
+        d._collector_on(idle=True)  # a turn without a session
+        assert gc.isenabled()
+        assert d.run_once() is not None  # off again from this session on
+        now[0] += daemon_module.COLLECTOR_DEFER_MAX_S
+        d._collector_on(idle=False)
+        assert gc.isenabled()  # a steady stream of sessions still collects
+        gc.disable()  # someone else's pause is left to them
+        assert d.run_once() is not None
+        d._collector_on(idle=True)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -328,3 +328,55 @@ async def test_chunked_answers_connection_close_and_a_silent_server() -> None:
         finally:
             await client.close()
     assert [c for c, _line in srv.requests] == [0, 0, 1]  # the closed connection was not reused
+
+
+async def test_answers_that_arrive_a_few_bytes_at_a_time_are_put_together() -> None:
+    """The protocol parses as bytes arrive: heads, lengths and chunks split anywhere still make
+    the same answers, and the connection stays in use for the next request."""
+    answers = [
+        b'HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n{"a": 1}',
+        b'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{"a\r\n5\r\n": 2}\r\n0\r\n\r\n',
+        b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: 2\r\n\r\n{}",
+    ]
+
+    async def answer(_c: int, n: int, _r: asyncio.StreamReader, w: asyncio.StreamWriter) -> bool:
+        data = answers[n]
+        for i in range(0, len(data), 3):
+            w.write(data[i : i + 3])
+            await w.drain()
+            await asyncio.sleep(0.001)
+        return True
+
+    srv = BareServer(answer)
+    async with srv as url:
+        client = await _client(url)
+        try:
+            assert await client.request("PATCH", "/api/v1/nodes/n1", body={}) == {"a": 1}
+            assert await client.request("PATCH", "/api/v1/nodes/n1", body={}) == {"a": 2}
+            with pytest.raises(ApiError) as err:
+                await client.request("PATCH", "/api/v1/nodes/n1", body={})
+            assert err.value.status == 429 and err.value.retry_after == 3
+        finally:
+            await client.close()
+    assert [c for c, _line in srv.requests] == [0, 0, 0]
+
+
+async def test_a_connection_whose_answer_timed_out_is_not_used_again() -> None:
+    async def answer(conn: int, n: int, _r: asyncio.StreamReader, w: asyncio.StreamWriter) -> bool:
+        if conn == 0:
+            await asyncio.sleep(0.5)  # too late: the client gave up on this connection
+        w.write(OK)
+        return True
+
+    srv = BareServer(answer)
+    async with srv as url:
+        client = await _client(url)
+        try:
+            with pytest.raises(ApiError) as err:
+                await client.request("POST", "/api/v1/namespaces/c1/events", body={}, timeout=0.2)
+            assert err.value.status == 0 and err.value.retryable
+            await asyncio.sleep(0.5)  # the late answer arrives for nobody
+            assert await client.request("POST", "/api/v1/namespaces/c1/events", body={}) == {}
+        finally:
+            await client.close()
+    assert [c for c, _line in srv.requests] == [0, 1]

@@ -4,6 +4,7 @@ page with a malformed pod still refuses that pod alone, by name."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from scheduler.kube.podfields import (
     SpecFields,
     StatusFields,
     decode_pod_list,
+    pod_event_decoder,
 )
 from scheduler.model.convert import ConvertError, pod_to_task
 from scheduler.model.objects import TaskInfo
@@ -254,3 +256,148 @@ def test_a_container_list_of_the_wrong_kind_is_kept_as_sent_for_conversion_to_re
     with pytest.raises(ConvertError, match="bad"):
         pod_to_task(items[1])
     assert pod_to_task(items[0]).name == "ok"
+
+
+def _event(etype: str, obj: dict[str, Any]) -> bytes:
+    return orjson.dumps({"type": etype, "object": obj})
+
+
+def _watch_script() -> list[bytes]:
+    """A burst pod's life as the watch shows it, with a neighbour of the same workload."""
+    p1, p2 = rich_pod("p1"), rich_pod("p2")
+    p1["spec"]["priority"] = p2["spec"]["priority"] = 7
+    bound = orjson.loads(orjson.dumps(p1))
+    bound["spec"]["nodeName"] = "n1"
+    bound["metadata"]["resourceVersion"] = "43"
+    bound["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+    running = orjson.loads(orjson.dumps(bound))
+    running["status"]["phase"] = "Running"
+    running["metadata"]["resourceVersion"] = "44"
+    relabelled = orjson.loads(orjson.dumps(p2))
+    relabelled["metadata"]["labels"] = {"app": "serve"}
+    relabelled["metadata"]["resourceVersion"] = "45"
+    return [
+        _event("ADDED", p1),
+        _event("ADDED", p2),
+        _event("MODIFIED", bound),
+        _event("MODIFIED", running),
+        _event("MODIFIED", relabelled),
+        _event("BOOKMARK", {"kind": "Pod", "metadata": {"resourceVersion": "46"}}),
+        _event("DELETED", relabelled),
+    ]
+
+
+def _replay(cache: SchedulerCache, lines: list[bytes], loads: Any) -> list[Any]:
+    """Each event through the cache as the informer delivers it; the tasks after each."""
+    after: list[Any] = []
+    for line in lines:
+        ev = loads(line)
+        obj = ev["object"]
+        if ev["type"] in ("ADDED", "MODIFIED"):
+            cache.upsert_pod(obj)
+        elif ev["type"] == "DELETED":
+            md = obj["metadata"]
+            cache.delete_pod(f"{md['namespace']}/{md['name']}", obj)
+        after.append(
+            (
+                {k: _fields(t) | {"node": t.node_name} for k, t in sorted(cache.state.tasks.items())},
+                sorted(cache.seen),
+                obj["metadata"].get("resourceVersion"),
+            )
+        )
+    return after
+
+
+def _cache() -> SchedulerCache:
+    cache = SchedulerCache()
+    cache.upsert_queue(queue("default"))
+    cache.upsert_podgroup(podgroup("g", 1))
+    return cache
+
+
+def test_watch_events_make_the_same_tasks_as_a_full_decode() -> None:
+    lines = _watch_script()
+    assert _replay(_cache(), lines, pod_event_decoder()) == _replay(_cache(), lines, orjson.loads)
+
+
+def test_watch_events_share_the_sections_the_previous_event_had_and_keep_none_raw() -> None:
+    decode = pod_event_decoder()
+    events = [decode(line) for line in _watch_script()]
+    full = [orjson.loads(line) for line in _watch_script()]
+    assert "containerStatuses" not in events[0]["object"]["status"]  # skipped, not built
+    assert events[1]["object"]["spec"]["containers"] is events[0]["object"]["spec"]["containers"]
+    assert events[1]["object"]["spec"]["tolerations"] is events[0]["object"]["spec"]["tolerations"]
+    for ev, want in zip(events, full, strict=True):
+        assert ev["type"] == want["type"]
+        got = _sections(ev["object"])
+        assert not any(isinstance(v, msgspec.Raw) for v in got.values())
+        exp = _sections(want["object"])
+        for key in ("containers", "initContainers"):
+            if isinstance(exp[key], list):
+                exp[key] = [{k: c[k] for k in ContainerFields.__annotations__ if k in c} for c in exp[key]]
+        assert got == exp
+    assert events[4]["object"]["metadata"]["labels"] == {"app": "serve"}
+
+
+def test_an_error_event_and_a_malformed_pod_are_decoded_in_full() -> None:
+    decode = pod_event_decoder()
+    gone = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old resource version"}
+    assert decode(_event("ERROR", gone)) == {"type": "ERROR", "object": gone}
+    bad = pod("bad", group="g")
+    bad["spec"]["containers"] = {"name": "not-a-list"}  # kept as sent, for conversion to refuse
+    cache = _cache()
+    cache.upsert_pod(decode(_event("ADDED", bad))["object"])
+    assert "'containers' must be a list" in cache.skipped["Pod c1/bad"]
+    odd = pod("odd", group="g")
+    odd["status"] = "not-an-object"  # a section of the wrong kind: the event decoded in full
+    odd["metadata"]["finalizers"] = ["kept"]  # a field the typed decode would skip
+    ev = decode(_event("ADDED", odd))
+    assert ev == orjson.loads(_event("ADDED", odd))
+    with pytest.raises(ValueError):
+        decode(b"<html>proxy error</html>")
+    assert decode(b"[1, 2]") == [1, 2]  # not an event: _watch_event drops it, as before
+
+
+async def test_the_pod_informer_watches_through_the_typed_decode(tmp_path: Path) -> None:
+    srv = ApiServer()
+    await srv.start()
+    srv.write_kubeconfig(tmp_path / "kubeconfig")
+    client = await KubeClient.create(ClientOptions(kubeconfig=str(tmp_path / "kubeconfig")))
+    try:
+        srv.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
+        srv.store.create(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "high"},
+                "value": 7,
+            }
+        )
+        got: list[dict[str, Any]] = []
+
+        class Collect:
+            def upsert(self, obj: dict[str, Any]) -> None:
+                got.append(obj)
+
+            def delete(self, key: str, obj: dict[str, Any] | None) -> None:
+                got.append({"deleted": key})
+
+        res = Resource("Pod", "/api/v1/pods", loads=decode_pod_list, watch_loads=pod_event_decoder())
+        inf = Informer(client, res, Collect(), watch_timeout=5)
+        await inf.list()
+        watching = asyncio.ensure_future(inf.watch_once())
+        await asyncio.sleep(0.2)
+        for i in range(3):
+            srv.store.create(rich_pod(f"p{i}"))
+        for _ in range(100):
+            if len(got) >= 3:
+                break
+            await asyncio.sleep(0.05)
+        watching.cancel()
+        names = [o["metadata"]["name"] for o in got if "metadata" in o]
+        assert names[:3] == ["p0", "p1", "p2"]
+        assert all("containerStatuses" not in o["status"] for o in got if "status" in o)
+        assert inf.known["c1/p2"] and inf.resource_version == inf.known["c1/p2"]
+    finally:
+        await client.close()
+        await srv.stop()

@@ -515,7 +515,9 @@ class Daemon:
             shares = getattr(ssn.plugins.get("drf"), "shares", None)
             if shares:
                 self.metrics.observe_job_shares(shares)
-            self.metrics.set_device_ledgers(*device_ledgers(ssn.node_list))
+            # only deviceshare gives views ledgers: without it, no walk over every node
+            nodes = ssn.node_list if "deviceshare" in ssn.plugins else []
+            self.metrics.set_device_ledgers(*device_ledgers(nodes))
         except Exception as exc:  # a writer bug costs this session's writes, never the daemon
             self.session_errors += 1
             log.exception("applying session decisions failed", error=f"{type(exc).__name__}: {exc}")

@@ -23,6 +23,8 @@ def test_bench_writes_its_section_and_keeps_the_others(tmp_path: Path, capsys) -
     assert "vc-scheduler bench --nodes 40 --pods 200" in section
     assert "actions: enqueue, allocate, backfill" in section
     assert "not measured at that scale" in section  # goals are judged at 5,000 nodes only
+    # the idle period is measured quiet and with running pods replaced before each round
+    assert "| total per period with 100 running pods replaced before it" in section
     err = capsys.readouterr().err
     assert "pods bound" in err and "idle round 2/2" in err
 

@@ -5,7 +5,9 @@ at 20,000 nodes each walk over the nodes costs ~10 ms. Between two periods few n
 node whose view is handed out again, showing the same version of the cluster's node
 (NodeInfo.view_versions), has the same resources, so only the other nodes are redone. As in
 plugins/queuesums, the totals are kept only while every amount is a whole number, not negative,
-and every total stays below 2**53: float sums of such numbers are exact in any order, so the kept
+and every total stays below 2**53 times the largest power of two that divides every amount of its
+column (memory in bytes is a multiple of 2**20 or so, and 20,000 nodes of 512 GiB exceed 2**53):
+then every partial sum is a float exactly, so float sums are exact in any order and the kept
 totals are bit for bit what a walk in node order gives. Extended resources (ephemeral-storage,
 which every real node reports, hugepages, devices) are kept per name with which nodes have the
 name, so that the totals name them in the order a walk meets them. Otherwise the session walks
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import reduce
 from itertools import compress
 from operator import attrgetter, is_not, or_
 
@@ -25,6 +28,8 @@ from scheduler.model.resources import Resource
 # Session.carry's name for the kept totals
 CARRY = "session/node-totals"
 _LIMIT = 2**53
+# no power of two divides only zeros: any bound is true of them (kept finite for the shifts)
+_NO_BITS = 1024
 # what a walk adds per node: allocatable cpu, memory, pods, then used cpu, memory, pods
 _FIELDS = (
     attrgetter("allocatable.milli_cpu"),
@@ -45,6 +50,8 @@ class _Scalars:
     values: dict[str, list[int]]
     present: dict[str, bytearray]
     sums: dict[str, int]
+    # name -> a power of two (its exponent) dividing every amount the name has had
+    shifts: dict[str, int]
 
     def set_node(self, i: int, scalars: dict[str, float], n: int, fresh: bool = False) -> bool:
         """Position `i` now has `scalars` (`fresh`: it had none); False (nothing changed) when an
@@ -66,6 +73,7 @@ class _Scalars:
             self.sums[name] += int(v) - col[i]
             col[i] = int(v)
             self.present[name][i] = 1
+            self.shifts[name] = min(self.shifts.get(name, _NO_BITS), _twos(int(v)))
         return True
 
     def total(self, nodes: list[NodeInfo], side: attrgetter) -> dict[str, float] | None:
@@ -75,7 +83,7 @@ class _Scalars:
         for name, present in self.present.items():
             i = present.find(1)
             if i >= 0:
-                if self.sums[name] >= _LIMIT:
+                if self.sums[name] >= _limit(self.shifts.get(name, 0)):
                     return None
                 # a walk meets the names of one node in that node's order
                 firsts.append((i, list(side(nodes[i])).index(name), name))
@@ -85,12 +93,22 @@ class _Scalars:
 def _exact(v: object) -> bool:
     """A whole amount, not negative, that a float holds exactly."""
     if isinstance(v, float):
-        return v >= 0 and v.is_integer() and v < _LIMIT
-    return type(v) is int and 0 <= v < _LIMIT
+        return v >= 0 and v.is_integer()
+    return type(v) is int and v >= 0 and float(v) == v
+
+
+def _twos(v: int) -> int:
+    """The exponent of the largest power of two dividing `v` (_NO_BITS for 0)."""
+    return (v & -v).bit_length() - 1 if v else _NO_BITS
+
+
+def _limit(shift: int) -> int:
+    """The totals below this are exact as floats when every amount is a multiple of 2**shift."""
+    return _LIMIT << min(shift, _NO_BITS)
 
 
 def _fresh_scalars(nodes: list[NodeInfo], side: attrgetter) -> _Scalars | None:
-    kept = _Scalars({}, {}, {})
+    kept = _Scalars({}, {}, {}, {})
     n = len(nodes)
     for i, scalars in enumerate(map(side, nodes)):
         if scalars and not kept.set_node(i, scalars, n, fresh=True):
@@ -104,6 +122,7 @@ class _Kept:
     versions: list[int]
     columns: list[list[int]]  # per field, each node's amount as an int (the views' order)
     totals: list[int]  # per field, the exact sum
+    shifts: list[int]  # per field, a power of two (its exponent) dividing every amount it had
     scalars: tuple[_Scalars, _Scalars]  # allocatable's and used's extended resources
 
 
@@ -138,7 +157,8 @@ def _fresh_kept(nodes: list[NodeInfo], versions: list[int]) -> _Kept | None:
     used_sc = _fresh_scalars(nodes, _scalars[1])
     if alloc_sc is None or used_sc is None:
         return None
-    return _Kept(nodes, versions, columns, [sum(c) for c in columns], (alloc_sc, used_sc))
+    shifts = [_twos(reduce(or_, c, 0)) for c in columns]
+    return _Kept(nodes, versions, columns, [sum(c) for c in columns], shifts, (alloc_sc, used_sc))
 
 
 def _advance(
@@ -178,6 +198,8 @@ def _advance(
             total += v - col[i]
             col[i] = v
         kept.totals[k] = total
+        # a lower bound that only falls: the old amounts' factor need not be given back
+        kept.shifts[k] = min(kept.shifts[k], _twos(reduce(or_, new or (), 0)))
     kept.views, kept.versions = nodes, versions  # lists nobody changes: kept, not copied
     return kept
 
@@ -202,7 +224,7 @@ def node_totals(
         else:
             kept = _fresh_kept(nodes, versions)
     alloc_sc = used_sc = None
-    if kept is not None and all(t < _LIMIT for t in kept.totals):
+    if kept is not None and all(t < _limit(g) for t, g in zip(kept.totals, kept.shifts, strict=True)):
         alloc_sc = kept.scalars[0].total(nodes, _scalars[0])
         used_sc = kept.scalars[1].total(nodes, _scalars[1])
     if kept is None or alloc_sc is None or used_sc is None:

@@ -108,7 +108,7 @@ def test_amounts_that_are_not_exact_are_walked_and_not_kept() -> None:
         elif change == "scalar":
             n.allocatable.scalars["nvidia.com/gpu"] = 0.25
         else:
-            n.allocatable.memory = float(2**53)
+            n.allocatable.memory = float(2**53 - 1)  # odd: the sum past 2**53 is not a float exactly
         alloc, used, kept = node_totals(base, None)
         walked = walk_totals(base)
         assert (_fields(alloc), _fields(used)) == (_fields(walked[0]), _fields(walked[1]))
@@ -141,3 +141,21 @@ def test_extended_resources_are_kept_per_name_in_the_order_a_walk_meets_them() -
         assert list(alloc.scalars) == list(walked[0].scalars)
         assert list(used.scalars) == list(walked[1].scalars)
         assert again is kept
+
+
+def test_totals_beyond_2_to_the_53_are_kept_while_a_power_of_two_divides_every_amount() -> None:
+    """20,000 nodes of 512 GiB hold more than 2**53 bytes: a float sum of multiples of 2**39 is
+    still exact there, so the totals are kept; one amount that is odd makes them walked again."""
+    state, _ = _cluster(12)
+    base = _open(state).node_list
+    for node in base:
+        node.allocatable.memory = float(2**50)
+        node.allocatable.scalars = {"ephemeral-storage": float(2**51)}
+    alloc, used, kept = node_totals(base, None)
+    walked = walk_totals(base)
+    assert kept is not None and alloc.memory == 12 * 2**50 > 2**53
+    assert (_fields(alloc), _fields(used)) == (_fields(walked[0]), _fields(walked[1]))
+    base[5].allocatable.memory = float(2**50 + 1)
+    alloc, used, again = node_totals(base, kept, [object() for _ in base])
+    walked = walk_totals(base)
+    assert again is None and (_fields(alloc), _fields(used)) == (_fields(walked[0]), _fields(walked[1]))

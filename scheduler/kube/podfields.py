@@ -179,20 +179,7 @@ def pod_event_decoder() -> Callable[[bytes], Any]:
         obj = event.get("object")
         if obj is None or event.get("type") == "ERROR":
             return json_loads(data)
-        for name, keys in RAW_FIELDS:
-            sec = obj.get(name)
-            if sec is None:
-                continue
-            for key in keys:
-                raw = sec.get(key)
-                if raw is None:
-                    continue
-                prev = last.get(key)
-                if prev is not None and prev[0] == raw:
-                    sec[key] = prev[1]
-                else:
-                    value = sec[key] = section(key, raw)
-                    last[key] = (raw, value)
+        expand_pod(obj, RAW_FIELDS, section, last)
         return event
 
     return decode
@@ -214,20 +201,31 @@ def expand(
     """The Python twin of `scheduler._native.podexpand.expand`."""
     last: dict[str, tuple[Any, Any]] = {}  # key -> (the previous raw bytes, what they decoded to)
     for pod in items:
-        for name, keys in raw_fields:
-            sec = pod.get(name)
-            if sec is None:
+        expand_pod(pod, raw_fields, section, last)
+
+
+def expand_pod(
+    pod: dict[str, Any],
+    raw_fields: tuple[tuple[str, tuple[str, ...]], ...],
+    section: Callable[[str, Any], Any],
+    last: dict[str, tuple[Any, Any]],
+) -> None:
+    """One pod's raw sections replaced by their decoded values; bytes equal to the previous pod's
+    (`last`: key -> (raw bytes, decoded value), updated) reuse its value instead of decoding."""
+    for name, keys in raw_fields:
+        sec = pod.get(name)
+        if sec is None:
+            continue
+        for key in keys:
+            raw = sec.get(key)
+            if raw is None:
                 continue
-            for key in keys:
-                raw = sec.get(key)
-                if raw is None:
-                    continue
-                prev = last.get(key)
-                if prev is not None and prev[0] == raw:
-                    sec[key] = prev[1]
-                else:
-                    value = sec[key] = section(key, raw)
-                    last[key] = (raw, value)
+            prev = last.get(key)
+            if prev is not None and prev[0] == raw:
+                sec[key] = prev[1]
+            else:
+                value = sec[key] = section(key, raw)
+                last[key] = (raw, value)
 
 
 def _select_expand() -> Callable[..., None]:

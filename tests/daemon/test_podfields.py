@@ -5,7 +5,9 @@ page with a malformed pod still refuses that pod alone, by name."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -175,21 +177,29 @@ def test_a_page_that_is_not_json_is_an_error_as_before() -> None:
         decode_pod_list(b"<html>proxy error</html>")
 
 
-async def test_the_pod_informer_lists_through_the_typed_decode(tmp_path: Path) -> None:
+@contextlib.asynccontextmanager
+async def _sandbox(tmp_path: Path) -> AsyncIterator[tuple[ApiServer, KubeClient]]:
+    """A sandbox API server with namespace c1 and PriorityClass high, and a client of it."""
     srv = ApiServer()
     await srv.start()
     srv.write_kubeconfig(tmp_path / "kubeconfig")
     client = await KubeClient.create(ClientOptions(kubeconfig=str(tmp_path / "kubeconfig")))
     try:
         srv.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
-        srv.store.create(
-            {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": "high"},
-                "value": 7,
-            }
-        )
+        priority = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "high"},
+        }
+        srv.store.create({**priority, "value": 7})
+        yield srv, client
+    finally:
+        await client.close()
+        await srv.stop()
+
+
+async def test_the_pod_informer_lists_through_the_typed_decode(tmp_path: Path) -> None:
+    async with _sandbox(tmp_path) as (srv, client):
         for i in range(7):
             srv.store.create(rich_pod(f"p{i}"))
         got: list[dict[str, Any]] = []
@@ -206,9 +216,6 @@ async def test_the_pod_informer_lists_through_the_typed_decode(tmp_path: Path) -
         assert sorted(o["metadata"]["name"] for o in got) == [f"p{i}" for i in range(7)]
         assert all("containerStatuses" not in o["status"] for o in got)
         assert all(o["metadata"]["resourceVersion"] for o in got) and inf.resource_version
-    finally:
-        await client.close()
-        await srv.stop()
 
 
 def _sections(obj: dict[str, Any]) -> dict[str, Any]:
@@ -359,20 +366,7 @@ def test_an_error_event_and_a_malformed_pod_are_decoded_in_full() -> None:
 
 
 async def test_the_pod_informer_watches_through_the_typed_decode(tmp_path: Path) -> None:
-    srv = ApiServer()
-    await srv.start()
-    srv.write_kubeconfig(tmp_path / "kubeconfig")
-    client = await KubeClient.create(ClientOptions(kubeconfig=str(tmp_path / "kubeconfig")))
-    try:
-        srv.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c1"}})
-        srv.store.create(
-            {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": "high"},
-                "value": 7,
-            }
-        )
+    async with _sandbox(tmp_path) as (srv, client):
         got: list[dict[str, Any]] = []
 
         class Collect:
@@ -398,6 +392,3 @@ async def test_the_pod_informer_watches_through_the_typed_decode(tmp_path: Path)
         assert names[:3] == ["p0", "p1", "p2"]
         assert all("containerStatuses" not in o["status"] for o in got if "status" in o)
         assert inf.known["c1/p2"] and inf.resource_version == inf.known["c1/p2"]
-    finally:
-        await client.close()
-        await srv.stop()

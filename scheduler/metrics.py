@@ -506,7 +506,10 @@ class SchedulerMetrics:
         last = self._job_shares
         if shares == last:  # one comparison in C: an idle cluster's shares do not move
             return
-        for uid, share in shares.items():
+        # thousands of jobs, a few of which moved: the unchanged ones are left out in one pass
+        # (an infinite share is stored finite, so it is always looked at again below, as before)
+        get = last.get
+        for uid, share in [(u, s) for u, s in shares.items() if get(u) != s]:
             v = _finite(share)
             if last.get(uid) == v:
                 continue  # thousands of jobs: only the ones whose share moved are touched

@@ -256,6 +256,7 @@ class Informer:
             "timeoutSeconds": self.watch_timeout,
         }
         self.watches += 1
+        backoff = self.backoff
         async for ev in self.client.watch(
             self.resource.path, q, self.watch_timeout, self.resource.watch_loads
         ):
@@ -270,18 +271,29 @@ class Informer:
                 raise ApiError(
                     int(code or 0), str(obj.get("reason") or "Error"), str(obj.get("message") or "")
                 )
-            rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            # object_key and the version spelled out once per event (a burst's thousands of
+            # events): the same key, the same version string as `_deliver_upsert` works out
+            md = obj.get("metadata")
+            key = None
+            if type(md) is dict:
+                rv = md.get("resourceVersion")
+                rv = rv if type(rv) is str else str(rv or "")
+                ns = md.get("namespace")
+                key = f"{ns}/{md.get('name')}" if ns else str(md.get("name"))
+            else:
+                rv = str((md or {}).get("resourceVersion") or "")
             if rv:
                 self.resource_version = rv
             self.events += 1
             if etype == "BOOKMARK":
                 continue
-            if etype in ("ADDED", "MODIFIED"):
-                self._deliver_upsert(obj)
+            if etype == "ADDED" or etype == "MODIFIED":
+                self._deliver_upsert(obj, key, rv)  # no key: worked out there, as for a list
             elif etype == "DELETED":
                 self._deliver_delete(object_key(obj), obj)
             # a stream that delivers events is healthy: the next error starts from a short wait
-            self.backoff.reset()
+            if backoff.attempt:
+                backoff.reset()
         return True
 
     async def run(self) -> None:

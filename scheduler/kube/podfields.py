@@ -170,6 +170,7 @@ def pod_event_decoder() -> Callable[[bytes], Any]:
     section = _section_decoder()
     invalid = msgspec.ValidationError
     last: dict[str, tuple[Any, Any]] = {}  # key -> (the previous raw bytes, what they decoded to)
+    expand_one, raw_fields = _expand_pod_impl, RAW_FIELDS
 
     def decode(data: bytes) -> Any:
         try:
@@ -179,7 +180,7 @@ def pod_event_decoder() -> Callable[[bytes], Any]:
         obj = event.get("object")
         if obj is None or event.get("type") == "ERROR":
             return json_loads(data)
-        expand_pod(obj, RAW_FIELDS, section, last)
+        expand_one(obj, raw_fields, section, last)
         return event
 
     return decode
@@ -234,7 +235,15 @@ def _select_expand() -> Callable[..., None]:
     return select("podexpand", sys.modules[__name__]).expand  # type: ignore[no-any-return]
 
 
+def _select_expand_pod() -> Callable[..., None]:
+    from scheduler._native import select
+
+    return select("podexpand", sys.modules[__name__]).expand_pod  # type: ignore[no-any-return]
+
+
 _expand_impl: Callable[..., None] = _select_expand()
+# compiled when built (native/podexpand.pyx), as `_expand_impl`: the loop runs once per watch event
+_expand_pod_impl: Callable[..., None] = _select_expand_pod()
 
 # `loads` for a page of a pod list (a malformed answer raises ValueError, as json_loads does)
 decode_pod_list: Callable[[bytes], Any] = _typed_decoder() or json_loads

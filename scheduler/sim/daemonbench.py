@@ -339,6 +339,20 @@ def _proc_status(pid: int, field: str) -> float:
     return 0.0
 
 
+def _start_spy(out: str, pid: int) -> subprocess.Popen[bytes]:
+    """py-spy (`$PYSPY`, else on PATH) sampling the daemon (the thread holding the GIL: its CPU) from the burst's creation to its last bind."""
+    spy = os.environ.get("PYSPY", "py-spy")
+    cmd = [spy, "record", "--gil", "-r", "200", "-f", "raw", "-o", out, "--pid", str(pid)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)  # attached before the first pod is created
+    return proc
+
+
+async def _stop_spy(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(2)  # SIGINT: py-spy writes what it sampled
+    await asyncio.to_thread(proc.wait, 30)
+
+
 def _cpu_seconds(pid: int) -> float:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -579,6 +593,7 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
                 sin.write(b"profile on\n")
                 await sin.drain()
                 await sout.readline()
+            spy = _start_spy(args.spy, daemon.pid) if args.spy else None
             cpu0, server_cpu0 = _cpu_seconds(daemon.pid), _cpu_seconds(server.pid)
             sin.write(f"burst {args.burst} {args.gang}\n".encode())
             await sin.drain()
@@ -598,6 +613,8 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
                 sin.write(f"profile {os.path.abspath(args.server_profile)}\n".encode())
                 await sin.drain()
                 await sout.readline()
+            if spy is not None:
+                await _stop_spy(spy)
             result["burst"] = args.burst
             result["burst_create_seconds"] = round(b["end"] - b["start"], 2)
             result["burst_seconds"] = round(st["last"] - b["start"], 2)
@@ -922,6 +939,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--server-profile",
         help="profile the API server (cProfile) from the burst's creation to its last bind, write it here",
+    )
+    p.add_argument(
+        "--spy",
+        help="sample the daemon with py-spy ($PYSPY or py-spy on PATH) from the burst's creation "
+        "to its last bind, raw folded stacks written here",
     )
     p.add_argument("--output", help="rewrite this benchmark's section of this Markdown file")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")

@@ -401,3 +401,40 @@ async def test_a_large_batch_binds_every_pod_in_order_with_a_bounded_number_of_t
     assert [body["metadata"]["name"] for body in client.binds] == [f"p{i}" for i in range(1000)]
     assert b.bound == 1000
     assert tasks_at_first_bind[0] <= 2 * b.concurrency  # a task per pod would be over 1,000
+
+
+async def test_queue_statuses_count_each_podgroup_by_its_phase_in_its_queue() -> None:
+    """The counts per queue: the session's phase where it gave one, else the PodGroup's; pods'
+    implicit groups, PodGroups of unknown queues and phases that are none of the five (even
+    values that are not strings) are not counted."""
+    c, client = SchedulerCache(), FakeClient()
+    c.upsert_queue(queue("default"))
+    c.upsert_queue(queue("q2"))
+    phases_of = {"default": ["Pending", "Inqueue", "Inqueue", "Running", "Completed", "Unknown", "Odd"]}
+    phases_of["q2"] = ["Running", "Running", "Pending"]
+    for q, phases in phases_of.items():
+        for i, ph in enumerate(phases):
+            c.upsert_podgroup(podgroup(f"{q}-{i}", queue=q, phase=ph))
+    c.upsert_podgroup(podgroup("lost", queue="nowhere", phase="Running"))
+    c.upsert_pod(with_uid(pod("alone"), "uid-alone"))  # an implicit group of its own
+    assert c.state.implicit_jobs
+    c.state.jobs["c1/default-6"].pod_group_status.phase = ["not", "a", "phase"]  # type: ignore[assignment]
+    rec = EventRecorder(client)  # type: ignore[arg-type]
+    st = StatusWriter(client, c, rec)  # type: ignore[arg-type]
+    st.start()
+    session = {"c1/q2-2": "Inqueue", "c1/default-0": {"unhashable": 1}}  # what this session decided
+
+    class Phases:
+        def get(self, uid: str, default: Any) -> Any:
+            return session.get(uid, default)
+
+    assert st.queue_statuses(Phases(), {}) == 2
+    await st.drain(1)
+    await st.stop()
+    bodies = {
+        path.split("/queues/")[1].split("/")[0]: body["status"]
+        for method, path, body in client.calls
+        if method == "PATCH" and "/queues/" in path
+    }
+    assert bodies["default"] == {"pending": 0, "inqueue": 2, "running": 1, "unknown": 1, "completed": 1}
+    assert bodies["q2"] == {"pending": 0, "inqueue": 1, "running": 2, "unknown": 0, "completed": 0}

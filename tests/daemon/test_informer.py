@@ -163,3 +163,44 @@ async def test_the_first_list_survives_a_failing_handler_and_items_that_are_not_
     assert rec.upserts == ["a@1", "<no metadata>", "c@3"]
     # every object delivered is known by its key and version (a relist diffs against these)
     assert inf.known == {"ns/a": "1", "ns/explode": "2", "None": "", "ns/c": "3"}
+
+
+class KeepAll:
+    def __init__(self) -> None:
+        self.upserts: list[dict[str, Any]] = []
+
+    def upsert(self, obj: dict[str, Any]) -> None:
+        self.upserts.append(obj)
+
+    def delete(self, key: str, obj: dict[str, Any] | None) -> None:
+        pass
+
+
+async def test_watch_events_are_known_by_the_key_and_version_a_list_gives() -> None:
+    """The watch works out each event's key and version itself: the same strings as a list's
+    delivery, for namespaced and cluster-wide objects, versions that are not strings, and
+    objects without usable metadata."""
+    events: list[dict[str, Any]] = [
+        {"metadata": {"name": "a", "namespace": "ns", "resourceVersion": "11"}},
+        {"metadata": {"name": "node-1", "resourceVersion": 12}},
+        {"metadata": {"name": "b", "namespace": "", "resourceVersion": None}},
+        {"metadata": None},
+    ]
+    client = FakeClient()
+    client.on("GET", "/api/v1/things", lambda _b, _q: {"metadata": {"resourceVersion": "10"}, "items": []})
+    client.watch_scripts = [[{"type": "ADDED", "object": dict(obj)} for obj in events]]
+    handler = KeepAll()
+    inf = Informer(client, Resource("Thing", "/api/v1/things"), handler)  # type: ignore[arg-type]
+    await run_until(inf, lambda: len(handler.upserts) == len(events))
+    assert inf.known == {"ns/a": "11", "node-1": "12", "b": "", "None": ""}
+    assert inf.resource_version == "12"
+    assert inf.events == len(events)
+
+    # a list of the same objects is known by the same keys and versions
+    listed = FakeClient()
+    listed.on(
+        "GET", "/api/v1/things", lambda _b, _q: {"metadata": {"resourceVersion": "10"}, "items": events}
+    )
+    by_list = Informer(listed, Resource("Thing", "/api/v1/things"), KeepAll())  # type: ignore[arg-type]
+    await by_list.list()
+    assert by_list.known == inf.known

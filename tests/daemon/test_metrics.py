@@ -310,6 +310,33 @@ def test_per_job_families_render_as_prometheus_client_would() -> None:
     assert m.job_share.render() == generate_latest(r).decode()
 
 
+def test_lines_rendered_at_the_scrape_match_prometheus_client_between_any_changes() -> None:
+    """A line is rendered when scraped, not when set: whatever happened in between (a value set
+    twice, removed, set again, a new series), each scrape shows what prometheus_client would."""
+    from prometheus_client import CollectorRegistry, Gauge, generate_latest
+
+    m = SchedulerMetrics()
+    r = CollectorRegistry()
+    ref = Gauge("volcano_job_share", "Share for one job", ["job_ns", "job_id"], registry=r)
+    steps: list[list[tuple[str, str, float | None]]] = [
+        [("ns", "a", 0.25), ("ns", "b", 2.0), ("ns", "a", 0.5)],
+        [],
+        [("ns", "b", None), ("ns", "c", 1e-9), ("ns", "b", 3.0)],
+        [("ns", "a", 0.5), ("ns", "c", float("inf"))],
+        [("ns", "a", None), ("ns", "c", None), ("ns", "b", None)],
+        [("ns", "c", 7.0)],
+    ]
+    for step in steps:
+        for ns, name, v in step:
+            if v is None:
+                ref.remove(ns, name)
+                m.job_share.remove(ns, name)
+            else:
+                ref.labels(ns, name).set(v)
+                m.job_share.set(ns, name, value=v)
+        assert m.job_share.render() == generate_latest(r).decode()
+
+
 def test_a_scrape_of_an_unchanged_cluster_reuses_the_rendered_text() -> None:
     m = SchedulerMetrics()
     for i in range(3):

@@ -144,3 +144,41 @@ def test_the_decoder_uses_the_compiled_expansion_when_built() -> None:
     forced = os.environ.get("VC_SCHEDULER_PURE", "") not in ("", "0")
     want = twin.expand if forced or native is None else native.expand
     assert twin._expand_impl is want
+
+
+def _run_events(expand_pod: Callable[..., None], data: bytes) -> tuple[list[Any], list[tuple[str, bytes]]]:
+    """The page's pods one at a time, as a watch brings them, with one memo across them."""
+    calls: list[tuple[str, bytes]] = []
+    decoder = msgspec.json.Decoder(twin.PodEventFields)
+    anything = msgspec.json.Decoder().decode
+
+    def section(key: str, raw: Any) -> Any:
+        calls.append((key, bytes(raw)))
+        return anything(raw)
+
+    last: dict[str, tuple[Any, Any]] = {}
+    pods = []
+    for obj in msgspec.json.decode(data)["items"]:
+        pod = decoder.decode(msgspec.json.encode({"type": "MODIFIED", "object": obj}))["object"]
+        expand_pod(pod, twin.RAW_FIELDS, section, last)
+        pods.append(pod)
+    return pods, calls
+
+
+@needs_native
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_event_expansion_equals_the_python_twin(seed: int) -> None:
+    data = _page(random.Random(seed), 120)
+    got, got_calls = _run_events(native.expand_pod, data)
+    want, want_calls = _run_events(twin.expand_pod, data)
+    assert got == want
+    assert got_calls == want_calls
+    assert _sharing(got) == _sharing(want)
+    # one pod after another decodes what the page would: each differing section once
+    assert got == _run(twin.expand, data)[0]
+
+
+def test_the_event_decoder_uses_the_compiled_expansion_when_built() -> None:
+    forced = os.environ.get("VC_SCHEDULER_PURE", "") not in ("", "0")
+    want = twin.expand_pod if forced or native is None else native.expand_pod
+    assert twin._expand_pod_impl is want

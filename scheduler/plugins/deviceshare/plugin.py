@@ -475,6 +475,15 @@ class DeviceSharePlugin(Plugin):
             return f.ok, f.reason, f.score
         return self._scans.node_fit(led, req, self.args.policy)
 
+    def _commit_fit(self, led: VgpuLedger, task: TaskInfo, req: VgpuRequest) -> vgpu.FitResult:
+        """_fit_vgpu at commit: the cards the predicate's scan chose on this node, while its
+        answer there is current (the same fit of the same state), else the fit afresh."""
+        if self.exclusive is None:
+            f = self._scans.kept_fit(led, req, self.args.policy)
+            if f is not None:
+                return f
+        return self._fit_vgpu(led, task, req)
+
     def _fit_vgpu(self, led: VgpuLedger, task: TaskInfo, req: VgpuRequest) -> vgpu.FitResult:
         """The vGPU fit, with the cards reserved by exclusivity rules (spec 6.7) closed to this pod."""
         ex = self.exclusive
@@ -615,7 +624,7 @@ class DeviceSharePlugin(Plugin):
         led = node.devices.get(vgpu.KIND)
         if req is None or led is None or not req.containers:
             return
-        f = self._fit_vgpu(led, task, req)
+        f = self._commit_fit(led, task, req)
         if not f.ok:
             raise AllocateError(f"{VGPU_ERROR}: {f.reason}")
         self._lock(task, node, ann.LOCK_VGPU)  # vGPU locks after the live fit, before annotating

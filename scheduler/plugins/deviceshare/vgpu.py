@@ -138,11 +138,15 @@ class VgpuTable:
         """(codes, scores) of every node for `req`: the batch form of `VgpuLedger.fit`."""
         return self.fit_range(req, policy, 0, len(self.ledgers))
 
-    def fit_range(self, req: VgpuRequest, policy: int, lo: int, hi: int) -> tuple[array, array]:
-        """`fit_all` for nodes lo..hi-1 only: their entries of (codes, scores) are written."""
+    def fit_range(
+        self, req: VgpuRequest, policy: int, lo: int, hi: int, cards: array | None = None
+    ) -> tuple[array, array]:
+        """`fit_all` for nodes lo..hi-1 only: their entries of (codes, scores) are written, and
+        into `cards` (when given, room for every node's) node i's chosen cards from (i - lo) * T."""
         mask = self.mask_for(req, lo, hi)
         flat = _flat(req)
-        cards = array("q", bytes(8 * max(1, (hi - lo) * req.total_cards)))
+        if cards is None:
+            cards = array("q", bytes(8 * max(1, (hi - lo) * req.total_cards)))
         self.impl.fit_nodes(
             self.starts, self.node_flags, self.count, self.devmem, self.used_num, self.used_mem,
             self.used_cores, mask, flat, policy, lo, hi, self.out_code, self.out_score, cards,
@@ -156,17 +160,19 @@ class VgpuTable:
                     self.out_score[i] = r.score
         return self.out_code, self.out_score
 
-    def refit(self, req: VgpuRequest, policy: int, nodes: list[int], codes: array, scores: array) -> None:
-        """Write the answers of `fit_all` for the listed nodes only into `codes` and `scores` (a
-        scan's copies): one compiled call for all of them, then the nodes the hot path leaves to
-        Python, as fit_range does."""
+    def refit(
+        self, req: VgpuRequest, policy: int, nodes: list[int], codes: array, scores: array, cards: array
+    ) -> None:
+        """Write the answers of `fit_all` for the listed nodes only into `codes`, `scores` and
+        `cards` (a scan's copies): one compiled call for all of them, then the nodes the hot path
+        leaves to Python, as fit_range does."""
         if req.has_card_filters:
             for i in nodes:  # mask_for fills a range; the listed nodes are few and scattered
                 self.mask_for(req, i, i + 1)
         mask = self.static_ok if not req.has_card_filters else self._mask
         self.impl.fit_listed(
             self.starts, self.node_flags, self.count, self.devmem, self.used_num, self.used_mem,
-            self.used_cores, mask, _flat(req), policy, array("q", nodes), codes, scores,
+            self.used_cores, mask, _flat(req), policy, array("q", nodes), codes, scores, cards,
         )  # fmt: skip
         if self.python_nodes or req.mode:
             for i in nodes:
@@ -179,6 +185,11 @@ class VgpuTable:
     def scan(self, req: VgpuRequest, policy: int) -> tuple[array, array]:
         """Copies of (codes, scores) of every node for `req`, from one whole-table scan."""
         codes, scores = self.fit_all(req, policy)
+        return array("q", codes), array("d", scores)
+
+    def scan_cards(self, req: VgpuRequest, policy: int, cards: array) -> tuple[array, array]:
+        """`scan`, every node's chosen cards written into `cards` (node i's from i * T)."""
+        codes, scores = self.fit_range(req, policy, 0, len(self.ledgers), cards)
         return array("q", codes), array("d", scores)
 
     def best_node(self, req: VgpuRequest, policy: int) -> VgpuLedger | None:
@@ -194,6 +205,10 @@ class _Scan:
     seq: int  # length of the table's change log when codes and scores were last brought up to date
     codes: array
     scores: array
+    # node i's chosen cards at cards[i * total ...], valid where codes[i] is FIT and the fit was the
+    # compiled one (node_flags[i] == 0, no required mode)
+    cards: array
+    total: int
 
 
 def _scan_key(req: VgpuRequest, policy: int) -> tuple:
@@ -254,8 +269,10 @@ class ScanCache:
             key = _scan_key(req, policy)
         scan = self._scans.get(key)
         if scan is None or scan.table is not table:
-            codes, scores = table.scan(req, policy)
-            scan = _Scan(table, len(table.changes), codes, scores)
+            total = req.total_cards
+            cards = array("q", bytes(8 * max(1, len(table.ledgers) * total)))
+            codes, scores = table.scan_cards(req, policy, cards)
+            scan = _Scan(table, len(table.changes), codes, scores, cards, total)
             if len(self._scans) >= self.LIMIT:
                 del self._scans[next(iter(self._scans))]
             self._scans[key] = scan
@@ -272,11 +289,37 @@ class ScanCache:
         changed = set(log[scan.seq :])
         scan.seq = len(log)
         if 8 * len(changed) >= len(table.ledgers):
-            codes, scores = table.fit_all(req, policy)
+            codes, scores = table.fit_range(req, policy, 0, len(table.ledgers), scan.cards)
             scan.codes[:] = codes
             scan.scores[:] = scores
             return
-        table.refit(req, policy, list(changed), scan.codes, scan.scores)
+        table.refit(req, policy, list(changed), scan.codes, scan.scores, scan.cards)
+
+    # a scan further behind than this is not searched for the node (the commit fits it afresh)
+    PICKS_LAG = 256
+
+    def kept_fit(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> FitResult | None:
+        """`led.fit(req, policy)` when it fits, read from a scan of the request's shape whose
+        answer for that node is current (the node unchanged since it was fitted there): the scan
+        that found the node already chose its cards. None when no such answer is kept (no scan,
+        the node changed since, a node or request the scan leaves to Python, no fit)."""
+        if req.mode:
+            return None
+        got = self._keys.get(id(req))
+        if got is None or got[0] is not req or got[1][-1] != policy:
+            return None
+        scan = self._scans.get(got[1])
+        t = led.table
+        if scan is None or scan.table is not t:
+            return None
+        i = led.idx
+        if t.node_flags[i] or scan.codes[i] != FIT:
+            return None
+        behind = len(t.changes) - scan.seq
+        if behind and (behind > self.PICKS_LAG or i in t.changes[scan.seq :]):
+            return None
+        k = i * scan.total
+        return FitResult(True, "", scan.scores[i], led.picks(req, scan.cards[k : k + scan.total]))
 
     def node_fit(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[bool, str, float]:
         if req.mode and req.mode != led.mode:
@@ -603,21 +646,26 @@ class VgpuLedger:
                 t.starts, t.node_flags, t.count, t.devmem, t.used_num, t.used_mem, t.used_cores,
                 mask, flat, policy, i, i + 1, t.out_code, t.out_score, cards,
             )  # fmt: skip
-            code, score, picks = t.out_code[i], t.out_score[i], []
-            if code == FIT:
-                k = 0
-                for cr in req.containers:
-                    seg = []
-                    for _ in range(cr.nums):
-                        c = cards[k]
-                        k += 1
-                        seg.append(Pick(c, self.uuids[c], cr.demand(t.devmem[self.base + c]), cr.cores))
-                    picks.append(seg)
+            code, score = t.out_code[i], t.out_score[i]
+            picks = self.picks(req, cards) if code == FIT else []
         if code == TOO_MANY_CARDS:
             return FitResult(False, "no enough gpu cards on node")
         if code != FIT:
             return FitResult(False, "not enough gpu fitted on this node")
         return FitResult(True, "", score, picks)
+
+    def picks(self, req: VgpuRequest, cards: Sequence[int]) -> list[list[Pick]]:
+        """The picks of the compiled fit's chosen cards (local indices in container order)."""
+        t, base, uuids = self.table, self.base, self.uuids
+        picks, k = [], 0
+        for cr in req.containers:
+            seg = []
+            for _ in range(cr.nums):
+                c = cards[k]
+                k += 1
+                seg.append(Pick(c, uuids[c], cr.demand(t.devmem[base + c]), cr.cores))
+            picks.append(seg)
+        return picks
 
     def segments(self, req: VgpuRequest, picks: list[list[Pick]]) -> list[list[ann.DeviceEntry]]:
         """One segment per regular container, empty for containers without vGPU (spec 8)."""

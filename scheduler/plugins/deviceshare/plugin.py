@@ -443,7 +443,7 @@ class DeviceSharePlugin(Plugin):
         at, req = self._plain_positions(task, nodes)
         if at is None or req is None or self._unusable:
             return [self.predicate(task, n) for n in nodes]
-        codes, _ = self._scans.answers(self.table, req, self.args.policy)
+        codes, _ = self._scans.answers(self.table, req, self.args.policy, at)
         got = list(map(codes.__getitem__, at))
         if got.count(FIT) == len(got):
             # every node fits (the usual case): the answers without a Python step per node
@@ -458,7 +458,7 @@ class DeviceSharePlugin(Plugin):
         at, req = self._plain_positions(task, nodes)
         if at is None or req is None:
             return [self.node_order(task, n) for n in nodes]
-        codes, scores = self._scans.answers(self.table, req, self.args.policy)
+        codes, scores = self._scans.answers(self.table, req, self.args.policy, at)
         # as device_score adds it: 0.0 plus the score where the request fits
         return [float(int((scores[i] if codes[i] == FIT else 0.0) + 0.5) * w) for i in at]
 

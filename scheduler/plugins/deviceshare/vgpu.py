@@ -209,6 +209,8 @@ class _Scan:
     # compiled one (node_flags[i] == 0, no required mode)
     cards: array
     total: int
+    # nodes changed (up to `seq`) and not fitted again since: their entries are out of date
+    dirty: set[int]
 
 
 def _scan_key(req: VgpuRequest, policy: int) -> tuple:
@@ -254,11 +256,25 @@ class ScanCache:
         self._keys.clear()
         self._last = (None, None)
 
-    def answers(self, table: VgpuTable, req: VgpuRequest, policy: int) -> tuple[array, array]:
-        """(codes, scores) of every node of `table` for `req`, up to date with every charge."""
+    def answers(
+        self, table: VgpuTable, req: VgpuRequest, policy: int, at: list[int] | None = None
+    ) -> tuple[array, array]:
+        """(codes, scores) of every node of `table` for `req`, up to date with every charge at
+        the positions `at` (None: at every node). The other changed nodes wait until asked: a
+        scan is asked about a few nodes at a time, while ~30 other nodes changed since its last."""
         last_req, scan = self._last
-        if last_req is req and scan is not None and scan.table is table and scan.seq == len(table.changes):
-            return scan.codes, scan.scores
+        if last_req is not req or scan is None or scan.table is not table:
+            scan = self._scan_of(table, req, policy)
+            self._last = (req, scan)
+        dirty = self._dirty(scan)
+        if dirty:
+            stale = dirty if at is None else dirty.intersection(at)
+            if stale:
+                self._refit(scan, req, policy, stale)
+        return scan.codes, scan.scores
+
+    def _scan_of(self, table: VgpuTable, req: VgpuRequest, policy: int) -> _Scan:
+        """The request's scan, made by a whole-table scan when there is none yet."""
         got = self._keys.get(id(req))
         if got is None or got[0] is not req:
             if len(self._keys) >= 4 * self.LIMIT:
@@ -272,31 +288,37 @@ class ScanCache:
             total = req.total_cards
             cards = array("q", bytes(8 * max(1, len(table.ledgers) * total)))
             codes, scores = table.scan_cards(req, policy, cards)
-            scan = _Scan(table, len(table.changes), codes, scores, cards, total)
+            scan = _Scan(table, len(table.changes), codes, scores, cards, total, set())
             if len(self._scans) >= self.LIMIT:
                 del self._scans[next(iter(self._scans))]
             self._scans[key] = scan
-        elif scan.seq != len(table.changes):
-            self._update(scan, req, policy)
-        self._last = (req, scan)
-        return scan.codes, scan.scores
+        return scan
 
     @staticmethod
-    def _update(scan: _Scan, req: VgpuRequest, policy: int) -> None:
-        """Rescan the nodes changed since the scan: in one call when they are few, else all."""
+    def _dirty(scan: _Scan) -> set[int]:
+        """The nodes changed since the scan last fitted them, with the change log read up to now."""
+        log = scan.table.changes
+        if scan.seq != len(log):
+            scan.dirty.update(log[scan.seq :])
+            scan.seq = len(log)
+        return scan.dirty
+
+    @staticmethod
+    def _refit(scan: _Scan, req: VgpuRequest, policy: int, stale: set[int]) -> None:
+        """Fit the stale nodes again in one call; the whole table when they are most of it (a
+        listed node costs about what a node of a range costs, plus the list)."""
         table = scan.table
-        log = table.changes
-        changed = set(log[scan.seq :])
-        scan.seq = len(log)
-        if 8 * len(changed) >= len(table.ledgers):
+        if 2 * len(stale) >= len(table.ledgers):
             codes, scores = table.fit_range(req, policy, 0, len(table.ledgers), scan.cards)
             scan.codes[:] = codes
             scan.scores[:] = scores
+            scan.dirty.clear()
             return
-        table.refit(req, policy, list(changed), scan.codes, scan.scores, scan.cards)
-
-    # a scan further behind than this is not searched for the node (the commit fits it afresh)
-    PICKS_LAG = 256
+        table.refit(req, policy, list(stale), scan.codes, scan.scores, scan.cards)
+        if stale is scan.dirty:
+            scan.dirty.clear()
+        else:
+            scan.dirty.difference_update(stale)
 
     def kept_fit(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> FitResult | None:
         """`led.fit(req, policy)` when it fits, read from a scan of the request's shape whose
@@ -313,10 +335,7 @@ class ScanCache:
         if scan is None or scan.table is not t:
             return None
         i = led.idx
-        if t.node_flags[i] or scan.codes[i] != FIT:
-            return None
-        behind = len(t.changes) - scan.seq
-        if behind and (behind > self.PICKS_LAG or i in t.changes[scan.seq :]):
+        if t.node_flags[i] or scan.codes[i] != FIT or i in self._dirty(scan):
             return None
         k = i * scan.total
         return FitResult(True, "", scan.scores[i], led.picks(req, scan.cards[k : k + scan.total]))
@@ -325,7 +344,7 @@ class ScanCache:
         if req.mode and req.mode != led.mode:
             f = led.fit(req, policy)
             return f.ok, f.reason, f.score
-        codes, scores = self.answers(led.table, req, policy)
+        codes, scores = self.answers(led.table, req, policy, [led.idx])
         code = codes[led.idx]
         if code == FIT:
             return True, "", scores[led.idx]

@@ -322,5 +322,7 @@ def test_kept_fit_answers_for_an_unchanged_node_only() -> None:
     leds[3].add_pod(p.uid, r.group_key, leds[3].segments(r, f.picks))
     assert cache.kept_fit(leds[3], r, 1) is None  # changed since the scan
     assert cache.kept_fit(leds[4], r, 1) == leds[4].fit(r, 1)  # unchanged
-    cache.node_fit(leds[0], r, 1)
+    cache.node_fit(leds[0], r, 1)  # brings node 0 up to date, not node 3
+    assert cache.kept_fit(leds[3], r, 1) is None
+    cache.node_fit(leds[3], r, 1)
     assert cache.kept_fit(leds[3], r, 1) == leds[3].fit(r, 1) != f

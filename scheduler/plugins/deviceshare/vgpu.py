@@ -213,11 +213,12 @@ class _Scan:
     dirty: set[int]
 
 
-def _scan_key(req: VgpuRequest, policy: int) -> tuple:
+def _scan_key(req: VgpuRequest, policy: int, containers: tuple | None = None) -> tuple:
     """What a node's fit and score depend on: requests with equal keys share their scans (the pod
-    group key only names who holds a charge; pod-group spread is in through `spread_group`)."""
+    group key only names who holds a charge; pod-group spread is in through `spread_group`).
+    `containers`, when known, is the containers' part (_containers_key)."""
     return (
-        tuple((c.nums, c.mem, c.pct, c.cores) for c in req.containers),
+        _containers_key(req) if containers is None else containers,
         req.mode,
         req.use_uuids,
         req.nouse_uuids,
@@ -226,6 +227,10 @@ def _scan_key(req: VgpuRequest, policy: int) -> tuple:
         req.spread_group,
         policy,
     )
+
+
+def _containers_key(req: VgpuRequest) -> tuple:
+    return tuple((c.nums, c.mem, c.pct, c.cores) for c in req.containers)
 
 
 class ScanCache:
@@ -246,15 +251,17 @@ class ScanCache:
 
     def __init__(self) -> None:
         self._scans: dict[tuple, _Scan] = {}
-        # id(request) -> (request, its key): a pod's request object is asked about every node
-        self._keys: dict[int, tuple[VgpuRequest, tuple]] = {}
-        # the request asked last and its scan: the hooks ask for one pod over every node in a row
-        self._last: tuple[VgpuRequest | None, _Scan | None] = (None, None)
+        # id(containers) -> (containers, their part of the scan key): the one-pod jobs of a
+        # template each have their own request (their group key), sharing the containers tuple
+        self._keys: dict[int, tuple[tuple, tuple]] = {}
+        # the request asked last, its policy and its scan: the hooks ask for one pod over every
+        # node in a row, and its commit reads the same scan
+        self._last: tuple[VgpuRequest | None, int, _Scan | None] = (None, -1, None)
 
     def clear(self) -> None:
         self._scans.clear()
         self._keys.clear()
-        self._last = (None, None)
+        self._last = (None, -1, None)
 
     def answers(
         self, table: VgpuTable, req: VgpuRequest, policy: int, at: list[int] | None = None
@@ -262,10 +269,10 @@ class ScanCache:
         """(codes, scores) of every node of `table` for `req`, up to date with every charge at
         the positions `at` (None: at every node). The other changed nodes wait until asked: a
         scan is asked about a few nodes at a time, while ~30 other nodes changed since its last."""
-        last_req, scan = self._last
-        if last_req is not req or scan is None or scan.table is not table:
+        last_req, last_policy, scan = self._last
+        if last_req is not req or last_policy != policy or scan is None or scan.table is not table:
             scan = self._scan_of(table, req, policy)
-            self._last = (req, scan)
+            self._last = (req, policy, scan)
         dirty = self._dirty(scan)
         if dirty:
             stale = dirty if at is None else dirty.intersection(at)
@@ -275,14 +282,7 @@ class ScanCache:
 
     def _scan_of(self, table: VgpuTable, req: VgpuRequest, policy: int) -> _Scan:
         """The request's scan, made by a whole-table scan when there is none yet."""
-        got = self._keys.get(id(req))
-        if got is None or got[0] is not req:
-            if len(self._keys) >= 4 * self.LIMIT:
-                self._keys.clear()
-            got = self._keys[id(req)] = (req, _scan_key(req, policy))
-        key = got[1]
-        if key[-1] != policy:  # the same request asked under another policy
-            key = _scan_key(req, policy)
+        key = self._key(req, policy)
         scan = self._scans.get(key)
         if scan is None or scan.table is not table:
             total = req.total_cards
@@ -293,6 +293,16 @@ class ScanCache:
                 del self._scans[next(iter(self._scans))]
             self._scans[key] = scan
         return scan
+
+    def _key(self, req: VgpuRequest, policy: int) -> tuple:
+        """_scan_key, its containers' part built once per containers tuple."""
+        cs = req.containers
+        got = self._keys.get(id(cs))
+        if got is None or got[0] is not cs:
+            if len(self._keys) >= 4 * self.LIMIT:
+                self._keys.clear()
+            got = self._keys[id(cs)] = (cs, _containers_key(req))
+        return _scan_key(req, policy, got[1])
 
     @staticmethod
     def _dirty(scan: _Scan) -> set[int]:
@@ -327,10 +337,9 @@ class ScanCache:
         the node changed since, a node or request the scan leaves to Python, no fit)."""
         if req.mode:
             return None
-        got = self._keys.get(id(req))
-        if got is None or got[0] is not req or got[1][-1] != policy:
-            return None
-        scan = self._scans.get(got[1])
+        last_req, last_policy, scan = self._last
+        if last_req is not req or last_policy != policy:
+            scan = self._scans.get(self._key(req, policy))
         t = led.table
         if scan is None or scan.table is not t:
             return None

@@ -136,6 +136,9 @@ class DeviceSharePlugin(Plugin):
         # the (node, lock key) pairs of the session's lock intents, counted
         self._held = HeldLocks()
         self._time_seq = 0
+        # task uid -> (its vgpu-ids-new value, the memory and cores that value names), kept when
+        # the annotation is written: the session's close reads them instead of decoding it
+        self._usage: dict[str, tuple[str, tuple[int, int]]] = {}
         self.ssn: Session | None = None
         self.exclusive: ExclusiveRules | None = None
         self._scans = ScanCache()
@@ -157,6 +160,7 @@ class DeviceSharePlugin(Plugin):
     # -- session -------------------------------------------------------------------------------
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
+        self._usage.clear()
         self._scans.clear()
         self._templates.clear()
         self._npu_tables = {}
@@ -206,11 +210,16 @@ class DeviceSharePlugin(Plugin):
         if not self.args.vgpu:
             return
         cfg = self.config
+        usage = self._usage
         for job in ssn.jobs.values():
             for task in job.tasks.values():
                 if task.status not in ALLOCATED_STATUSES or ann.VGPU_IDS_NEW not in task.bind_annotations:
                     continue
-                mem, cores = vgpu.vgpu_usage_of(task.bind_annotations)
+                kept = usage.get(task.uid)
+                if kept is not None and kept[0] is task.bind_annotations[ann.VGPU_IDS_NEW]:
+                    mem, cores = kept[1]
+                else:
+                    mem, cores = vgpu.vgpu_usage_of(task.bind_annotations)
                 real = task.resreq.clone()
                 real.scalars[cfg.memory_name] = mem * 1000.0
                 real.scalars[cfg.cores_name] = cores * 1000.0
@@ -631,6 +640,9 @@ class DeviceSharePlugin(Plugin):
         segments = led.segments(req, f.picks)
         led.add_pod(task.uid, req.group_key, segments)
         ids = ann.encode_pod_devices(segments)
+        use = vgpu.usage_of_segments(segments)
+        if use is not None:  # what the session's close would decode from `ids`
+            self._usage[task.uid] = (ids, use)
         now = str(int(self._now()))
         task.bind_annotations.update(
             {

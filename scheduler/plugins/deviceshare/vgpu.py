@@ -103,7 +103,8 @@ class VgpuTable:
         self.used_num.extend(d.zeros)
         self.used_mem.extend(d.zeros)
         self.used_cores.extend(d.zeros)
-        self.static_ok.extend(array("q", map(int, ok)))
+        # the usual node (no unhealthy card listed) has its cards' own flags: their row, built once
+        self.static_ok.extend(d.nvidia_ok_row if ok == d.nvidia_ok else array("q", map(int, ok)))
         self.starts.append(len(self.count))
         self.node_flags.append(1 if mig else 0)
         self.python_nodes += 1 if mig else 0
@@ -373,7 +374,17 @@ class CardLists:
     built from one registration value (a node's, session after session): building these per
     node was most of the ledger's construction at every session open."""
 
-    __slots__ = ("count", "devmem", "in_range", "nvidia_ok", "types", "uuid_index", "uuids", "zeros")
+    __slots__ = (
+        "count",
+        "devmem",
+        "in_range",
+        "nvidia_ok",
+        "nvidia_ok_row",
+        "types",
+        "uuid_index",
+        "uuids",
+        "zeros",
+    )
 
     def __init__(self, cards: Sequence[ann.RegisteredCard]) -> None:
         self.uuids = [c.uuid for c in cards]
@@ -381,6 +392,7 @@ class CardLists:
         self.uuid_index = {u: i for i, u in enumerate(self.uuids)}
         # healthy NVIDIA cards, before the node's unhealthy list is applied
         self.nvidia_ok = [bool(c.health and "NVIDIA" in c.type) for c in cards]
+        self.nvidia_ok_row = array("q", map(int, self.nvidia_ok))
         self.in_range = all(
             0 <= c.count <= ann.REGISTER_INT_MAX and 0 <= c.devmem <= ann.REGISTER_INT_MAX for c in cards
         )
@@ -737,6 +749,28 @@ def vgpu_card_metrics(ledger: VgpuLedger) -> list[dict[str, object]]:
         }
         for c in range(ledger.n)
     ]
+
+
+def usage_of_segments(segments: list[list[ann.DeviceEntry]]) -> tuple[int, int] | None:
+    """vgpu_usage_of of the annotation encode_pod_devices writes for `segments`, read from the
+    segments themselves when decoding that annotation gives them back (no separator in a UUID or
+    type, int amounts in the decoder's range); None otherwise (then decode the annotation)."""
+    mem = cores = 0
+    top = ann.REGISTER_INT_MAX
+    for seg in segments:
+        for e in seg:
+            m, c = e.mem, e.cores
+            if type(m) is not int or type(c) is not int or not (0 <= m <= top and 0 <= c <= top):
+                return None
+            if _has_separator(e.uuid) or _has_separator(e.type):
+                return None
+            mem += m
+            cores += c
+    return mem, cores
+
+
+def _has_separator(text: str) -> bool:
+    return "," in text or ":" in text or ";" in text
 
 
 def vgpu_usage_of(annotations: dict[str, str]) -> tuple[int, int]:

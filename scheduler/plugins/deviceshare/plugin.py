@@ -484,14 +484,20 @@ class DeviceSharePlugin(Plugin):
             return f.ok, f.reason, f.score
         return self._scans.node_fit(led, req, self.args.policy)
 
-    def _commit_fit(self, led: VgpuLedger, task: TaskInfo, req: VgpuRequest) -> vgpu.FitResult:
-        """_fit_vgpu at commit: the cards the predicate's scan chose on this node, while its
-        answer there is current (the same fit of the same state), else the fit afresh."""
+    def _commit_segments(
+        self, led: VgpuLedger, task: TaskInfo, req: VgpuRequest
+    ) -> list[list[ann.DeviceEntry]]:
+        """The segments of _fit_vgpu's cards at commit (AllocateError when it does not fit): the
+        cards the predicate's scan chose on this node while its answer there is current (the same
+        fit of the same state), else those of the fit afresh."""
         if self.exclusive is None:
-            f = self._scans.kept_fit(led, req, self.args.policy)
-            if f is not None:
-                return f
-        return self._fit_vgpu(led, task, req)
+            kept = self._scans.kept_segments(led, req, self.args.policy)
+            if kept is not None:
+                return kept
+        f = self._fit_vgpu(led, task, req)
+        if not f.ok:
+            raise AllocateError(f"{VGPU_ERROR}: {f.reason}")
+        return led.segments(req, f.picks)
 
     def _fit_vgpu(self, led: VgpuLedger, task: TaskInfo, req: VgpuRequest) -> vgpu.FitResult:
         """The vGPU fit, with the cards reserved by exclusivity rules (spec 6.7) closed to this pod."""
@@ -633,11 +639,8 @@ class DeviceSharePlugin(Plugin):
         led = node.devices.get(vgpu.KIND)
         if req is None or led is None or not req.containers:
             return
-        f = self._commit_fit(led, task, req)
-        if not f.ok:
-            raise AllocateError(f"{VGPU_ERROR}: {f.reason}")
+        segments = self._commit_segments(led, task, req)
         self._lock(task, node, ann.LOCK_VGPU)  # vGPU locks after the live fit, before annotating
-        segments = led.segments(req, f.picks)
         led.add_pod(task.uid, req.group_key, segments)
         ids = ann.encode_pod_devices(segments)
         use = vgpu.usage_of_segments(segments)

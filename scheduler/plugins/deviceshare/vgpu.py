@@ -336,6 +336,22 @@ class ScanCache:
         answer for that node is current (the node unchanged since it was fitted there): the scan
         that found the node already chose its cards. None when no such answer is kept (no scan,
         the node changed since, a node or request the scan leaves to Python, no fit)."""
+        got = self._kept_cards(led, req, policy)
+        if got is None:
+            return None
+        cards, score = got
+        return FitResult(True, "", score, led.picks(req, cards))
+
+    def kept_segments(
+        self, led: VgpuLedger, req: VgpuRequest, policy: int
+    ) -> list[list[ann.DeviceEntry]] | None:
+        """led.segments(req, f.picks) of the fit kept_fit gives, without its picks; None when
+        kept_fit gives none."""
+        got = self._kept_cards(led, req, policy)
+        return None if got is None else led.card_segments(req, got[0])
+
+    def _kept_cards(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[array, float] | None:
+        """The cards and score of kept_fit's answer (see there), or None."""
         if req.mode:
             return None
         last_req, last_policy, scan = self._last
@@ -348,7 +364,7 @@ class ScanCache:
         if t.node_flags[i] or scan.codes[i] != FIT or i in self._dirty(scan):
             return None
         k = i * scan.total
-        return FitResult(True, "", scan.scores[i], led.picks(req, scan.cards[k : k + scan.total]))
+        return scan.cards[k : k + scan.total], scan.scores[i]
 
     def node_fit(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[bool, str, float]:
         if req.mode and req.mode != led.mode:
@@ -706,6 +722,20 @@ class VgpuLedger:
                 seg.append(Pick(c, uuids[c], cr.demand(t.devmem[base + c]), cr.cores))
             picks.append(seg)
         return picks
+
+    def card_segments(self, req: VgpuRequest, cards: Sequence[int]) -> list[list[ann.DeviceEntry]]:
+        """segments(req, picks(req, cards)), built without the picks."""
+        t, base, uuids = self.table, self.base, self.uuids
+        by_container: dict[int, list[ann.DeviceEntry]] = {}
+        k = 0
+        for cr in req.containers:
+            seg = []
+            for _ in range(cr.nums):
+                c = cards[k]
+                k += 1
+                seg.append(ann.DeviceEntry(uuids[c], cr.demand(t.devmem[base + c]), cr.cores))
+            by_container[cr.index] = seg
+        return [by_container.get(i, []) for i in range(req.n_containers)]
 
     def segments(self, req: VgpuRequest, picks: list[list[Pick]]) -> list[list[ann.DeviceEntry]]:
         """One segment per regular container, empty for containers without vGPU (spec 8)."""

@@ -326,3 +326,26 @@ def test_kept_fit_answers_for_an_unchanged_node_only() -> None:
     assert cache.kept_fit(leds[3], r, 1) is None
     cache.node_fit(leds[3], r, 1)
     assert cache.kept_fit(leds[3], r, 1) == leds[3].fit(r, 1) != f
+
+
+@settings(max_examples=60, deadline=None)
+@given(node_specs, st.lists(container, min_size=1, max_size=2), st.integers(0, 2), st.data())
+def test_card_segments_are_the_segments_of_the_picks(specs, conts, policy, data) -> None:
+    """The commit's segments built from a fit's cards are those built through its picks."""
+    from scheduler.plugins.deviceshare.vgpu import ScanCache
+
+    nodes = build(specs)
+    table = VgpuTable()
+    leds = [VgpuLedger.from_node(n, CFG, table)[0] for n in nodes]
+    p = pod("p", *[vgpu_limits(n, m, c, pc) for n, m, pc, c in conts])
+    r, err = vgpu_request(p, CFG)
+    assert r is not None, err
+    cache = ScanCache()
+    cache.answers(table, r, policy)
+    for led in leds:
+        f = led.fit(r, policy)
+        kept = cache.kept_segments(led, r, policy)
+        if f.ok and led.mig is None:
+            assert kept == led.segments(r, f.picks)
+        elif not f.ok:
+            assert kept is None

@@ -197,7 +197,9 @@ def fit_listed(
     const long long[::1] nodes,
     long long[::1] out_code,
     double[::1] out_score,
+    long long[::1] out_cards,
 ):
+    # node i's chosen cards go to out_cards[i * total ...], where fit_nodes over 0..n puts them
     cdef Py_ssize_t n_req = req.shape[0] // 4
     cdef Py_ssize_t i, k, m, maxn = 0
     cdef long long total = 0
@@ -209,13 +211,11 @@ def fit_listed(
         i = nodes[m]
         if i < 0 or i + 1 >= starts.shape[0] or i >= out_code.shape[0] or i >= out_score.shape[0]:
             raise IndexError(f"node {i} out of range")
+        if (i + 1) * total > out_cards.shape[0] or out_cards.shape[0] == 0:
+            raise IndexError(f"no room for node {i}'s cards")
         if starts[i + 1] - starts[i] > maxn:
             maxn = starts[i + 1] - starts[i]
     cdef long long *buf = _scratch(maxn)
-    cdef long long *cards = <long long *> malloc(sizeof(long long) * (total + 1))
-    if cards == NULL:
-        free(buf)
-        raise MemoryError()
     try:
         with nogil:
             for m in range(nodes.shape[0]):
@@ -225,14 +225,13 @@ def fit_listed(
                     out_code[i] = C_NEEDS_PYTHON
                     continue
                 code = _fit_node(i, starts, count, devmem, used_num, used_mem, used_cores, usable, req,
-                                 n_req, policy, buf, maxn, &score, cards)
+                                 n_req, policy, buf, maxn, &score, &out_cards[i * total])
                 out_code[i] = code
                 if code == C_FIT:
                     out_score[i] = score
                     fitting += 1
     finally:
         free(buf)
-        free(cards)
     return fitting
 
 

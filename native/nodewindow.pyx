@@ -201,3 +201,14 @@ def nth_tie(const double[:] scores, const unsigned char[:] flags, double top, bi
                 return i
             k -= 1
     raise IndexError(k)
+
+
+def forget(unsigned char[:] codes, list at):
+    cdef Py_ssize_t k, i
+    cdef Py_ssize_t n = len(at)
+    cdef Py_ssize_t total = codes.shape[0]
+    for k in range(n):
+        i = at[k]
+        if i < 0 or i >= total:
+            raise IndexError(f"position {i} out of range")
+        codes[i] = C_UNKNOWN

@@ -49,6 +49,9 @@ def allocate(ssn: Session) -> None:
     jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
     task_heaps: dict[str, PriorityQueue[TaskInfo]] = {}
     topo_jobs: dict[str, TopologyJob] = {}
+    # Only the popped job changes while allocate runs (its placements and their events), so a
+    # queued job's order key stays true: a key per push instead of job_compare per comparison.
+    job_key = ssn.job_order_key()
 
     for job in ssn.unquiet_jobs():
         if not job.task_status_index.get(TaskStatus.PENDING):
@@ -74,7 +77,10 @@ def allocate(ssn: Session) -> None:
             topo_jobs[job.uid] = tj
         else:
             task_heaps[job.uid] = PriorityQueue(ssn.task_compare, tasks)
-        jobs_by_queue.setdefault(q.name, PriorityQueue(ssn.job_compare)).push(job)
+        jobs = jobs_by_queue.get(q.name)
+        if jobs is None:
+            jobs = jobs_by_queue[q.name] = PriorityQueue.keyed(ssn.job_compare, job_key)
+        jobs.push(job)
         if q.name not in queued:
             queued.add(q.name)
             queues.push(q)

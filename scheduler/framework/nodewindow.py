@@ -165,3 +165,13 @@ def nth_tie(scores: array, flags: bytearray, top: float, only: bool, k: int) -> 
                 return i
             k -= 1
     raise IndexError(k)
+
+
+def forget(codes: bytearray, at: list[int]) -> None:
+    """Set the answers at positions `at` back to UNKNOWN (repeats allowed; a position outside the
+    codes is an IndexError, before or after the others are set)."""
+    total = len(codes)
+    for i in at:
+        if not 0 <= i < total:
+            raise IndexError(f"position {i} out of range")
+        codes[i] = UNKNOWN

@@ -630,10 +630,10 @@ class PlacementCache:
                         pop(name, None)
         if any(codes):
             at = self._changed_at(log, seq)
+            forget = window_impl.forget
             for code in codes:
                 if code:
-                    for i in at:
-                        code[i] = UNKNOWN
+                    forget(code, at)
 
     def _changed_at(self, log: list[str], seq: int) -> list[int]:
         """The positions in `nodes` of the log's entries from `seq` on (repeats kept: forgetting

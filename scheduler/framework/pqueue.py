@@ -18,24 +18,52 @@ class PriorityQueue(Generic[T]):
     # The heap holds functools.cmp_to_key wrappers: their `<` is `cmp(a, b) < 0` evaluated in C,
     # the same comparison a Python wrapper made with one Python call more per comparison (the job
     # heap of 1,000 one-pod jobs compares ~10 times per pop).
-    __slots__ = ("_cmp", "_heap", "_key")
+    #
+    # With `sort_key` (a caller whose elements do not change while queued, see keyed()) the heap
+    # holds (key, element) pairs instead: a comparison is a tuple comparison in C, no Python call.
+    __slots__ = ("_cmp", "_heap", "_key", "_sort_key")
 
     def __init__(self, cmp: Callable[[T, T], int], items: Iterable[T] = ()) -> None:
         self._cmp = cmp
         self._key = functools.cmp_to_key(cmp)
+        self._sort_key: Callable[[T], Any] | None = None
         self._heap: list[Any] = list(map(self._key, items))
         heapq.heapify(self._heap)
 
+    @classmethod
+    def keyed(cls, cmp: Callable[[T, T], int], sort_key: Callable[[T], Any] | None) -> PriorityQueue[T]:
+        """An empty queue ordered by `sort_key`, which must order as `cmp` does (distinct elements
+        never tie) for elements that stay unchanged while queued; `sort_key` returning None for an
+        element turns the queue back to `cmp` for good. Without a key, a plain queue."""
+        q: PriorityQueue[T] = cls(cmp)
+        q._sort_key = sort_key
+        return q
+
     def push(self, item: T) -> None:
+        sk = self._sort_key
+        if sk is not None:
+            k = sk(item)
+            if k is not None:
+                heapq.heappush(self._heap, (k, item))
+                return
+            self._to_cmp()
         heapq.heappush(self._heap, self._key(item))
 
+    def _to_cmp(self) -> None:
+        """Go on with `cmp`: the heap's order holds for it (every comparison so far agreed)."""
+        self._sort_key = None
+        self._heap = [self._key(item) for _, item in self._heap]
+
     def pop(self) -> T:
+        if self._sort_key is not None:
+            return cast("T", heapq.heappop(self._heap)[1])
         return cast("T", heapq.heappop(self._heap).obj)
 
     def clone(self) -> PriorityQueue[T]:
         """An independent queue with the same elements (the heap order carries over)."""
         q: PriorityQueue[T] = PriorityQueue(self._cmp)
         q._key = self._key
+        q._sort_key = self._sort_key
         q._heap = list(self._heap)
         return q
 

@@ -219,6 +219,9 @@ class Session:
         self._tiered: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
         # the same callbacks in tier order, flattened, for the points asked in heap comparisons
         self._job_order: tuple[Callable[..., Any], ...] = ()
+        # plugin -> its job order as a sort key (see add_job_order_fn); the keys in _job_order's order
+        self._job_order_keys: dict[str, Callable[[JobInfo], Any]] = {}
+        self._job_key_fns: tuple[Callable[[JobInfo], Any], ...] | None = None
         self._task_order: tuple[Callable[..., Any], ...] = ()
         self._queue_order: tuple[Callable[..., Any], ...] = ()
         self._job_ready: tuple[Callable[..., Any], ...] = ()
@@ -264,8 +267,14 @@ class Session:
     def _add(self, point: str, plugin: str, fn: Callable[..., Any]) -> None:
         self._registered[point][plugin] = fn
 
-    def add_job_order_fn(self, plugin: str, fn: Callable[[JobInfo, JobInfo], int]) -> None:
+    def add_job_order_fn(
+        self, plugin: str, fn: Callable[[JobInfo, JobInfo], int], key: Callable[[JobInfo], Any] | None = None
+    ) -> None:
+        """`key`, when given, is the same order as a sort key: fn(a, b) is 0 exactly when
+        key(a) == key(b) and negative exactly when key(a) < key(b), for as long as no task of
+        either job changes (None: this job's key cannot say it, e.g. a NaN share)."""
         self._add("job_order", plugin, fn)
+        _set_many(self._job_order_keys, plugin, key)
 
     def add_queue_order_fn(self, plugin: str, fn: Callable[[QueueInfo, QueueInfo], int]) -> None:
         self._add("queue_order", plugin, fn)
@@ -481,6 +490,9 @@ class Session:
         # a generator per comparison cost ~1 us; allocate compares jobs and tasks millions of times,
         # and asks job_ready and allocatable for every task
         self._job_order = tuple(self._fns("job_order"))
+        keys = self._job_order_keys
+        named = [name for tier in self._tiered["job_order"] for name, _ in tier]
+        self._job_key_fns = tuple(keys[n] for n in named) if all(n in keys for n in named) else None
         self._task_order = tuple(self._fns("task_order"))
         self._queue_order = tuple(self._fns("queue_order"))
         self._job_ready = tuple(self._fns("job_ready"))
@@ -525,6 +537,25 @@ class Session:
             if r != 0:
                 return -1 if r < 0 else 1
         return _older_first(left.creation, left.uid, right.creation, right.uid)
+
+    def job_order_key(self) -> Callable[[JobInfo], tuple | None] | None:
+        """job_compare as a sort key, when every job order plugin gives one (else None): the
+        plugins' keys in tier order, then creation and uid (_older_first). A key holds while no
+        task of its job changes; None for a job one of the keys cannot order (a NaN)."""
+        fns = self._job_key_fns
+        if fns is None:
+            return None
+
+        def key(job: JobInfo) -> tuple | None:
+            parts = [fn(job) for fn in fns]
+            c = job.creation
+            if None in parts or c != c:
+                return None
+            parts.append(c)
+            parts.append(job.uid)
+            return tuple(parts)
+
+        return key
 
     def queue_compare(self, left: QueueInfo, right: QueueInfo) -> int:
         for fn in self._queue_order:

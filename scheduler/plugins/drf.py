@@ -91,6 +91,10 @@ class DrfPlugin(Plugin):
                 return 0
             return -1 if ls < rs else 1
 
+        def job_key(job: JobInfo) -> float | None:
+            s = shares.get(job.uid, 0.0)
+            return s if s == s else None  # a NaN share is not ordered as job_order orders it
+
         def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             base = allocated.get(preemptor.job)
             if base is None:
@@ -119,6 +123,6 @@ class DrfPlugin(Plugin):
                 a.sub(ev.task.resreq)
                 shares[ev.task.job] = share_of(a, total)
 
-        ssn.add_job_order_fn(self.name, job_order)
+        ssn.add_job_order_fn(self.name, job_order, key=job_key)
         ssn.add_preemptable_fn(self.name, preemptable)
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))

@@ -85,7 +85,8 @@ class GangPlugin(Plugin):
         ssn.add_unified_evictable_fn(self.name, gang_evictable)
         ssn.add_preemptable_fn(self.name, preemptable)
         ssn.add_reclaimable_fn(self.name, preemptable)
-        ssn.add_job_order_fn(self.name, job_order)
+        # jobs not yet ready first: False sorts before True
+        ssn.add_job_order_fn(self.name, job_order, key=JobInfo.is_ready)
         ssn.add_job_ready_fn(self.name, job_ready)
         ssn.add_job_pipelined_fn(self.name, job_pipelined)
         ssn.add_job_starving_fn(self.name, job_starving)

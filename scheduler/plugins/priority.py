@@ -8,6 +8,10 @@ from scheduler.model.job import JobInfo
 from scheduler.model.objects import TaskInfo
 
 
+def _minus_priority(job: JobInfo) -> int:
+    return -job.priority
+
+
 class PriorityPlugin(Plugin):
     name = "priority"
 
@@ -50,7 +54,8 @@ class PriorityPlugin(Plugin):
             return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
 
         ssn.add_task_order_fn(self.name, task_order)
-        ssn.add_job_order_fn(self.name, job_order)
+        # higher priority first: the negated priority, smaller first
+        ssn.add_job_order_fn(self.name, job_order, key=_minus_priority)
         ssn.add_preemptable_fn(self.name, preemptable)
         ssn.add_unified_evictable_fn(self.name, gang_evictable)
         ssn.add_job_starving_fn(self.name, job_starving)

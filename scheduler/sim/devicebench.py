@@ -25,7 +25,7 @@ import statistics
 import time
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler.conf import DEFAULT_CONF
 from scheduler.plugins.deviceshare import annotations as ann
@@ -42,6 +42,9 @@ from scheduler.plugins.deviceshare.requests import (
 )
 from scheduler.plugins.deviceshare.vgpu import ScanCache, VgpuLedger, VgpuTable
 from scheduler.sim.report import SettledGC, load_average, replace_section
+
+if TYPE_CHECKING:
+    from scheduler.model.cluster import ClusterState
 
 
 def _cluster(nodes: int, gpus: int, impl: ModuleType, seed: int) -> VgpuTable:
@@ -177,8 +180,20 @@ def _session_rate(nodes: int, gpus: int, pods: int, seed: int, ascend: bool = Fa
     nodes of `gpus` chips."""
     from scheduler.framework.cycle import run_session
     from scheduler.framework.session import SessionOptions
-    from scheduler.model.cluster import ClusterState
     from scheduler.registry import parse
+
+    state = _session_state(nodes, gpus, pods, seed, ascend)
+    conf = ASCEND_SESSION_CONF if ascend else SESSION_CONF
+    # the collector as the daemon runs sessions (settle_gc) and as the decision-core bench measures them
+    with SettledGC():
+        res = run_session(state.snapshot(), parse(conf), SessionOptions(), rng=random.Random(seed))
+    return len(res.binds), res.total_ms / 1000
+
+
+def _session_state(nodes: int, gpus: int, pods: int, seed: int, ascend: bool = False) -> ClusterState:
+    """The cluster _session_rate schedules: `nodes` fresh nodes of `gpus` cards (or chips) and
+    `pods` pending one-pod jobs."""
+    from scheduler.model.cluster import ClusterState
     from scheduler.sim.nodegen import make_nodes, parse_node_spec
 
     state = ClusterState()
@@ -212,11 +227,7 @@ def _session_rate(nodes: int, gpus: int, pods: int, seed: int, ascend: bool = Fa
                 {"name": "main", "resources": {"requests": {"cpu": "100m"}, "limits": limits}}]},
             "status": {"phase": "Pending"},
         })  # fmt: skip
-    conf = ASCEND_SESSION_CONF if ascend else SESSION_CONF
-    # the collector as the daemon runs sessions (settle_gc) and as the decision-core bench measures them
-    with SettledGC():
-        res = run_session(state.snapshot(), parse(conf), SessionOptions(), rng=random.Random(seed))
-    return len(res.binds), res.total_ms / 1000
+    return state
 
 
 def _ascend_ledgers(nodes: int, chips: int, impl: ModuleType) -> list[AscendLedger]:

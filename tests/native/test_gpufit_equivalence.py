@@ -183,11 +183,14 @@ def test_best_node_agrees(rows: list, data: st.DataObject) -> None:
 
 
 def run_listed(mod, p: dict, nodes: list[int]) -> tuple:
-    """fit_listed over `nodes`: (fitting, codes, scores); entries of unlisted nodes stay as they were."""
+    """fit_listed over `nodes`: (fitting, codes, scores, cards of the fitting listed nodes at their
+    slots, None elsewhere); entries of unlisted nodes stay as they were."""
     ints = {k: array("q", v) for k, v in p.items() if isinstance(v, list)}
     before = {k: list(v) for k, v in ints.items()}
     n_nodes = len(p["node_flags"])
     code, score = array("q", [-1] * n_nodes), array("d", [-7.0] * n_nodes)
+    total = sum(p["req"][0::4])
+    cards = array("q", [-1] * max(1, n_nodes * total))
     fitting = mod.fit_listed(
         ints["starts"],
         ints["node_flags"],
@@ -202,9 +205,15 @@ def run_listed(mod, p: dict, nodes: list[int]) -> tuple:
         array("q", nodes),
         code,
         score,
+        cards,
     )
     assert {k: list(v) for k, v in ints.items()} == before
-    return fitting, list(code), list(score)
+    listed = set(nodes)
+    chosen = [
+        list(cards[i * total : (i + 1) * total]) if i in listed and code[i] == 0 else None
+        for i in range(n_nodes)
+    ]
+    return fitting, list(code), list(score), chosen
 
 
 @settings(max_examples=200, deadline=None)
@@ -214,14 +223,16 @@ def test_listed_nodes_get_the_answers_of_their_range_scan(p: dict, data: st.Data
     else; in both modules, and the compiled one equals the twin."""
     n = len(p["node_flags"])
     nodes = data.draw(st.lists(st.integers(0, n - 1), max_size=2 * n))
-    _, codes, scores, _ = run(python_fit, p)
-    fitting, got_codes, got_scores = run_listed(python_fit, p, nodes)
+    _, codes, scores, chosen = run(python_fit, p, 0, n)
+    fitting, got_codes, got_scores, got_cards = run_listed(python_fit, p, nodes)
     listed = set(nodes)
     assert got_codes == [codes[i] if i in listed else -1 for i in range(n)]
     assert got_scores == [scores[i] if i in listed else -7.0 for i in range(n)]
+    # a fitting node's cards where the range scan over every node puts them (the scan keeps them)
+    assert got_cards == [chosen[i] if i in listed else None for i in range(n)]
     assert fitting == sum(1 for i in nodes if codes[i] == python_fit.FIT)
     if native is not None:
-        assert run_listed(native, p, nodes) == (fitting, got_codes, got_scores)
+        assert run_listed(native, p, nodes) == (fitting, got_codes, got_scores, got_cards)
 
 
 @pytest.mark.parametrize("mod", [python_fit, *([native] if native is not None else [])])

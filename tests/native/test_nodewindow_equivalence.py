@@ -214,3 +214,25 @@ def test_a_session_decides_the_same_on_the_twin(seed: int, monkeypatch: pytest.M
     pure = _decide(SESSION_CONF, seed)
     assert len(compiled[0]) > 20 and compiled[2]
     assert compiled == pure
+
+
+@settings(max_examples=300, deadline=None)
+@given(rings(), st.lists(st.integers(-3, 45), max_size=12))
+def test_forget_sets_the_listed_positions_unknown(ring: tuple[bytearray, int, int], at: list[int]) -> None:
+    """forget turns exactly the listed positions (repeats allowed) back to UNKNOWN; a position
+    outside the codes is refused, in both modules, with the same codes left behind."""
+    codes = ring[0]
+    results = []
+    for mod in (twin, native) if native is not None else (twin,):
+        got = bytearray(codes)
+        try:
+            mod.forget(got, at)
+            raised = False
+        except IndexError:
+            raised = True
+        results.append((raised, bytes(got)))
+    inside = all(0 <= i < len(codes) for i in at)
+    assert results[0][0] == (not inside)
+    if inside:
+        assert results[0][1] == bytes(twin.UNKNOWN if i in set(at) else c for i, c in enumerate(codes))
+    assert all(r == results[0] for r in results)

@@ -13,8 +13,8 @@ request is a flat int64 array of `nums, mem, pct, cores` per container asking fo
 Outputs per node: `out_code[i]` (FIT, TOO_MANY_CARDS, NOT_FITTED, NEEDS_PYTHON), `out_score[i]`
 (float), and `out_cards[(i-lo)*T : (i-lo+1)*T]` = the chosen local card indices in container order,
 where T is the total number of cards asked. `fit_listed` is the same fit for listed nodes instead
-of a range. The compiled module has exactly these functions; tests prove both give identical
-answers on random inputs.
+of a range, node i's cards at out_cards[i*T : (i+1)*T]. The compiled module has exactly these
+functions; tests prove both give identical answers on random inputs.
 """
 
 from __future__ import annotations
@@ -104,55 +104,79 @@ def fit_nodes(
     out_cards: Any,
 ) -> int:
     """Evaluate nodes lo..hi-1; returns how many fit. Never touches the input state arrays."""
-    n_req = len(req) // 4
     total = 0
-    for k in range(n_req):
+    for k in range(len(req) // 4):
         total += req[4 * k]
     fitting = 0
     for i in range(lo, hi):
-        out_score[i] = 0.0
-        if node_flags[i] != 0:
-            out_code[i] = NEEDS_PYTHON
-            continue
-        base = starts[i]
-        n = starts[i + 1] - base
-        un = [used_num[base + c] for c in range(n)]
-        um = [used_mem[base + c] for c in range(n)]
-        uc = [used_cores[base + c] for c in range(n)]
-        code = FIT
-        score = 0.0
-        slot = (i - lo) * total
-        for k in range(n_req):
-            nums, mem, pct, cores = req[4 * k], req[4 * k + 1], req[4 * k + 2], req[4 * k + 3]
-            if nums > n:
-                code = TOO_MANY_CARDS
-                break
-            taken: list[int] = []
-            for c in card_order(policy, n, un, um):
-                if len(taken) == nums:
-                    break
-                g = base + c
-                if not usable[g] or c in taken:
-                    continue
-                dm = devmem[g]
-                demand = dm * pct // 100 if pct != PCT_UNSET else mem
-                if card_refuses(count[g], dm, un[c], um[c], uc[c], demand, cores):
-                    continue
-                score += card_score(policy, count[g], dm, un[c], um[c], um[c] + demand)
-                un[c] += 1
-                um[c] += demand
-                uc[c] += cores
-                taken.append(c)
-                out_cards[slot] = c
-                slot += 1
-            if len(taken) < nums:
-                code = NOT_FITTED
-                break
-        out_code[i] = code
-        if code == FIT:
-            out_score[i] = score
-            fitting += 1
+        fitting += _fit_one(
+            i, (i - lo) * total, starts, node_flags, count, devmem, used_num, used_mem, used_cores,
+            usable, req, policy, out_code, out_score, out_cards,
+        )  # fmt: skip
     return fitting
+
+
+def _fit_one(
+    i: int,
+    slot: int,
+    starts: Any,
+    node_flags: Any,
+    count: Any,
+    devmem: Any,
+    used_num: Any,
+    used_mem: Any,
+    used_cores: Any,
+    usable: Any,
+    req: Any,
+    policy: int,
+    out_code: Any,
+    out_score: Any,
+    out_cards: Any,
+) -> int:
+    """Node i's code and score, its chosen cards written from out_cards[slot]; 1 when it fits."""
+    n_req = len(req) // 4
+    out_score[i] = 0.0
+    if node_flags[i] != 0:
+        out_code[i] = NEEDS_PYTHON
+        return 0
+    base = starts[i]
+    n = starts[i + 1] - base
+    un = [used_num[base + c] for c in range(n)]
+    um = [used_mem[base + c] for c in range(n)]
+    uc = [used_cores[base + c] for c in range(n)]
+    code = FIT
+    score = 0.0
+    for k in range(n_req):
+        nums, mem, pct, cores = req[4 * k], req[4 * k + 1], req[4 * k + 2], req[4 * k + 3]
+        if nums > n:
+            code = TOO_MANY_CARDS
+            break
+        taken: list[int] = []
+        for c in card_order(policy, n, un, um):
+            if len(taken) == nums:
+                break
+            g = base + c
+            if not usable[g] or c in taken:
+                continue
+            dm = devmem[g]
+            demand = dm * pct // 100 if pct != PCT_UNSET else mem
+            if card_refuses(count[g], dm, un[c], um[c], uc[c], demand, cores):
+                continue
+            score += card_score(policy, count[g], dm, un[c], um[c], um[c] + demand)
+            un[c] += 1
+            um[c] += demand
+            uc[c] += cores
+            taken.append(c)
+            out_cards[slot] = c
+            slot += 1
+        if len(taken) < nums:
+            code = NOT_FITTED
+            break
+    out_code[i] = code
+    if code == FIT:
+        out_score[i] = score
+        return 1
+    return 0
 
 
 def fit_listed(
@@ -169,22 +193,25 @@ def fit_listed(
     nodes: Any,
     out_code: Any,
     out_score: Any,
+    out_cards: Any,
 ) -> int:
     """`fit_nodes` for the nodes listed in `nodes` (ledger indices, any order) instead of a range:
-    their entries of out_code and out_score are written; the chosen cards are not reported. It
-    brings a whole-table scan up to date after a few nodes changed, in one call."""
+    their entries of out_code and out_score are written, and node i's chosen cards from
+    out_cards[i * T] on, where fit_nodes over all nodes writes them. It brings a whole-table scan
+    up to date after a few nodes changed, in one call."""
     total = 0
     for k in range(len(req) // 4):
         total += req[4 * k]
     for i in nodes:
         if not 0 <= i < min(len(starts) - 1, len(out_code), len(out_score)):
             raise IndexError(f"node {i} out of range")
-    cards = [0] * max(1, total)
+        if (i + 1) * total > len(out_cards) or len(out_cards) == 0:
+            raise IndexError(f"no room for node {i}'s cards")
     fitting = 0
     for i in nodes:
-        fitting += fit_nodes(
-            starts, node_flags, count, devmem, used_num, used_mem, used_cores, usable, req, policy,
-            i, i + 1, out_code, out_score, cards,
+        fitting += _fit_one(
+            i, i * total, starts, node_flags, count, devmem, used_num, used_mem, used_cores, usable, req,
+            policy, out_code, out_score, out_cards,
         )  # fmt: skip
     return fitting
 

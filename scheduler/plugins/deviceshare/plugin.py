@@ -136,6 +136,9 @@ class DeviceSharePlugin(Plugin):
         # the (node, lock key) pairs of the session's lock intents, counted
         self._held = HeldLocks()
         self._time_seq = 0
+        # task uid -> (its vgpu-ids-new value, the memory and cores that value names), kept when
+        # the annotation is written: the session's close reads them instead of decoding it
+        self._usage: dict[str, tuple[str, tuple[int, int]]] = {}
         self.ssn: Session | None = None
         self.exclusive: ExclusiveRules | None = None
         self._scans = ScanCache()
@@ -157,6 +160,7 @@ class DeviceSharePlugin(Plugin):
     # -- session -------------------------------------------------------------------------------
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
+        self._usage.clear()
         self._scans.clear()
         self._templates.clear()
         self._npu_tables = {}
@@ -206,11 +210,16 @@ class DeviceSharePlugin(Plugin):
         if not self.args.vgpu:
             return
         cfg = self.config
+        usage = self._usage
         for job in ssn.jobs.values():
             for task in job.tasks.values():
                 if task.status not in ALLOCATED_STATUSES or ann.VGPU_IDS_NEW not in task.bind_annotations:
                     continue
-                mem, cores = vgpu.vgpu_usage_of(task.bind_annotations)
+                kept = usage.get(task.uid)
+                if kept is not None and kept[0] is task.bind_annotations[ann.VGPU_IDS_NEW]:
+                    mem, cores = kept[1]
+                else:
+                    mem, cores = vgpu.vgpu_usage_of(task.bind_annotations)
                 real = task.resreq.clone()
                 real.scalars[cfg.memory_name] = mem * 1000.0
                 real.scalars[cfg.cores_name] = cores * 1000.0
@@ -443,7 +452,7 @@ class DeviceSharePlugin(Plugin):
         at, req = self._plain_positions(task, nodes)
         if at is None or req is None or self._unusable:
             return [self.predicate(task, n) for n in nodes]
-        codes, _ = self._scans.answers(self.table, req, self.args.policy)
+        codes, _ = self._scans.answers(self.table, req, self.args.policy, at)
         got = list(map(codes.__getitem__, at))
         if got.count(FIT) == len(got):
             # every node fits (the usual case): the answers without a Python step per node
@@ -458,7 +467,7 @@ class DeviceSharePlugin(Plugin):
         at, req = self._plain_positions(task, nodes)
         if at is None or req is None:
             return [self.node_order(task, n) for n in nodes]
-        codes, scores = self._scans.answers(self.table, req, self.args.policy)
+        codes, scores = self._scans.answers(self.table, req, self.args.policy, at)
         # as device_score adds it: 0.0 plus the score where the request fits
         return [float(int((scores[i] if codes[i] == FIT else 0.0) + 0.5) * w) for i in at]
 
@@ -474,6 +483,21 @@ class DeviceSharePlugin(Plugin):
             f = self._fit_vgpu(led, task, req)
             return f.ok, f.reason, f.score
         return self._scans.node_fit(led, req, self.args.policy)
+
+    def _commit_segments(
+        self, led: VgpuLedger, task: TaskInfo, req: VgpuRequest
+    ) -> list[list[ann.DeviceEntry]]:
+        """The segments of _fit_vgpu's cards at commit (AllocateError when it does not fit): the
+        cards the predicate's scan chose on this node while its answer there is current (the same
+        fit of the same state), else those of the fit afresh."""
+        if self.exclusive is None:
+            kept = self._scans.kept_segments(led, req, self.args.policy)
+            if kept is not None:
+                return kept
+        f = self._fit_vgpu(led, task, req)
+        if not f.ok:
+            raise AllocateError(f"{VGPU_ERROR}: {f.reason}")
+        return led.segments(req, f.picks)
 
     def _fit_vgpu(self, led: VgpuLedger, task: TaskInfo, req: VgpuRequest) -> vgpu.FitResult:
         """The vGPU fit, with the cards reserved by exclusivity rules (spec 6.7) closed to this pod."""
@@ -615,13 +639,13 @@ class DeviceSharePlugin(Plugin):
         led = node.devices.get(vgpu.KIND)
         if req is None or led is None or not req.containers:
             return
-        f = self._fit_vgpu(led, task, req)
-        if not f.ok:
-            raise AllocateError(f"{VGPU_ERROR}: {f.reason}")
+        segments = self._commit_segments(led, task, req)
         self._lock(task, node, ann.LOCK_VGPU)  # vGPU locks after the live fit, before annotating
-        segments = led.segments(req, f.picks)
         led.add_pod(task.uid, req.group_key, segments)
         ids = ann.encode_pod_devices(segments)
+        use = vgpu.usage_of_segments(segments)
+        if use is not None:  # what the session's close would decode from `ids`
+            self._usage[task.uid] = (ids, use)
         now = str(int(self._now()))
         task.bind_annotations.update(
             {

@@ -103,7 +103,8 @@ class VgpuTable:
         self.used_num.extend(d.zeros)
         self.used_mem.extend(d.zeros)
         self.used_cores.extend(d.zeros)
-        self.static_ok.extend(array("q", map(int, ok)))
+        # the usual node (no unhealthy card listed) has its cards' own flags: their row, built once
+        self.static_ok.extend(d.nvidia_ok_row if ok == d.nvidia_ok else array("q", map(int, ok)))
         self.starts.append(len(self.count))
         self.node_flags.append(1 if mig else 0)
         self.python_nodes += 1 if mig else 0
@@ -138,11 +139,15 @@ class VgpuTable:
         """(codes, scores) of every node for `req`: the batch form of `VgpuLedger.fit`."""
         return self.fit_range(req, policy, 0, len(self.ledgers))
 
-    def fit_range(self, req: VgpuRequest, policy: int, lo: int, hi: int) -> tuple[array, array]:
-        """`fit_all` for nodes lo..hi-1 only: their entries of (codes, scores) are written."""
+    def fit_range(
+        self, req: VgpuRequest, policy: int, lo: int, hi: int, cards: array | None = None
+    ) -> tuple[array, array]:
+        """`fit_all` for nodes lo..hi-1 only: their entries of (codes, scores) are written, and
+        into `cards` (when given, room for every node's) node i's chosen cards from (i - lo) * T."""
         mask = self.mask_for(req, lo, hi)
         flat = _flat(req)
-        cards = array("q", bytes(8 * max(1, (hi - lo) * req.total_cards)))
+        if cards is None:
+            cards = array("q", bytes(8 * max(1, (hi - lo) * req.total_cards)))
         self.impl.fit_nodes(
             self.starts, self.node_flags, self.count, self.devmem, self.used_num, self.used_mem,
             self.used_cores, mask, flat, policy, lo, hi, self.out_code, self.out_score, cards,
@@ -156,17 +161,19 @@ class VgpuTable:
                     self.out_score[i] = r.score
         return self.out_code, self.out_score
 
-    def refit(self, req: VgpuRequest, policy: int, nodes: list[int], codes: array, scores: array) -> None:
-        """Write the answers of `fit_all` for the listed nodes only into `codes` and `scores` (a
-        scan's copies): one compiled call for all of them, then the nodes the hot path leaves to
-        Python, as fit_range does."""
+    def refit(
+        self, req: VgpuRequest, policy: int, nodes: list[int], codes: array, scores: array, cards: array
+    ) -> None:
+        """Write the answers of `fit_all` for the listed nodes only into `codes`, `scores` and
+        `cards` (a scan's copies): one compiled call for all of them, then the nodes the hot path
+        leaves to Python, as fit_range does."""
         if req.has_card_filters:
             for i in nodes:  # mask_for fills a range; the listed nodes are few and scattered
                 self.mask_for(req, i, i + 1)
         mask = self.static_ok if not req.has_card_filters else self._mask
         self.impl.fit_listed(
             self.starts, self.node_flags, self.count, self.devmem, self.used_num, self.used_mem,
-            self.used_cores, mask, _flat(req), policy, array("q", nodes), codes, scores,
+            self.used_cores, mask, _flat(req), policy, array("q", nodes), codes, scores, cards,
         )  # fmt: skip
         if self.python_nodes or req.mode:
             for i in nodes:
@@ -179,6 +186,11 @@ class VgpuTable:
     def scan(self, req: VgpuRequest, policy: int) -> tuple[array, array]:
         """Copies of (codes, scores) of every node for `req`, from one whole-table scan."""
         codes, scores = self.fit_all(req, policy)
+        return array("q", codes), array("d", scores)
+
+    def scan_cards(self, req: VgpuRequest, policy: int, cards: array) -> tuple[array, array]:
+        """`scan`, every node's chosen cards written into `cards` (node i's from i * T)."""
+        codes, scores = self.fit_range(req, policy, 0, len(self.ledgers), cards)
         return array("q", codes), array("d", scores)
 
     def best_node(self, req: VgpuRequest, policy: int) -> VgpuLedger | None:
@@ -194,13 +206,20 @@ class _Scan:
     seq: int  # length of the table's change log when codes and scores were last brought up to date
     codes: array
     scores: array
+    # node i's chosen cards at cards[i * total ...], valid where codes[i] is FIT and the fit was the
+    # compiled one (node_flags[i] == 0, no required mode)
+    cards: array
+    total: int
+    # nodes changed (up to `seq`) and not fitted again since: their entries are out of date
+    dirty: set[int]
 
 
-def _scan_key(req: VgpuRequest, policy: int) -> tuple:
+def _scan_key(req: VgpuRequest, policy: int, containers: tuple | None = None) -> tuple:
     """What a node's fit and score depend on: requests with equal keys share their scans (the pod
-    group key only names who holds a charge; pod-group spread is in through `spread_group`)."""
+    group key only names who holds a charge; pod-group spread is in through `spread_group`).
+    `containers`, when known, is the containers' part (_containers_key)."""
     return (
-        tuple((c.nums, c.mem, c.pct, c.cores) for c in req.containers),
+        _containers_key(req) if containers is None else containers,
         req.mode,
         req.use_uuids,
         req.nouse_uuids,
@@ -209,6 +228,10 @@ def _scan_key(req: VgpuRequest, policy: int) -> tuple:
         req.spread_group,
         policy,
     )
+
+
+def _containers_key(req: VgpuRequest) -> tuple:
+    return tuple((c.nums, c.mem, c.pct, c.cores) for c in req.containers)
 
 
 class ScanCache:
@@ -229,60 +252,125 @@ class ScanCache:
 
     def __init__(self) -> None:
         self._scans: dict[tuple, _Scan] = {}
-        # id(request) -> (request, its key): a pod's request object is asked about every node
-        self._keys: dict[int, tuple[VgpuRequest, tuple]] = {}
-        # the request asked last and its scan: the hooks ask for one pod over every node in a row
-        self._last: tuple[VgpuRequest | None, _Scan | None] = (None, None)
+        # id(containers) -> (containers, their part of the scan key): the one-pod jobs of a
+        # template each have their own request (their group key), sharing the containers tuple
+        self._keys: dict[int, tuple[tuple, tuple]] = {}
+        # the request asked last, its policy and its scan: the hooks ask for one pod over every
+        # node in a row, and its commit reads the same scan
+        self._last: tuple[VgpuRequest | None, int, _Scan | None] = (None, -1, None)
 
     def clear(self) -> None:
         self._scans.clear()
         self._keys.clear()
-        self._last = (None, None)
+        self._last = (None, -1, None)
 
-    def answers(self, table: VgpuTable, req: VgpuRequest, policy: int) -> tuple[array, array]:
-        """(codes, scores) of every node of `table` for `req`, up to date with every charge."""
-        last_req, scan = self._last
-        if last_req is req and scan is not None and scan.table is table and scan.seq == len(table.changes):
-            return scan.codes, scan.scores
-        got = self._keys.get(id(req))
-        if got is None or got[0] is not req:
-            if len(self._keys) >= 4 * self.LIMIT:
-                self._keys.clear()
-            got = self._keys[id(req)] = (req, _scan_key(req, policy))
-        key = got[1]
-        if key[-1] != policy:  # the same request asked under another policy
-            key = _scan_key(req, policy)
+    def answers(
+        self, table: VgpuTable, req: VgpuRequest, policy: int, at: list[int] | None = None
+    ) -> tuple[array, array]:
+        """(codes, scores) of every node of `table` for `req`, up to date with every charge at
+        the positions `at` (None: at every node). The other changed nodes wait until asked: a
+        scan is asked about a few nodes at a time, while ~30 other nodes changed since its last."""
+        last_req, last_policy, scan = self._last
+        if last_req is not req or last_policy != policy or scan is None or scan.table is not table:
+            scan = self._scan_of(table, req, policy)
+            self._last = (req, policy, scan)
+        dirty = self._dirty(scan)
+        if dirty:
+            stale = dirty if at is None else dirty.intersection(at)
+            if stale:
+                self._refit(scan, req, policy, stale)
+        return scan.codes, scan.scores
+
+    def _scan_of(self, table: VgpuTable, req: VgpuRequest, policy: int) -> _Scan:
+        """The request's scan, made by a whole-table scan when there is none yet."""
+        key = self._key(req, policy)
         scan = self._scans.get(key)
         if scan is None or scan.table is not table:
-            codes, scores = table.scan(req, policy)
-            scan = _Scan(table, len(table.changes), codes, scores)
+            total = req.total_cards
+            cards = array("q", bytes(8 * max(1, len(table.ledgers) * total)))
+            codes, scores = table.scan_cards(req, policy, cards)
+            scan = _Scan(table, len(table.changes), codes, scores, cards, total, set())
             if len(self._scans) >= self.LIMIT:
                 del self._scans[next(iter(self._scans))]
             self._scans[key] = scan
-        elif scan.seq != len(table.changes):
-            self._update(scan, req, policy)
-        self._last = (req, scan)
-        return scan.codes, scan.scores
+        return scan
+
+    def _key(self, req: VgpuRequest, policy: int) -> tuple:
+        """_scan_key, its containers' part built once per containers tuple."""
+        cs = req.containers
+        got = self._keys.get(id(cs))
+        if got is None or got[0] is not cs:
+            if len(self._keys) >= 4 * self.LIMIT:
+                self._keys.clear()
+            got = self._keys[id(cs)] = (cs, _containers_key(req))
+        return _scan_key(req, policy, got[1])
 
     @staticmethod
-    def _update(scan: _Scan, req: VgpuRequest, policy: int) -> None:
-        """Rescan the nodes changed since the scan: in one call when they are few, else all."""
+    def _dirty(scan: _Scan) -> set[int]:
+        """The nodes changed since the scan last fitted them, with the change log read up to now."""
+        log = scan.table.changes
+        if scan.seq != len(log):
+            scan.dirty.update(log[scan.seq :])
+            scan.seq = len(log)
+        return scan.dirty
+
+    @staticmethod
+    def _refit(scan: _Scan, req: VgpuRequest, policy: int, stale: set[int]) -> None:
+        """Fit the stale nodes again in one call; the whole table when they are most of it (a
+        listed node costs about what a node of a range costs, plus the list)."""
         table = scan.table
-        log = table.changes
-        changed = set(log[scan.seq :])
-        scan.seq = len(log)
-        if 8 * len(changed) >= len(table.ledgers):
-            codes, scores = table.fit_all(req, policy)
+        if 2 * len(stale) >= len(table.ledgers):
+            codes, scores = table.fit_range(req, policy, 0, len(table.ledgers), scan.cards)
             scan.codes[:] = codes
             scan.scores[:] = scores
+            scan.dirty.clear()
             return
-        table.refit(req, policy, list(changed), scan.codes, scan.scores)
+        table.refit(req, policy, list(stale), scan.codes, scan.scores, scan.cards)
+        if stale is scan.dirty:
+            scan.dirty.clear()
+        else:
+            scan.dirty.difference_update(stale)
+
+    def kept_fit(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> FitResult | None:
+        """`led.fit(req, policy)` when it fits, read from a scan of the request's shape whose
+        answer for that node is current (the node unchanged since it was fitted there): the scan
+        that found the node already chose its cards. None when no such answer is kept (no scan,
+        the node changed since, a node or request the scan leaves to Python, no fit)."""
+        got = self._kept_cards(led, req, policy)
+        if got is None:
+            return None
+        cards, score = got
+        return FitResult(True, "", score, led.picks(req, cards))
+
+    def kept_segments(
+        self, led: VgpuLedger, req: VgpuRequest, policy: int
+    ) -> list[list[ann.DeviceEntry]] | None:
+        """led.segments(req, f.picks) of the fit kept_fit gives, without its picks; None when
+        kept_fit gives none."""
+        got = self._kept_cards(led, req, policy)
+        return None if got is None else led.card_segments(req, got[0])
+
+    def _kept_cards(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[array, float] | None:
+        """The cards and score of kept_fit's answer (see there), or None."""
+        if req.mode:
+            return None
+        last_req, last_policy, scan = self._last
+        if last_req is not req or last_policy != policy:
+            scan = self._scans.get(self._key(req, policy))
+        t = led.table
+        if scan is None or scan.table is not t:
+            return None
+        i = led.idx
+        if t.node_flags[i] or scan.codes[i] != FIT or i in self._dirty(scan):
+            return None
+        k = i * scan.total
+        return scan.cards[k : k + scan.total], scan.scores[i]
 
     def node_fit(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[bool, str, float]:
         if req.mode and req.mode != led.mode:
             f = led.fit(req, policy)
             return f.ok, f.reason, f.score
-        codes, scores = self.answers(led.table, req, policy)
+        codes, scores = self.answers(led.table, req, policy, [led.idx])
         code = codes[led.idx]
         if code == FIT:
             return True, "", scores[led.idx]
@@ -302,7 +390,17 @@ class CardLists:
     built from one registration value (a node's, session after session): building these per
     node was most of the ledger's construction at every session open."""
 
-    __slots__ = ("count", "devmem", "in_range", "nvidia_ok", "types", "uuid_index", "uuids", "zeros")
+    __slots__ = (
+        "count",
+        "devmem",
+        "in_range",
+        "nvidia_ok",
+        "nvidia_ok_row",
+        "types",
+        "uuid_index",
+        "uuids",
+        "zeros",
+    )
 
     def __init__(self, cards: Sequence[ann.RegisteredCard]) -> None:
         self.uuids = [c.uuid for c in cards]
@@ -310,6 +408,7 @@ class CardLists:
         self.uuid_index = {u: i for i, u in enumerate(self.uuids)}
         # healthy NVIDIA cards, before the node's unhealthy list is applied
         self.nvidia_ok = [bool(c.health and "NVIDIA" in c.type) for c in cards]
+        self.nvidia_ok_row = array("q", map(int, self.nvidia_ok))
         self.in_range = all(
             0 <= c.count <= ann.REGISTER_INT_MAX and 0 <= c.devmem <= ann.REGISTER_INT_MAX for c in cards
         )
@@ -603,21 +702,40 @@ class VgpuLedger:
                 t.starts, t.node_flags, t.count, t.devmem, t.used_num, t.used_mem, t.used_cores,
                 mask, flat, policy, i, i + 1, t.out_code, t.out_score, cards,
             )  # fmt: skip
-            code, score, picks = t.out_code[i], t.out_score[i], []
-            if code == FIT:
-                k = 0
-                for cr in req.containers:
-                    seg = []
-                    for _ in range(cr.nums):
-                        c = cards[k]
-                        k += 1
-                        seg.append(Pick(c, self.uuids[c], cr.demand(t.devmem[self.base + c]), cr.cores))
-                    picks.append(seg)
+            code, score = t.out_code[i], t.out_score[i]
+            picks = self.picks(req, cards) if code == FIT else []
         if code == TOO_MANY_CARDS:
             return FitResult(False, "no enough gpu cards on node")
         if code != FIT:
             return FitResult(False, "not enough gpu fitted on this node")
         return FitResult(True, "", score, picks)
+
+    def picks(self, req: VgpuRequest, cards: Sequence[int]) -> list[list[Pick]]:
+        """The picks of the compiled fit's chosen cards (local indices in container order)."""
+        t, base, uuids = self.table, self.base, self.uuids
+        picks, k = [], 0
+        for cr in req.containers:
+            seg = []
+            for _ in range(cr.nums):
+                c = cards[k]
+                k += 1
+                seg.append(Pick(c, uuids[c], cr.demand(t.devmem[base + c]), cr.cores))
+            picks.append(seg)
+        return picks
+
+    def card_segments(self, req: VgpuRequest, cards: Sequence[int]) -> list[list[ann.DeviceEntry]]:
+        """segments(req, picks(req, cards)), built without the picks."""
+        t, base, uuids = self.table, self.base, self.uuids
+        by_container: dict[int, list[ann.DeviceEntry]] = {}
+        k = 0
+        for cr in req.containers:
+            seg = []
+            for _ in range(cr.nums):
+                c = cards[k]
+                k += 1
+                seg.append(ann.DeviceEntry(uuids[c], cr.demand(t.devmem[base + c]), cr.cores))
+            by_container[cr.index] = seg
+        return [by_container.get(i, []) for i in range(req.n_containers)]
 
     def segments(self, req: VgpuRequest, picks: list[list[Pick]]) -> list[list[ann.DeviceEntry]]:
         """One segment per regular container, empty for containers without vGPU (spec 8)."""
@@ -661,6 +779,28 @@ def vgpu_card_metrics(ledger: VgpuLedger) -> list[dict[str, object]]:
         }
         for c in range(ledger.n)
     ]
+
+
+def usage_of_segments(segments: list[list[ann.DeviceEntry]]) -> tuple[int, int] | None:
+    """vgpu_usage_of of the annotation encode_pod_devices writes for `segments`, read from the
+    segments themselves when decoding that annotation gives them back (no separator in a UUID or
+    type, int amounts in the decoder's range); None otherwise (then decode the annotation)."""
+    mem = cores = 0
+    top = ann.REGISTER_INT_MAX
+    for seg in segments:
+        for e in seg:
+            m, c = e.mem, e.cores
+            if type(m) is not int or type(c) is not int or not (0 <= m <= top and 0 <= c <= top):
+                return None
+            if _has_separator(e.uuid) or _has_separator(e.type):
+                return None
+            mem += m
+            cores += c
+    return mem, cores
+
+
+def _has_separator(text: str) -> bool:
+    return "," in text or ":" in text or ";" in text
 
 
 def vgpu_usage_of(annotations: dict[str, str]) -> tuple[int, int]:

@@ -250,3 +250,102 @@ def test_scans_brought_up_to_date_node_by_node_answer_like_the_per_node_fit(spec
         f = target.fit(r, policy)
         if f.ok:
             target.add_pod(p.uid, r.group_key, target.segments(r, f.picks))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    node_specs,
+    st.lists(
+        st.tuples(
+            st.lists(container, min_size=1, max_size=2),
+            st.integers(0, 2),
+            st.sampled_from(["", "", "use", "nouse", "mig"]),
+            st.integers(0, 40),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+)
+def test_kept_fit_is_the_fit_of_the_node_as_it_is_now(specs, pods) -> None:
+    """ScanCache.kept_fit (the cards a scan chose, reused when a pod is committed) is exactly
+    `VgpuLedger.fit` whenever it answers: after charges on nodes the scans have not looked at again
+    (`ask`: whether the pod's answers are asked before its charge), it must not answer for them
+    from the stale scan."""
+    from scheduler.plugins.deviceshare.vgpu import ScanCache
+
+    nodes = build(specs * 9)
+    table = VgpuTable()
+    leds = [VgpuLedger.from_node(n, CFG, table)[0] for n in nodes]
+    cache = ScanCache()
+    asked: list = []
+    for seq, (conts, policy, twist, place, ask) in enumerate(pods):
+        annotations = {}
+        if twist == "use":
+            annotations[ann.VGPU_USE_UUID] = "GPU-0-0,GPU-4-1,GPU-9-9"
+        elif twist == "nouse":
+            annotations[ann.VGPU_NOUSE_UUID] = "GPU-0-0,GPU-3-0"
+        elif twist:
+            annotations[ann.VGPU_MODE] = twist
+        p = pod(f"p{seq}", *[vgpu_limits(n, m, c, pc) for n, m, pc, c in conts], annotations=annotations)
+        r, err = vgpu_request(p, CFG)
+        assert r is not None, err
+        asked.append((r, policy))
+        if ask:
+            cache.node_fit(leds[0], r, policy)  # brings the request's scan up to date
+        for req, pol in asked:
+            for led in leds:
+                kept = cache.kept_fit(led, req, pol)
+                if kept is not None:
+                    assert kept == led.fit(req, pol)
+        target = leds[place % len(leds)]
+        f = target.fit(r, policy)
+        if f.ok:
+            target.add_pod(p.uid, r.group_key, target.segments(r, f.picks))
+
+
+def test_kept_fit_answers_for_an_unchanged_node_only() -> None:
+    """A scan's cards are reused for a node no charge touched since; after a charge there the
+    commit fits afresh until the scan is brought up to date."""
+    from scheduler.plugins.deviceshare.vgpu import ScanCache
+
+    nodes = build([(4, 10, 16384, False)] * 9)
+    table = VgpuTable()
+    leds = [VgpuLedger.from_node(n, CFG, table)[0] for n in nodes]
+    cache = ScanCache()
+    p = pod("p0", vgpu_limits(1, 2000))
+    r, _ = vgpu_request(p, CFG)
+    assert r is not None
+    cache.node_fit(leds[0], r, 1)
+    assert cache.kept_fit(leds[3], r, 1) == leds[3].fit(r, 1)
+    f = leds[3].fit(r, 1)
+    leds[3].add_pod(p.uid, r.group_key, leds[3].segments(r, f.picks))
+    assert cache.kept_fit(leds[3], r, 1) is None  # changed since the scan
+    assert cache.kept_fit(leds[4], r, 1) == leds[4].fit(r, 1)  # unchanged
+    cache.node_fit(leds[0], r, 1)  # brings node 0 up to date, not node 3
+    assert cache.kept_fit(leds[3], r, 1) is None
+    cache.node_fit(leds[3], r, 1)
+    assert cache.kept_fit(leds[3], r, 1) == leds[3].fit(r, 1) != f
+
+
+@settings(max_examples=60, deadline=None)
+@given(node_specs, st.lists(container, min_size=1, max_size=2), st.integers(0, 2), st.data())
+def test_card_segments_are_the_segments_of_the_picks(specs, conts, policy, data) -> None:
+    """The commit's segments built from a fit's cards are those built through its picks."""
+    from scheduler.plugins.deviceshare.vgpu import ScanCache
+
+    nodes = build(specs)
+    table = VgpuTable()
+    leds = [VgpuLedger.from_node(n, CFG, table)[0] for n in nodes]
+    p = pod("p", *[vgpu_limits(n, m, c, pc) for n, m, pc, c in conts])
+    r, err = vgpu_request(p, CFG)
+    assert r is not None, err
+    cache = ScanCache()
+    cache.answers(table, r, policy)
+    for led in leds:
+        f = led.fit(r, policy)
+        kept = cache.kept_segments(led, r, policy)
+        if f.ok and led.mig is None:
+            assert kept == led.segments(r, f.picks)
+        elif not f.ok:
+            assert kept is None

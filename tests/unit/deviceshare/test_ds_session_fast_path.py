@@ -109,7 +109,9 @@ def _without_shortcuts(monkeypatch: pytest.MonkeyPatch) -> None:
         "node_order_scores",
         lambda self, task, nodes: [self.node_order_score(task, n) for n in nodes],
     )
-    monkeypatch.setattr(ScanCache, "answers", lambda self, table, req, policy: table.scan(req, policy))
+    monkeypatch.setattr(
+        ScanCache, "answers", lambda self, table, req, policy, at=None: table.scan(req, policy)
+    )
     monkeypatch.setattr(CpuMemoryMemo, "score", lambda self, task, node, compute: compute(task, node))
     monkeypatch.setattr(
         CpuMemoryMemo,

@@ -173,6 +173,15 @@ ASCEND_SESSION_CONF = SESSION_CONF.replace(
 )
 
 
+def _versus(rate: float, other: float) -> str:
+    """'N.Nx faster than' or 'N.Nx slower than': `rate` against `other` (both per second)."""
+    if not rate or not other:
+        return "not comparable with"
+    if rate >= other:
+        return f"{rate / other:.1f}x faster than"
+    return f"{other / rate:.1f}x slower than"
+
+
 def _session_rate(nodes: int, gpus: int, pods: int, seed: int, ascend: bool = False) -> tuple[int, float]:
     """Device pods decided by one real scheduling session (every plugin of SESSION_CONF, allocate's
     sampling and caches): (pods bound, session seconds). Pods are one-pod jobs asking one card
@@ -371,9 +380,9 @@ def render_markdown(
         f"- Through a real session (`run_session` with Volcano's default tiers plus deviceshare under binpack, "
         f"{n_session:,} one-pod vGPU jobs on {r['nodes']:,} fresh nodes x {r['gpus_per_node']} GPUs, "
         "the garbage collector set as the daemon sets it): "
-        f"{session:,.0f} decisions/s ({paths['session'][0]:,} bound), "
-        f"{per_node / session if session else 0:.1f}x slower than the per-node path: besides the device fit, the session "
-        "samples nodes and runs every plugin's predicates and scores for each pod.",
+        f"{session:,.0f} decisions/s ({paths['session'][0]:,} bound), {_versus(session, per_node)} the per-node path: "
+        "besides the device fit the session runs every plugin's predicates and scores for each pod, but it "
+        "samples nodes and keeps each node's answers until that node changes.",
         f"- Goal >= 10,000 vGPU decisions/s through the session: {yes[session >= 10_000]} ({session:,.0f}/s).",
         f"- HAMi Ascend through the same session (deviceshare.AscendHAMiVNPUEnable instead of vGPU, "
         f"{n_session:,} one-pod jobs asking one 310P chip on {r['nodes']:,} fresh nodes x {r['gpus_per_node']} chips): "

@@ -35,9 +35,10 @@ from scheduler.sim.apiserver.handlers import Answer, error_answer
 MAX_HEAD = 32 * 1024
 # larger bodies go to aiohttp as they arrive instead of being gathered here
 MAX_LANE_BODY = 256 * 1024
-_WRITES = frozenset({b"POST", b"PUT", b"PATCH", b"DELETE"})
+_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # headers whose presence means framing or connection semantics this module does not handle
-_HAND_OVER = frozenset({b"transfer-encoding", b"expect", b"upgrade"})
+_HAND_OVER = frozenset({"transfer-encoding", "expect", "upgrade"})
+_FRAMING = _HAND_OVER | {"content-length"}
 _EMPTY_QUERY: MultiDictProxy[str] = MultiDictProxy(MultiDict())
 _SERVER_LINE = f"Server: {SERVER_SOFTWARE}\r\n\r\n".encode()
 
@@ -110,7 +111,7 @@ class Framed:
 
     __slots__ = ("body_start", "headers", "method", "size", "target")
 
-    def __init__(self, body_start: int, size: int, method: bytes, target: bytes, headers: Headers) -> None:
+    def __init__(self, body_start: int, size: int, method: str, target: str, headers: Headers) -> None:
         self.body_start = body_start
         self.size = size
         self.method = method
@@ -132,43 +133,41 @@ def frame(buf: bytes) -> Framed | None:
         if len(buf) > MAX_HEAD:
             raise HandOver
         return None
-    if end > MAX_HEAD:
+    raw = buf[:end]
+    # a non-ASCII head (aiohttp decodes it its own way) or an oversized one: aiohttp's
+    if end > MAX_HEAD or not raw.isascii():
         raise HandOver
-    lines = buf[:end].split(b"\r\n")
-    request_line = lines[0].split(b" ")
-    if len(request_line) != 3 or request_line[2] != b"HTTP/1.1":
+    lines = raw.decode("ascii").split("\r\n")
+    request_line = lines[0].split(" ")
+    if len(request_line) != 3 or request_line[2] != "HTTP/1.1":
         raise HandOver
     headers = Headers()
     length = -1
     for line in lines[1:]:
-        name, sep, value = line.partition(b":")
-        if not sep or not name or name[-1:] in (b" ", b"\t") or line[:1] in (b" ", b"\t"):
+        name, sep, value = line.partition(":")
+        if not sep or not name or name[-1] in " \t" or name[0] in " \t":
             raise HandOver
         lname = name.lower()
-        value = value.strip(b" \t")
-        if lname in _HAND_OVER:
-            raise HandOver
-        if lname == b"content-length":
-            if length >= 0 or not value.isdigit():
+        value = value.strip(" \t")
+        if lname in _FRAMING:
+            if lname in _HAND_OVER or length >= 0 or not value.isdigit():
                 raise HandOver
             length = int(value)
-        elif lname == b"connection" and value.lower() != b"keep-alive":
+        elif lname == "connection" and value.lower() != "keep-alive":
             raise HandOver
-        key = lname.decode("latin-1")
-        if key not in headers:  # the first of repeated headers, as aiohttp's `get` answers
-            headers[key] = value.decode("utf-8", "surrogateescape")
+        headers.setdefault(lname, value)  # the first of repeated headers, as aiohttp's `get` answers
     return Framed(end + 4, end + 4 + max(length, 0), request_line[0], request_line[1], headers)
 
 
-def _fast_target(target: bytes) -> tuple[str, str] | None:
+def _fast_target(target: str) -> tuple[str, str] | None:
     """(path, query) of a resource-path target aiohttp would read the same way, else None."""
-    if not (target.startswith(b"/api/") or target.startswith(b"/apis/")):
+    if not (target.startswith("/api/") or target.startswith("/apis/")):
         return None
-    path, _, query = target.partition(b"?")
+    path, _, query = target.partition("?")
     # percent-escapes, dot segments and fragments: aiohttp's URL handling decides those
-    if b"%" in path or b"/." in path or b"#" in target or b"+" in query or b"%" in query:
+    if "%" in target or "/." in path or "#" in target or "+" in query:
         return None
-    return path.decode("ascii", "replace"), query.decode("ascii", "replace")
+    return path, query
 
 
 def render(answer: Answer) -> bytes:
@@ -245,7 +244,7 @@ class FastLaneHandler(RequestHandler):
         if target is None or transport is None or manager is None:
             return False
         path, query = target
-        request = FastRequest(req.method.decode(), path, query, req.headers, transport)
+        request = FastRequest(req.method, path, query, req.headers, transport)
         answer = self._answer_write(request, buf[req.body_start : req.size])
         try:
             out = render(answer)

@@ -163,3 +163,23 @@ def test_render_matches_aiohttp_header_order() -> None:
     ]
     with pytest.raises(ValueError):
         fastlane.render(Answer(200, b"", (("Warning", "a\r\nb"),)))
+
+
+async def test_an_injected_latency_delays_writes_too() -> None:
+    async with ApiServer() as srv:
+        reader, writer = await asyncio.open_connection(srv.host, srv.port)
+        loop = asyncio.get_running_loop()
+        try:
+            for name, latency in (("quick", 0), ("slow", 150)):
+                srv.set_faults(latency_ms=latency)
+                t = loop.time()
+                writer.write(request("POST", PODS, pod(name)))
+                assert (await reader.readline()).startswith(b"HTTP/1.1 201")
+                took = loop.time() - t
+                assert took >= 0.14 if latency else took < 0.14
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = re.search(rb"Content-Length: (\d+)", head)
+                assert length is not None
+                await reader.readexactly(int(length.group(1)))
+        finally:
+            writer.close()

@@ -120,7 +120,9 @@ class App:
         # access_log None: a log line per request is not what a load test wants to measure
         if not self.server.fast_lane:
             return web.Server(self.guard, access_log=None)
-        return FastLaneServer(self.guard, answer=self.answer_write, access_log=None)
+        return FastLaneServer(
+            self.guard, answer=self.answer_write, faults=self.server.faults, access_log=None
+        )
 
     def _begin(self, request: web.BaseRequest) -> dict[str, Any]:
         """The request's log entry, logged now (so a running watch is visible in the log)."""

@@ -29,6 +29,7 @@ from multidict import MultiDict, MultiDictProxy
 from yarl import URL
 
 from scheduler.sim.apiserver.errors import internal
+from scheduler.sim.apiserver.faults import FaultInjector
 from scheduler.sim.apiserver.handlers import Answer, error_answer
 
 # heads larger than this go to aiohttp, which answers them with its own limits' errors
@@ -187,10 +188,16 @@ class FastLaneHandler(RequestHandler):
     """aiohttp's connection handler, with complete write requests answered on arrival."""
 
     def __init__(
-        self, manager: web.Server, *, answer: Callable[[FastRequest, bytes], Answer], **kwargs: Any
+        self,
+        manager: web.Server,
+        *,
+        answer: Callable[[FastRequest, bytes], Answer],
+        faults: FaultInjector,
+        **kwargs: Any,
     ) -> None:
         super().__init__(manager, **kwargs)
         self._answer_write = answer
+        self._faults = faults
         self._pending = b""  # the start of a request not complete yet
         self._lane = True  # False once aiohttp has taken the connection for good
         self._passing = 0  # bytes of a large request's body still to pass to aiohttp
@@ -241,8 +248,8 @@ class FastLaneHandler(RequestHandler):
         target = _fast_target(req.target)
         transport = self.transport
         manager = self._manager
-        if target is None or transport is None or manager is None:
-            return False
+        if target is None or transport is None or manager is None or self._faults.latency_ms:
+            return False  # (an injected latency is the asynchronous path's to wait)
         path, query = target
         request = FastRequest(req.method, path, query, req.headers, transport)
         answer = self._answer_write(request, buf[req.body_start : req.size])
@@ -266,10 +273,18 @@ class FastLaneServer(web.Server):
     """`web.Server` whose connections answer plain writes through `answer`."""
 
     def __init__(
-        self, handler: Any, *, answer: Callable[[FastRequest, bytes], Answer], **kwargs: Any
+        self,
+        handler: Any,
+        *,
+        answer: Callable[[FastRequest, bytes], Answer],
+        faults: FaultInjector,
+        **kwargs: Any,
     ) -> None:
         super().__init__(handler, **kwargs)
         self._answer = answer
+        self._faults = faults
 
     def __call__(self) -> RequestHandler:
-        return FastLaneHandler(self, loop=self._loop, answer=self._answer, **self._kwargs)
+        return FastLaneHandler(
+            self, loop=self._loop, answer=self._answer, faults=self._faults, **self._kwargs
+        )

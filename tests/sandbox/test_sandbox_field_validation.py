@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from scheduler.sim.apiserver import ApiServer
+from tests.sandbox.objects import pod
 from tests.sandbox.test_kubectl import Kubectl
 
 PODS = "/api/v1/namespaces/default/pods"
@@ -159,3 +160,21 @@ async def test_kubectl_apply_reports_a_typo(kubectl_bin: Path, server: ApiServer
     )
     assert rc == 0 and "configmap/conf created" in out and 'Warning: unknown field "bogus"' in err
     assert "bogus" not in server.store.get("configmaps", "default", "conf")
+
+
+def test_a_clean_spec_is_remembered_and_an_unknown_field_is_always_found() -> None:
+    from scheduler.sim.apiserver import fieldcheck
+    from scheduler.sim.apiserver.resources import TABLE
+
+    schema = fieldcheck.builtin_schema(TABLE.resolve("pods"))
+    assert schema is not None
+    clean = pod("a")
+    for _ in range(2):  # the second check is the remembered one
+        assert fieldcheck.unknown_fields(clean, schema) == []
+    bad = pod("b")
+    bad["spec"]["containers"][0]["bogus"] = 1
+    bad["bogus"] = 2
+    for _ in range(2):
+        assert fieldcheck.unknown_fields(bad, schema) == ["spec.containers[0].bogus", "bogus"]
+    # the same spec under another top-level unknown field: still reported, the spec still clean
+    assert fieldcheck.unknown_fields({**clean, "extra": {}}, schema) == ["extra"]

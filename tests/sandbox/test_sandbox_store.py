@@ -354,3 +354,25 @@ def test_pagination_order_follows_creations_and_deletions_after_the_first_pagina
     assert store.sorted_keys(res) == [("default", n) for n in ("a", "c", "m2", "x")]
     store.create(pod("b"))
     assert [k[1] for k in store.sorted_keys(res)] == ["a", "b", "c", "m2", "x"]
+
+
+def test_uids_are_distinct_version_4_uuids() -> None:
+    import uuid
+
+    from scheduler.sim.apiserver.store import new_uid
+
+    uids = [new_uid() for _ in range(1000)]  # past one pool of 256
+    assert len(set(uids)) == len(uids)
+    for u in uids:
+        parsed = uuid.UUID(u)
+        assert str(parsed) == u and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+
+
+def test_labels_are_checked_every_time_valid_ones_remembered(store: Store) -> None:
+    store.create(pod("a", labels={"app": "x", "example.com/tier": "web"}))
+    store.create(pod("b", labels={"app": "x", "example.com/tier": "web"}))  # remembered pairs
+    for labels in ({"app": "x y"}, {"bad key!": "x"}, {"app": "x", "example.com/tier": "-web"}):
+        for _ in range(2):
+            with pytest.raises(ApiError) as exc:
+                store.create(pod("c", labels=labels))
+            assert exc.value.code == 422 and "metadata.labels" in exc.value.message

@@ -191,3 +191,39 @@ async def test_many_watchers_get_every_event(http: aiohttp.ClientSession, server
 async def test_watch_bad_resource_version_is_400(http: aiohttp.ClientSession) -> None:
     async with http.get("/api/v1/pods", params={"watch": "true", "resourceVersion": "abc"}) as r:
         assert r.status == 400
+
+
+async def test_watchers_woken_together_each_get_their_own_events(
+    server: ApiServer, http: aiohttp.ClientSession
+) -> None:
+    """Watchers at the same position share the chunk of their selector, never another's."""
+    for ns in ("team-a", "team-b"):
+        server.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    rv = str(server.store.rv)
+    paths = {
+        "all": "/api/v1/pods",
+        "all-2": "/api/v1/pods",
+        "a": "/api/v1/namespaces/team-a/pods",
+        "b": "/api/v1/namespaces/team-b/pods",
+        "b-labelled": "/api/v1/namespaces/team-b/pods",
+    }
+    counts = {"all": 6, "all-2": 6, "a": 3, "b": 3, "b-labelled": 2}
+    extra = {"b-labelled": {"labelSelector": "keep=yes"}}
+    watches = {
+        k: asyncio.ensure_future(read_events(http, p, counts[k], resourceVersion=rv, **extra.get(k, {})))
+        for k, p in paths.items()
+    }
+    await asyncio.sleep(0.2)
+    for i in range(3):
+        for ns in ("team-a", "team-b"):
+            server.store.create(pod(f"{ns}-{i}", ns=ns, labels={"keep": "yes" if i < 2 else "no"}))
+        await asyncio.sleep(0.01 * i)  # some writes in one coalescing window, some apart
+    got = {k: brief(await asyncio.wait_for(w, 5)) for k, w in watches.items()}
+    assert (
+        got["all"]
+        == got["all-2"]
+        == [("ADDED", f"{ns}-{i}") for i in range(3) for ns in ("team-a", "team-b")]
+    )
+    assert got["a"] == [("ADDED", f"team-a-{i}") for i in range(3)]
+    assert got["b"] == [("ADDED", f"team-b-{i}") for i in range(3)]
+    assert got["b-labelled"] == [("ADDED", "team-b-0"), ("ADDED", "team-b-1")]

@@ -10,10 +10,11 @@ from __future__ import annotations
 import base64
 import bisect
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from aiohttp import web
+from multidict import CIMultiDict
 
 from scheduler.sim.apiserver import codec, fieldcheck, protobuf, scale, tables
 from scheduler.sim.apiserver.appkeys import SERVER_KEY
@@ -56,28 +57,59 @@ def query_bool(query: Any, key: str) -> bool:
     return query.get(key, "") in _TRUE
 
 
+class Answer(NamedTuple):
+    """A response before it is a `web.Response`: the write path's fast lane writes it directly.
+
+    `headers` are in the order aiohttp sends them (Content-Length, Date and Server follow).
+    """
+
+    status: int
+    body: bytes
+    headers: tuple[tuple[str, str], ...]
+
+
+_JSON_HEADERS = (("Content-Type", JSON),)
+
+
+def json_answer(
+    body: Any, status: int = 200, headers: dict[str, str] | None = None, content_type: str = JSON
+) -> Answer:
+    if not headers and content_type == JSON:
+        return Answer(status, codec.dumps(body), _JSON_HEADERS)
+    merged = {**(headers or {}), "Content-Type": content_type}
+    return Answer(status, codec.dumps(body), tuple(merged.items()))
+
+
+def to_response(answer: Answer) -> web.Response:
+    return web.Response(body=answer.body, status=answer.status, headers=CIMultiDict(answer.headers))
+
+
 def json_response(
     body: Any, status: int = 200, headers: dict[str, str] | None = None, content_type: str = JSON
 ) -> web.Response:
-    return web.Response(
-        body=codec.dumps(body), status=status, headers={**(headers or {}), "Content-Type": content_type}
-    )
+    return to_response(json_answer(body, status, headers, content_type))
 
 
-def written_response(
+def written_answer(
     store: Store, res: ResourceInfo, obj: dict[str, Any], status: int = 200, warnings: list[str] | None = None
-) -> web.Response:
+) -> Answer:
     """The answer to a write: the object's bytes are the ones its watch event sends (encoded once)."""
     ev = store.history(res).last()
     body = ev.obj_bytes() if ev is not None and ev.obj is obj else codec.dumps(obj)
-    resp = web.Response(body=body, status=status, headers={"Content-Type": JSON})
-    for w in warnings or ():
-        resp.headers.add("Warning", w)
-    return resp
+    if not warnings:
+        return Answer(status, body, _JSON_HEADERS)
+    return Answer(status, body, (*_JSON_HEADERS, *(("Warning", w) for w in warnings)))
+
+
+def error_answer(err: ApiError) -> Answer:
+    return json_answer(err.status(), err.code, err.headers)
 
 
 def error_response(err: ApiError) -> web.Response:
-    return json_response(err.status(), err.code, err.headers)
+    return to_response(error_answer(err))
+
+
+_CREATED = codec.dumps(success(code=201))
 
 
 def decode_body(raw: bytes) -> Any:
@@ -328,31 +360,45 @@ async def handle_watch(store: Store, request: web.BaseRequest, rr: ResourceReque
     return resp
 
 
-async def handle_post(store: Store, request: web.BaseRequest, rr: ResourceRequest, body: Any) -> web.Response:
+def write(store: Store, request: web.BaseRequest, rr: ResourceRequest, raw: bytes) -> Answer:
+    """A POST, PUT, PATCH or DELETE whose body has been read; synchronous (no verb awaits)."""
+    method = request.method
+    if method == "POST":
+        return post(store, request, rr, decode_object(request, raw))
+    if method == "PUT":
+        return put(store, request, rr, decode_object(request, raw))
+    if method == "PATCH":
+        return patch(store, request, rr, raw)
+    if method == "DELETE":
+        return delete(store, request, rr, raw)
+    raise method_not_allowed()
+
+
+def post(store: Store, request: web.BaseRequest, rr: ResourceRequest, body: Any) -> Answer:
     if rr.subresource == "binding" and rr.res.key == "pods":
         binding = _check_kind(rr, body, "Binding")
         name = rr.name or (binding.get("metadata") or {}).get("name")
         store.bind(rr.namespace or "default", str(name), binding)
-        return json_response(success(code=201), 201)
+        return Answer(201, _CREATED, _JSON_HEADERS)
     if rr.subresource == "eviction" and rr.res.key == "pods":
         eviction = _check_kind(rr, body, "Eviction")
         store.evict(rr.namespace or "default", str(rr.name), eviction)
-        return json_response(success(code=201), 201)
+        return Answer(201, _CREATED, _JSON_HEADERS)
     if rr.name is not None:
         raise method_not_allowed()
     body, warn = checked_fields(store, request, rr, _check_kind(rr, body), "CreateOptions")
     obj = store.create(body, rr.namespace, rr.res, dry_run=_is_dry_run(request))
-    return written_response(store, rr.res, obj, 201, warn)
+    return written_answer(store, rr.res, obj, 201, warn)
 
 
-async def handle_put(store: Store, request: web.BaseRequest, rr: ResourceRequest, body: Any) -> web.Response:
+def put(store: Store, request: web.BaseRequest, rr: ResourceRequest, body: Any) -> Answer:
     if rr.subresource == "scale" and rr.name is not None:
-        return json_response(scale.write_scale(store, rr.res, rr.namespace, rr.name, body))
+        return json_answer(scale.write_scale(store, rr.res, rr.namespace, rr.name, body))
     if rr.name is None or rr.subresource not in (None, "status"):
         raise method_not_allowed()
     body, warn = checked_fields(store, request, rr, _check_kind(rr, body), "UpdateOptions")
     obj = store.update(body, rr.namespace, rr.res, rr.subresource, rr.name, dry_run=_is_dry_run(request))
-    return written_response(store, rr.res, obj, warnings=warn)
+    return written_answer(store, rr.res, obj, warnings=warn)
 
 
 BUILT_IN_GROUPS = frozenset(
@@ -369,14 +415,12 @@ BUILT_IN_GROUPS = frozenset(
 )
 
 
-async def handle_patch(
-    store: Store, request: web.BaseRequest, rr: ResourceRequest, raw: bytes
-) -> web.Response:
+def patch(store: Store, request: web.BaseRequest, rr: ResourceRequest, raw: bytes) -> Answer:
     if rr.name is None or rr.subresource not in (None, "status", "scale"):
         raise method_not_allowed()
     ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
     if ctype == APPLY_PATCH:
-        return await handle_apply(store, request, rr, raw)
+        return apply(store, request, rr, raw)
     ptype = PATCH_TYPES.get(ctype)
     if ptype is None:
         raise unsupported_media_type(ctype)
@@ -387,19 +431,17 @@ async def handle_patch(
             "UnsupportedMediaType",
             "strategic merge patch is not supported for custom resources; use merge-patch+json or json-patch+json",
         )
-    patch = decode_body(raw)
+    body = decode_body(raw)
     if rr.subresource == "scale":
-        return json_response(scale.patch_scale(store, rr.res, rr.namespace, rr.name, patch, ptype))
-    patch, warn = checked_fields(store, request, rr, patch, "PatchOptions", ptype)
+        return json_answer(scale.patch_scale(store, rr.res, rr.namespace, rr.name, body, ptype))
+    body, warn = checked_fields(store, request, rr, body, "PatchOptions", ptype)
     obj = store.patch(
-        rr.res, rr.namespace, rr.name, patch, ptype, rr.subresource, dry_run=_is_dry_run(request)
+        rr.res, rr.namespace, rr.name, body, ptype, rr.subresource, dry_run=_is_dry_run(request)
     )
-    return written_response(store, rr.res, obj, warnings=warn)
+    return written_answer(store, rr.res, obj, warnings=warn)
 
 
-async def handle_apply(
-    store: Store, request: web.BaseRequest, rr: ResourceRequest, raw: bytes
-) -> web.Response:
+def apply(store: Store, request: web.BaseRequest, rr: ResourceRequest, raw: bytes) -> Answer:
     """Server-side apply, simplified: create when absent, else merge the applied fields in.
 
     The applied configuration is merged like a strategic merge patch (built-in kinds) or a
@@ -430,15 +472,13 @@ async def handle_apply(
             )
         md["name"] = rr.name
         obj = store.create({**body, "metadata": md}, rr.namespace, rr.res, dry_run=dry)
-        return written_response(store, rr.res, obj, 201, warn)
+        return written_answer(store, rr.res, obj, 201, warn)
     ptype = "strategic" if rr.res.group in BUILT_IN_GROUPS else "merge"
     obj = store.patch(rr.res, rr.namespace, str(rr.name), body, ptype, rr.subresource, dry_run=dry)
-    return written_response(store, rr.res, obj, warnings=warn)
+    return written_answer(store, rr.res, obj, warnings=warn)
 
 
-async def handle_delete(
-    store: Store, request: web.BaseRequest, rr: ResourceRequest, raw: bytes
-) -> web.Response:
+def delete(store: Store, request: web.BaseRequest, rr: ResourceRequest, raw: bytes) -> Answer:
     opts: dict[str, Any] = decode_object(request, raw) if raw.strip() else {}
     if not isinstance(opts, dict):
         raise bad_request("DeleteOptions must be a JSON object")
@@ -457,7 +497,7 @@ async def handle_delete(
             store.delete(rr.res, o["metadata"].get("namespace"), o["metadata"]["name"], grace, None, dry)
             for o in sorted(store.iter_objects(rr.res, sel), key=lambda o: o["metadata"]["name"])
         ]
-        return json_response(
+        return json_answer(
             {
                 "kind": rr.res.list_kind,
                 "apiVersion": rr.res.api_version,
@@ -472,5 +512,5 @@ async def handle_delete(
         orphan_dependents(store, store.must_get(rr.res, rr.namespace, rr.name))
     obj = store.delete(rr.res, rr.namespace, rr.name, grace, opts.get("preconditions"), dry)
     if store.get(rr.res, rr.namespace, rr.name) is not None:
-        return json_response(obj, 202 if obj["metadata"].get("deletionTimestamp") else 200)
-    return json_response(obj, 200)
+        return json_answer(obj, 202 if obj["metadata"].get("deletionTimestamp") else 200)
+    return json_answer(obj, 200)

@@ -58,6 +58,10 @@ class History:
         self._start = 0  # lowest position that may still hold an event (moves on expire/resize)
         # events with rv <= floor_rv may be missing: resuming from an older rv is "too old"
         self.floor_rv = floor_rv
+        # (from position, selector key) -> a watch chunk of the events from there to `seq` and
+        # the last one's rv; only for the current `seq` (see `WatchStream._chunk`)
+        self._chunks: dict[tuple[int, str], tuple[bytes, int | None]] = {}
+        self._chunks_seq = -1
 
     @property
     def first_seq(self) -> int:
@@ -70,6 +74,18 @@ class History:
             self.floor_rv = max(self.floor_rv, dropped.rv)
         self._buf[slot] = ev
         self.seq += 1
+
+    def chunk(self, start: int, key: str) -> tuple[bytes, int | None] | None:
+        """A chunk `keep_chunk` kept for the events from `start` to the newest, if any."""
+        if self._chunks_seq != self.seq:
+            return None
+        return self._chunks.get((start, key))
+
+    def keep_chunk(self, start: int, key: str, chunk: tuple[bytes, int | None]) -> None:
+        if self._chunks_seq != self.seq:
+            self._chunks = {}
+            self._chunks_seq = self.seq
+        self._chunks[(start, key)] = chunk
 
     def at(self, seq: int) -> Event | None:
         """The event at absolute position `seq`, or None once it has been overwritten."""
@@ -122,6 +138,7 @@ class History:
                 self.floor_rv = max(self.floor_rv, e.rv)
         self.capacity = max(1, capacity)
         self._buf = [None] * self.capacity
+        self._chunks = {}  # some kept chunks' events may be gone now
         # keep absolute positions stable so running watch cursors stay meaningful
         start = self.seq - len(kept)
         self._start = start

@@ -72,6 +72,7 @@ class ApiServer:
         require_auth: bool = False,
         request_log_size: int = 100_000,
         client_certs: bool = False,
+        fast_lane: bool = True,
     ) -> None:
         self.host = host
         self.port = port
@@ -90,6 +91,8 @@ class ApiServer:
         # a bearer token is always written to the kubeconfig; it is checked only when asked to
         self.token = secrets.token_urlsafe(24)
         self.require_auth = require_auth
+        # plain writes answered on arrival (see `fastlane`); False: every request through aiohttp
+        self.fast_lane = fast_lane
         # with TLS: clients may authenticate with a certificate the CA signed, as on a kubeadm
         # cluster, and the kubeconfig then carries one instead of the token
         self.client_certs = client_certs and tls

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from scheduler.sim.apiserver import codec
 from scheduler.sim.apiserver.errors import ApiError, bad_request, expired
-from scheduler.sim.apiserver.history import Event
+from scheduler.sim.apiserver.history import Event, History
 from scheduler.sim.apiserver.resources import ResourceInfo
 from scheduler.sim.apiserver.selectors import Selector
 from scheduler.sim.apiserver.store import Store
@@ -77,6 +77,24 @@ class WatchStream:
             return [ev.line() for ev in events if ev.ns == ns]
         return [line for ev in events if (line := self._line(ev)) is not None]
 
+    def _chunk(self, history: History, cursor: int) -> tuple[bytes, int | None]:
+        """What this stream sends of the events from `cursor` on, and the last event's rv.
+
+        The watchers a write woke ask for the same events at once: for the selectors that are
+        a plain function of the events (none, or a namespace), the first one's chunk serves all.
+        """
+        sel = self.selector
+        key = "" if sel.empty else f"ns/{sel.namespace}" if sel.namespace_only else None
+        if key is not None:
+            hit = history.chunk(cursor, key)
+            if hit is not None:
+                return hit
+        events = history.since(cursor)
+        made = (b"".join(self._lines(events)), events[-1].rv if events else None)
+        if key is not None:
+            history.keep_chunk(cursor, key, made)
+        return made
+
     def _line(self, ev: Event) -> bytes | None:
         sel = self.selector
         now = sel.matches(ev.obj)
@@ -124,13 +142,12 @@ class WatchStream:
                 # this stream fell behind the ring (or history was expired): the client must relist
                 yield _error_line(_too_old(self.start_rv or 0, history.floor_rv))
                 return
-            events = history.since(cursor)
+            chunk, last_rv = self._chunk(history, cursor)
             cursor = history.seq
-            lines = self._lines(events)
-            if events:
-                self.start_rv = events[-1].rv
-            if lines:
-                yield b"".join(lines)
+            if last_rv is not None:
+                self.start_rv = last_rv
+            if chunk:
+                yield chunk
                 last_sent = time.monotonic()
                 continue
             now = time.monotonic()

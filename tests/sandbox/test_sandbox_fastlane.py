@@ -183,3 +183,16 @@ async def test_an_injected_latency_delays_writes_too() -> None:
                 await reader.readexactly(int(length.group(1)))
         finally:
             writer.close()
+
+
+async def test_an_aiohttp_without_the_parts_the_lane_uses_gets_aiohttps_path(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # another aiohttp release whose connection handler lacks a private part the lane touches
+    monkeypatch.setattr(fastlane, "_HANDLER_PARTS", (*fastlane._HANDLER_PARTS, "_gone_in_this_release"))
+    monkeypatch.setattr(fastlane, "_supported", None)
+    fast, slow, fast_log, slow_log, answered = await _both(SCRIPT)
+    assert answered == 0  # nothing answered by the lane: every request went through aiohttp
+    assert fast == slow and fast_log == slow_log
+    assert fast.count(b"HTTP/1.1 ") == len(SCRIPT)
+    assert "_gone_in_this_release" in caplog.text

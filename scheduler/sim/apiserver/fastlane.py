@@ -184,6 +184,34 @@ def render(answer: Answer) -> bytes:
     return b"".join(head)
 
 
+# What the lane reads and updates of aiohttp's connection handler (private to aiohttp, checked
+# with every aiohttp release this package was tested with): another aiohttp version without one
+# of them gets aiohttp's own path for every request instead of a broken connection.
+_HANDLER_PARTS = (
+    "_waiter", "_messages", "_paused", "_payload_parser", "_upgraded", "_force_close", "_close",
+    "_manager", "_request_count", "_keepalive", "_keepalive_timeout", "_next_keepalive_close_time",
+    "_keepalive_handle", "_process_keepalive", "_loop", "transport",
+)  # fmt: skip
+_supported: bool | None = None
+
+
+def lane_supported(handler: RequestHandler) -> bool:
+    """Whether this aiohttp's connection handler has every part the lane uses (asked once)."""
+    global _supported
+    if _supported is None:
+        missing = [name for name in _HANDLER_PARTS if not hasattr(handler, name)]
+        _supported = not missing
+        if missing:
+            import logging
+
+            logging.getLogger(__name__).warning(
+                "sandbox API server: the write fast lane is off with this aiohttp (its connection "
+                "handler has no %s); every request takes aiohttp's path",
+                ", ".join(missing),
+            )
+    return _supported
+
+
 class FastLaneHandler(RequestHandler):
     """aiohttp's connection handler, with complete write requests answered on arrival."""
 
@@ -199,7 +227,9 @@ class FastLaneHandler(RequestHandler):
         self._answer_write = answer
         self._faults = faults
         self._pending = b""  # the start of a request not complete yet
-        self._lane = True  # False once aiohttp has taken the connection for good
+        # False once aiohttp has taken the connection for good; from the start with an aiohttp
+        # whose connection handler lacks what the lane reads and updates (see lane_supported)
+        self._lane = lane_supported(self)
         self._passing = 0  # bytes of a large request's body still to pass to aiohttp
 
     def _aiohttp_idle(self) -> bool:

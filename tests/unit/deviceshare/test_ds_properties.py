@@ -205,6 +205,22 @@ def test_whole_table_scan_answers_like_the_per_node_fit(specs, pods) -> None:
             target.add_pod(p.uid, r.group_key, target.segments(r, f.picks))
 
 
+def _twisted_request(seq: int, conts: list, twist: str) -> tuple:
+    """Pod p<seq> with the containers' vGPU limits and a twist (card UUIDs to use or avoid, or a
+    mode), and its parsed request."""
+    annotations = {}
+    if twist == "use":
+        annotations[ann.VGPU_USE_UUID] = "GPU-0-0,GPU-4-1,GPU-9-9"
+    elif twist == "nouse":
+        annotations[ann.VGPU_NOUSE_UUID] = "GPU-0-0,GPU-3-0"
+    elif twist:
+        annotations[ann.VGPU_MODE] = twist
+    p = pod(f"p{seq}", *[vgpu_limits(n, m, c, pc) for n, m, pc, c in conts], annotations=annotations)
+    r, err = vgpu_request(p, CFG)
+    assert r is not None, err
+    return p, r
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     node_specs,
@@ -231,16 +247,7 @@ def test_scans_brought_up_to_date_node_by_node_answer_like_the_per_node_fit(spec
     cache = ScanCache()
     asked: list = []
     for seq, (conts, policy, twist, place) in enumerate(pods):
-        annotations = {}
-        if twist == "use":
-            annotations[ann.VGPU_USE_UUID] = "GPU-0-0,GPU-4-1,GPU-9-9"
-        elif twist == "nouse":
-            annotations[ann.VGPU_NOUSE_UUID] = "GPU-0-0,GPU-3-0"
-        elif twist:
-            annotations[ann.VGPU_MODE] = twist
-        p = pod(f"p{seq}", *[vgpu_limits(n, m, c, pc) for n, m, pc, c in conts], annotations=annotations)
-        r, err = vgpu_request(p, CFG)
-        assert r is not None, err
+        p, r = _twisted_request(seq, conts, twist)
         asked.append((r, policy))
         for req, pol in asked:
             for led in leds:
@@ -280,16 +287,7 @@ def test_kept_fit_is_the_fit_of_the_node_as_it_is_now(specs, pods) -> None:
     cache = ScanCache()
     asked: list = []
     for seq, (conts, policy, twist, place, ask) in enumerate(pods):
-        annotations = {}
-        if twist == "use":
-            annotations[ann.VGPU_USE_UUID] = "GPU-0-0,GPU-4-1,GPU-9-9"
-        elif twist == "nouse":
-            annotations[ann.VGPU_NOUSE_UUID] = "GPU-0-0,GPU-3-0"
-        elif twist:
-            annotations[ann.VGPU_MODE] = twist
-        p = pod(f"p{seq}", *[vgpu_limits(n, m, c, pc) for n, m, pc, c in conts], annotations=annotations)
-        r, err = vgpu_request(p, CFG)
-        assert r is not None, err
+        p, r = _twisted_request(seq, conts, twist)
         asked.append((r, policy))
         if ask:
             cache.node_fit(leds[0], r, policy)  # brings the request's scan up to date

@@ -161,6 +161,24 @@ def test_gpushare_ledgers_never_overfill_and_rebuild_equals_live(number, ops) ->
     assert rebuilt.state() == led.state()
 
 
+def _twisted_request(
+    seq: int, conts: list, twist: str, use: str = "GPU-0-0,GPU-4-1,GPU-9-9", nouse: str = "GPU-0-0,GPU-3-0"
+) -> tuple:
+    """Pod p<seq> with the containers' vGPU limits and a twist (the card UUIDs `use` or `nouse`, or a
+    mode), and its parsed request."""
+    annotations = {}
+    if twist == "use":
+        annotations[ann.VGPU_USE_UUID] = use
+    elif twist == "nouse":
+        annotations[ann.VGPU_NOUSE_UUID] = nouse
+    elif twist:
+        annotations[ann.VGPU_MODE] = twist
+    p = pod(f"p{seq}", *[vgpu_limits(n, m, c, pc) for n, m, pc, c in conts], annotations=annotations)
+    r, err = vgpu_request(p, CFG)
+    assert r is not None, err
+    return p, r
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     node_specs,
@@ -186,16 +204,7 @@ def test_whole_table_scan_answers_like_the_per_node_fit(specs, pods) -> None:
     leds = [VgpuLedger.from_node(n, CFG, table)[0] for n in nodes]
     cache = ScanCache()
     for seq, (conts, policy, twist, place) in enumerate(pods):
-        annotations = {}
-        if twist == "use":
-            annotations[ann.VGPU_USE_UUID] = "GPU-0-0,GPU-9-9"
-        elif twist == "nouse":
-            annotations[ann.VGPU_NOUSE_UUID] = "GPU-0-0"
-        elif twist:
-            annotations[ann.VGPU_MODE] = twist
-        p = pod(f"p{seq}", *[vgpu_limits(n, m, c, pc) for n, m, pc, c in conts], annotations=annotations)
-        r, err = vgpu_request(p, CFG)
-        assert r is not None, err
+        p, r = _twisted_request(seq, conts, twist, use="GPU-0-0,GPU-9-9", nouse="GPU-0-0")
         for led in leds:
             f = led.fit(r, policy)
             assert cache.node_fit(led, r, policy) == (f.ok, f.reason, f.score if f.ok else 0.0)
@@ -203,22 +212,6 @@ def test_whole_table_scan_answers_like_the_per_node_fit(specs, pods) -> None:
         f = target.fit(r, policy)
         if f.ok:  # a charge changes the table: the next answers must come from a fresh scan
             target.add_pod(p.uid, r.group_key, target.segments(r, f.picks))
-
-
-def _twisted_request(seq: int, conts: list, twist: str) -> tuple:
-    """Pod p<seq> with the containers' vGPU limits and a twist (card UUIDs to use or avoid, or a
-    mode), and its parsed request."""
-    annotations = {}
-    if twist == "use":
-        annotations[ann.VGPU_USE_UUID] = "GPU-0-0,GPU-4-1,GPU-9-9"
-    elif twist == "nouse":
-        annotations[ann.VGPU_NOUSE_UUID] = "GPU-0-0,GPU-3-0"
-    elif twist:
-        annotations[ann.VGPU_MODE] = twist
-    p = pod(f"p{seq}", *[vgpu_limits(n, m, c, pc) for n, m, pc, c in conts], annotations=annotations)
-    r, err = vgpu_request(p, CFG)
-    assert r is not None, err
-    return p, r
 
 
 @settings(max_examples=60, deadline=None)

@@ -259,7 +259,9 @@ class Binder:
                 self.cache.bind_failed(task.key)
                 return "fenced"
             except ApiError as exc:
-                last = exc
+                # kept past the except block: without its traceback, whose frames (this one
+                # included) would hold it in a reference cycle that only the collector frees
+                last = exc.with_traceback(None)
                 self.metrics.bind_errors.labels(str(exc.status)).inc()
                 if exc.status in (409, 404):
                     return await self._conflict(d, exc)

@@ -87,7 +87,8 @@ def test_the_session_loop_keeps_the_collector_off_until_a_turn_without_a_session
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Back-to-back sessions (a burst) run no collection between them; the first turn of the loop
-    without a session, or COLLECTOR_DEFER_MAX_S, turns the collector on again."""
+    without a session, or COLLECTOR_DEFER_MAX_S, turns the collector on again, with what the
+    sessions left alive frozen."""
     import scheduler.daemon as daemon_module
 
     d = Daemon(parse_args(["--leader-elect=false"]))
@@ -105,8 +106,13 @@ def test_the_session_loop_keeps_the_collector_off_until_a_turn_without_a_session
         assert d.run_once() is not None
         d._collector_on(idle=False)
         assert not gc.isenabled()
+        survivors = [[i] for i in range(30_000)]  # what the sessions left alive
+        frozen = gc.get_freeze_count()
         d._collector_on(idle=True)  # a turn without a session
         assert gc.isenabled()
+        # ... joins the frozen cache: no young collection walks it when the collector comes back
+        assert gc.get_freeze_count() >= frozen + len(survivors)
+        assert gc.get_count()[0] < 1_000
         assert d.run_once() is not None  # off again from this session on
         now[0] += daemon_module.COLLECTOR_DEFER_MAX_S
         d._collector_on(idle=False)
@@ -116,4 +122,5 @@ def test_the_session_loop_keeps_the_collector_off_until_a_turn_without_a_session
         d._collector_on(idle=True)
         assert not gc.isenabled()
     finally:
+        gc.unfreeze()  # the rest of the test run collects as usual
         gc.enable()

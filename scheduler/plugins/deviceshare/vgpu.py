@@ -21,7 +21,7 @@ from scheduler.model.node import NodeInfo
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare.config import DeviceConfig
 from scheduler.plugins.deviceshare.fit import FIT, NEEDS_PYTHON, NOT_FITTED, TOO_MANY_CARDS, Pick
-from scheduler.plugins.deviceshare.hotpath import fit_impl
+from scheduler.plugins.deviceshare.hotpath import fit_impl, register_impl
 from scheduler.plugins.deviceshare.mig import MigCard, fit_mig_node
 from scheduler.plugins.deviceshare.requests import VgpuRequest
 
@@ -428,7 +428,7 @@ _REGISTRATIONS_LIMIT = 65536
 def _registered_cards(value: str) -> tuple[list[ann.RegisteredCard] | None, str, CardLists | None]:
     got = _REGISTRATIONS.get(value)
     if got is None:
-        cards, why = ann.decode_vgpu_register(value)
+        cards, why = register_impl.decode_vgpu_register(value)
         if len(_REGISTRATIONS) >= _REGISTRATIONS_LIMIT:
             _REGISTRATIONS.clear()  # registrations of nodes long gone, or churning: start again
         derived = CardLists(cards) if cards else None

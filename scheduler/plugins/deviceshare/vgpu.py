@@ -726,6 +726,11 @@ class VgpuLedger:
     def card_segments(self, req: VgpuRequest, cards: Sequence[int]) -> list[list[ann.DeviceEntry]]:
         """segments(req, picks(req, cards)), built without the picks."""
         t, base, uuids = self.table, self.base, self.uuids
+        cs = req.containers
+        if req.n_containers == 1 and len(cs) == 1 and cs[0].index == 0 and cs[0].nums == 1:
+            # one container asking one card (the usual pod): its one segment of one entry
+            cr, c = cs[0], cards[0]
+            return [[ann.DeviceEntry(uuids[c], cr.demand(t.devmem[base + c]), cr.cores)]]
         by_container: dict[int, list[ann.DeviceEntry]] = {}
         k = 0
         for cr in req.containers:

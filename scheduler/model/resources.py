@@ -16,6 +16,8 @@ from enum import Enum
 CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
+# the names Resource holds in attributes of their own, not in `scalars`
+FIXED_NAMES = frozenset((CPU, MEMORY, PODS))
 EPHEMERAL_STORAGE = "ephemeral-storage"
 
 EPSILON = 0.1
@@ -277,6 +279,28 @@ class Resource:
             rv = other.scalars.get(k, 0.0)
             if not (lv < rv or abs(lv - rv) < EPSILON):
                 return False
+        return True
+
+    def plus_less_equal_with_dimension(self, req: Resource, other: Resource) -> bool:
+        """self.clone().add(req).less_equal_with_dimension(other, req), without the copy: each
+        compared value is the sum add() would have stored (the same float additions)."""
+        if req.milli_cpu > 0:
+            v = self.milli_cpu + req.milli_cpu
+            if not (v < other.milli_cpu or abs(v - other.milli_cpu) < EPSILON):
+                return False
+        if req.memory > 0:
+            v = self.memory + req.memory
+            if not (v < other.memory or abs(v - other.memory) < EPSILON):
+                return False
+        if req.scalars:
+            mine, theirs = self.scalars, other.scalars
+            for k, q in req.scalars.items():
+                if q <= 0:
+                    continue
+                lv = mine.get(k, 0.0) + q
+                rv = theirs.get(k, 0.0)
+                if not (lv < rv or abs(lv - rv) < EPSILON):
+                    return False
         return True
 
     def less(self, other: Resource, default: Infinity = Infinity.ZERO) -> bool:

@@ -14,7 +14,7 @@ from scheduler.framework.session import PERMIT, REJECT, EventHandler, Session
 from scheduler.framework.shortfall import explain_sum
 from scheduler.model.job import JobInfo
 from scheduler.model.objects import ALLOCATED_STATUSES, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
-from scheduler.model.resources import Infinity, Resource
+from scheduler.model.resources import FIXED_NAMES, Infinity, Resource
 from scheduler.plugins.queuesums import queue_sums
 
 
@@ -53,16 +53,29 @@ def _unlimited_capability(cap: Resource | None, total: Resource) -> Resource:
 
 
 def share_of(allocated: Resource, deserved: Resource) -> float:
-    share = 0.0
-    for name, d in deserved.items():
-        a = allocated.get(name)
-        if d <= 0:
-            s = 0.0 if a == 0 else 1.0
-        else:
-            s = a / d
-        if s > share:
-            share = s
+    """The largest allocated / deserved over deserved's names (cpu, memory, then its scalars, as
+    Resource.items() lists them, each read as Resource.get reads it). Asked at every placement:
+    read directly instead of through a generator and a method call per name."""
+    share = _share(allocated.milli_cpu, deserved.milli_cpu, 0.0)
+    share = _share(allocated.memory, deserved.memory, share)
+    if deserved.scalars:
+        mine = allocated.scalars
+        for name, d in deserved.scalars.items():
+            # a scalar named like a fixed resource reads that resource, as Resource.get does
+            a = allocated.get(name) if name in FIXED_NAMES else mine.get(name, 0.0)
+            if d <= 0:
+                s = 0.0 if a == 0 else 1.0
+            else:
+                s = a / d
+            if s > share:
+                share = s
     return share
+
+
+def _share(a: float, d: float, share: float) -> float:
+    """share, or a / d (0 or 1 when nothing is deserved) when that is larger."""
+    s = (0.0 if a == 0 else 1.0) if d <= 0 else a / d
+    return s if s > share else share
 
 
 def _elastic(job: JobInfo) -> Resource:
@@ -195,8 +208,7 @@ class ProportionPlugin(Plugin):
             a = attrs.get(queue.name)
             if a is None:
                 return True
-            future = a.allocated.clone().add(task.resreq)
-            if future.less_equal_with_dimension(a.deserved, task.resreq):
+            if a.allocated.plus_less_equal_with_dimension(task.resreq, a.deserved):
                 return True
             ssn.denials[task.uid] = explain_sum(
                 task.resreq,

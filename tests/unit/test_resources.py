@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler.model.resources import Infinity, QuantityError, Resource, parse_quantity
 
@@ -71,3 +74,31 @@ def test_less_equal_tolerates_a_tenth_and_treats_missing_scalars_as_zero() -> No
 def test_insufficient_lists_the_short_dimensions() -> None:
     req = Resource(2000, 100, {"gpu": 1000})
     assert req.insufficient(Resource(1000, 1000)) == ["cpu", "gpu"]
+
+
+_values = st.one_of(
+    st.sampled_from((0.0, 0.05, -0.05, 0.1, -1.0, 1.0, 1000.0, float("nan"), float("inf"))),
+    st.floats(min_value=-1e6, max_value=1e12, allow_nan=False),
+    st.integers(min_value=-5, max_value=10**6),
+)
+
+
+@st.composite
+def _resources(draw: Any) -> Resource:
+    r = Resource(draw(_values), draw(_values))
+    r.pods = draw(_values)
+    for name in draw(st.lists(st.sampled_from(("a.io/x", "b.io/y", "pods", "cpu")), max_size=3, unique=True)):
+        r.scalars[name] = draw(_values)
+    return r
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_resources(), _resources(), _resources())
+def test_plus_less_equal_with_dimension_is_the_copy_add_and_compare(
+    allocated: Resource, req: Resource, limit: Resource
+) -> None:
+    before = repr((allocated.milli_cpu, allocated.memory, allocated.pods, allocated.scalars))
+    expected = allocated.clone().add(req).less_equal_with_dimension(limit, req)
+    assert allocated.plus_less_equal_with_dimension(req, limit) is expected
+    # and nothing is written (repr: a NaN equals itself there)
+    assert repr((allocated.milli_cpu, allocated.memory, allocated.pods, allocated.scalars)) == before

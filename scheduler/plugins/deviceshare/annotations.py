@@ -266,6 +266,9 @@ class DeviceEntry:
 
 def encode_pod_devices(containers: list[list[DeviceEntry]]) -> str:
     """Container segments joined by ';' (no trailing ';'), each device terminated by ':'."""
+    if len(containers) == 1 and len(containers[0]) == 1:  # one container, one card: the usual pod
+        d = containers[0][0]
+        return f"{d.uuid},{d.type},{d.mem},{d.cores}:"
     return ";".join("".join(f"{d.uuid},{d.type},{d.mem},{d.cores}:" for d in seg) for seg in containers)
 
 

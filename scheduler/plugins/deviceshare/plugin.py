@@ -592,9 +592,11 @@ class DeviceSharePlugin(Plugin):
         r = self.requests_of(task)
         if r is _NO_REQUEST:
             return
-        bad = self.pre_predicate(task)
-        if bad is not None:
-            raise AllocateError(bad.reason)
+        # pre_predicate refuses exactly the requests with an error: asked only then
+        if r.share_error or r.vgpu_error or r.ascend_error:
+            bad = self.pre_predicate(task)
+            if bad is not None:
+                raise AllocateError(bad.reason)
         try:
             self._allocate_share(task, node, r.share)
             self._allocate_vgpu(task, node, r.vgpu)
@@ -647,16 +649,14 @@ class DeviceSharePlugin(Plugin):
         if use is not None:  # what the session's close would decode from `ids`
             self._usage[task.uid] = (ids, use)
         now = str(int(self._now()))
-        task.bind_annotations.update(
-            {
-                ann.VGPU_NODE: node.name,
-                ann.VGPU_TIME: now,
-                ann.VGPU_IDS_NEW: ids,
-                ann.DEVICES_TO_ALLOCATE: ids,
-                ann.BIND_PHASE: ann.BIND_PHASE_ALLOCATING,
-                ann.BIND_TIME: now,
-            }
-        )
+        # key by key, in this order (the order the annotations are written in), without a dict per pod
+        b = task.bind_annotations
+        b[ann.VGPU_NODE] = node.name
+        b[ann.VGPU_TIME] = now
+        b[ann.VGPU_IDS_NEW] = ids
+        b[ann.DEVICES_TO_ALLOCATE] = ids
+        b[ann.BIND_PHASE] = ann.BIND_PHASE_ALLOCATING
+        b[ann.BIND_TIME] = now
 
     def _allocate_ascend(self, task: TaskInfo, node: NodeInfo, chip: VnpuChip, req: AscendRequest) -> None:
         led = node.devices.get(chip.common_word)

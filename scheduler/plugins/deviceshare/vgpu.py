@@ -21,7 +21,7 @@ from scheduler.model.node import NodeInfo
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare.config import DeviceConfig
 from scheduler.plugins.deviceshare.fit import FIT, NEEDS_PYTHON, NOT_FITTED, TOO_MANY_CARDS, Pick
-from scheduler.plugins.deviceshare.hotpath import fit_impl
+from scheduler.plugins.deviceshare.hotpath import fit_impl, register_impl
 from scheduler.plugins.deviceshare.mig import MigCard, fit_mig_node
 from scheduler.plugins.deviceshare.requests import VgpuRequest
 
@@ -428,7 +428,7 @@ _REGISTRATIONS_LIMIT = 65536
 def _registered_cards(value: str) -> tuple[list[ann.RegisteredCard] | None, str, CardLists | None]:
     got = _REGISTRATIONS.get(value)
     if got is None:
-        cards, why = ann.decode_vgpu_register(value)
+        cards, why = register_impl.decode_vgpu_register(value)
         if len(_REGISTRATIONS) >= _REGISTRATIONS_LIMIT:
             _REGISTRATIONS.clear()  # registrations of nodes long gone, or churning: start again
         derived = CardLists(cards) if cards else None
@@ -726,6 +726,11 @@ class VgpuLedger:
     def card_segments(self, req: VgpuRequest, cards: Sequence[int]) -> list[list[ann.DeviceEntry]]:
         """segments(req, picks(req, cards)), built without the picks."""
         t, base, uuids = self.table, self.base, self.uuids
+        cs = req.containers
+        if req.n_containers == 1 and len(cs) == 1 and cs[0].index == 0 and cs[0].nums == 1:
+            # one container asking one card (the usual pod): its one segment of one entry
+            cr, c = cs[0], cards[0]
+            return [[ann.DeviceEntry(uuids[c], cr.demand(t.devmem[base + c]), cr.cores)]]
         by_container: dict[int, list[ann.DeviceEntry]] = {}
         k = 0
         for cr in req.containers:

@@ -281,6 +281,16 @@ class DeviceSharePlugin(Plugin):
 
     # -- requests ------------------------------------------------------------------------------
     def requests_of(self, task: TaskInfo) -> PodDeviceRequests:
+        """The pod's requests as its own parse gives them, group keys included."""
+        r = self._shared_requests(task)
+        req = r.vgpu
+        if req is not None and req.group_key != ann.pod_group_key(task.namespace, task.pod.annotations):
+            return self._regrouped(r, req, task.pod)
+        return r
+
+    def _shared_requests(self, task: TaskInfo) -> PodDeviceRequests:
+        """The pod's requests, but for the vGPU group key (the template's, see _parse_template):
+        what the hooks read. The allocation takes the pod's own group key from the pod."""
         r = self._requests.get(task.uid)
         if r is None:
             r = self._parse_template(task.pod)
@@ -290,8 +300,10 @@ class DeviceSharePlugin(Plugin):
     def _parse_template(self, pod: PodInfo) -> PodDeviceRequests:
         """_parse, once per pod template: pods of a template share (by identity) their container
         lists, which convert interns, and differ at most in their group name, which only the vGPU
-        request's group keys read. Parsing cost ~18 us a pod, a quarter of a one-pod job's device
-        work. The entry keeps the container lists alive, so that their ids are not reused."""
+        request's group keys read (its group_key is the template's unless the pod asks pod-group
+        spread: requests_of gives the pod's own). Parsing cost ~18 us a pod, a quarter of a one-pod
+        job's device work. The entry keeps the container lists alive, so that their ids are not
+        reused."""
         anns = pod.annotations
         rest = {k: v for k, v in anns.items() if k not in _GROUP_NAMES}
         inits = pod.init_containers
@@ -300,7 +312,14 @@ class DeviceSharePlugin(Plugin):
         hit = self._templates.get(ident)
         if hit is not None and hit[1] == rest:
             r = hit[2]
-            if r.vgpu is None or r.vgpu.group_key == ann.pod_group_key(pod.namespace, anns):
+            # without pod-group spread (the policy is in `rest`: the template's) the group name
+            # only names who holds the charge, read at allocation: one request serves the pods
+            # (one-pod jobs built one each, ~3 us and 2 objects a pod)
+            if (
+                r.vgpu is None
+                or anns.get(ann.VGPU_PODGROUP_POLICY) != "spread"
+                or r.vgpu.group_key == ann.pod_group_key(pod.namespace, anns)
+            ):
                 return r
             return self._regrouped(r, r.vgpu, pod)
         r = self._parse(pod)
@@ -349,7 +368,7 @@ class DeviceSharePlugin(Plugin):
     # -- predicate / score ---------------------------------------------------------------------
     def pre_predicate(self, task: TaskInfo) -> Unfit | None:
         """An impossible request fails once, with its reason, before any node is looked at."""
-        r = self.requests_of(task)
+        r = self._shared_requests(task)
         if r.share_error:
             return Unfit(f"{self._share_label(None)} {r.share_error}", resolvable=False)
         if r.vgpu_error:
@@ -364,7 +383,7 @@ class DeviceSharePlugin(Plugin):
         uid = task.uid
         if uid in self._plain:
             return self._plain[uid]
-        r = self.requests_of(task)
+        r = self._shared_requests(task)
         req = r.vgpu
         plain = (
             req is not None
@@ -389,7 +408,7 @@ class DeviceSharePlugin(Plugin):
                 return None
             ok, why, _ = self._scans.node_fit(vled, req, self.args.policy)
             return None if ok else Unfit(f"{VGPU_ERROR}: {why}")
-        r = self.requests_of(task)
+        r = self._shared_requests(task)
         if r is _NO_REQUEST:
             return None
         bad = self.pre_predicate(task)
@@ -462,7 +481,7 @@ class DeviceSharePlugin(Plugin):
     def node_order_many(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
         """node_order() for each node, a plain vGPU request's from one whole-table scan."""
         w = self.args.weight
-        if w <= 0 or self.requests_of(task) is _NO_REQUEST:
+        if w <= 0 or self._shared_requests(task) is _NO_REQUEST:
             return [0.0] * len(nodes)
         at, req = self._plain_positions(task, nodes)
         if at is None or req is None:
@@ -524,7 +543,7 @@ class DeviceSharePlugin(Plugin):
 
     def device_score(self, task: TaskInfo, node: NodeInfo) -> float:
         """Sum of the used kinds' device scores on the node (before rounding and weight)."""
-        r = self.requests_of(task)
+        r = self._shared_requests(task)
         s = 0.0
         if r.share is not None:
             led = node.devices.get(gpushare.KIND)
@@ -550,7 +569,7 @@ class DeviceSharePlugin(Plugin):
 
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
         w = self.args.weight
-        if w <= 0 or self.requests_of(task) is _NO_REQUEST:
+        if w <= 0 or self._shared_requests(task) is _NO_REQUEST:
             return 0.0
         s = self.device_score(task, node)
         return float(int(s + 0.5) * w)  # round half up, then weight (spec 1.2)
@@ -589,7 +608,7 @@ class DeviceSharePlugin(Plugin):
         if event.restore:
             self._restore(task, node)
             return
-        r = self.requests_of(task)
+        r = self._shared_requests(task)
         if r is _NO_REQUEST:
             return
         # pre_predicate refuses exactly the requests with an error: asked only then
@@ -643,7 +662,8 @@ class DeviceSharePlugin(Plugin):
             return
         segments = self._commit_segments(led, task, req)
         self._lock(task, node, ann.LOCK_VGPU)  # vGPU locks after the live fit, before annotating
-        led.add_pod(task.uid, req.group_key, segments)
+        # the pod's own group key: `req` may be its template's (see _parse_template)
+        led.add_pod(task.uid, ann.pod_group_key(task.namespace, task.pod.annotations), segments)
         ids = ann.encode_pod_devices(segments)
         use = vgpu.usage_of_segments(segments)
         if use is not None:  # what the session's close would decode from `ids`

@@ -262,7 +262,7 @@ class EventRecorder:
             }
 
             async def create() -> None:
-                await client.request("POST", resource_path("/api/v1", "events", ns), body=body)
+                await client.request("POST", resource_path("/api/v1", "events", ns), body=body, decode=False)
                 self.created += 1
 
             self.queue.submit("|".join(key), create, replace=False)
@@ -271,7 +271,7 @@ class EventRecorder:
             path = resource_path("/api/v1", "events", ns, seen.event_name)
 
             async def bump() -> None:
-                await client.request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+                await client.request("PATCH", path, body=patch, content_type=MERGE_PATCH, decode=False)
                 self.patched += 1
 
             self.queue.submit("|".join(key), bump, replace=False)

@@ -357,13 +357,14 @@ class KubeClient:
         timeout: float,
         fenced: bool,
         term: int | None,
+        bucket: TokenBucket | None = None,
     ) -> Answer:
         """A write through the keep-alive client: its 2xx answer, or ApiError as `_send` gives.
 
         The same token, credentials, fence check and header lines as `_headers` and `_send`,
         with the lines rendered once per content type and credentials instead of a dict built
         and rendered for every Binding and event."""
-        delay = self.bucket_for(path).reserve()
+        delay = (bucket or self.bucket_for(path)).reserve()
         if delay > 0:
             await asyncio.sleep(delay)
         cfg = self.api.configuration
@@ -498,13 +499,12 @@ class KubeClient:
         A plain request rather than the generated `create_namespaced_pod_binding`, whose model
         validation and serialisation cost more CPU than the request itself at 1,000 binds a second.
         """
-        await self.request(
-            "POST",
-            resource_path("/api/v1", "pods", namespace, name, "binding"),
-            body=body,
-            term=term,
-            decode=False,
-        )
+        path = resource_path("/api/v1", "pods", namespace, name, "binding")
+        if self.writer is not None:  # `request`'s write, with the core clientset's bucket known
+            timeout = self.options.request_timeout
+            await self._write(self.writer, "POST", path, None, body, None, timeout, True, term, self.bucket)
+            return
+        await self.request("POST", path, body=body, term=term, decode=False)
 
 
 def _decoded(

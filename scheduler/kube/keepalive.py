@@ -218,7 +218,7 @@ class KeepAliveClient:
             host_header += f":{url.port}"
         self._host_line = f"Host: {host_header}\r\n"
         self._idle: list[_Connection] = []
-        self._slots = _Slots(max_connections)
+        self._slots = Slots(max_connections)
         self.opened = 0  # connections opened, for tests and logs
         self._closed = False
         # connections with a request in flight, and the one timer that fails those not answered
@@ -354,7 +354,7 @@ def header_lines(headers: dict[str, str]) -> str:
     return "".join([f"{k}: {v}\r\n" for k, v in headers.items()])
 
 
-class _Slots:
+class Slots:
     """At most `n` requests at once, later ones served in arrival order: `asyncio.Semaphore`,
     without a coroutine to enter and one to leave for every request that need not wait."""
 

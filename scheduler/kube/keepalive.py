@@ -340,7 +340,7 @@ class KeepAliveClient:
         idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
-        if self._timer is not None:
+        if self._timer is not None and not self._busy:  # requests in flight keep their deadline
             self._timer.cancel()
             self._timer = None
 

@@ -24,6 +24,7 @@ from scheduler.kube.cache import SchedulerCache
 from scheduler.kube.client import MERGE_PATCH, ApiError, Fenced, KubeClient, resource_path, status_error
 from scheduler.kube.earlybind import SENT, UNSENT, CommitSender, Early, Endpoint, binding_body
 from scheduler.kube.fence import Fence
+from scheduler.kube.keepalive import Slots
 from scheduler.kube.status import EventRecorder, StatusWriter, pod_ref, podgroup_ref
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model.objects import TaskInfo
@@ -58,7 +59,7 @@ class Binder:
         self.dry_run = dry_run
         self.attempts = attempts
         self.concurrency = concurrency
-        self._sem = asyncio.Semaphore(concurrency)
+        self._sem = Slots(concurrency)
         self._tasks: set[asyncio.Task[Any]] = set()
         # set while no batch is in flight: the next session waits on it (scheduler/pacing.py)
         self.settled = asyncio.Event()
@@ -233,13 +234,18 @@ class Binder:
             log.warning("node lock failed", node=node, lock=key, error=str(exc))
 
     async def _bind_guarded(self, d: BindDecision, term: int | None = 0) -> str:
-        async with self._sem:
-            try:
-                return await self._bind(d, term)
-            except Exception as exc:  # the pod must never stay claimed by a bug
-                self.cache.bind_failed(d.task.key)
-                log.error("bind crashed", pod=d.task.key, error=f"{type(exc).__name__}: {exc}")
-                return "error"
+        slots = self._sem
+        waiting = slots.take()
+        if waiting is not None:
+            await slots.wait(waiting)
+        try:
+            return await self._bind(d, term)
+        except Exception as exc:  # the pod must never stay claimed by a bug
+            self.cache.bind_failed(d.task.key)
+            log.error("bind crashed", pod=d.task.key, error=f"{type(exc).__name__}: {exc}")
+            return "error"
+        finally:
+            slots.give()
 
     # ------------------------------------------------------------------ one bind --
     async def _bind(self, d: BindDecision, term: int | None = 0) -> str:

@@ -28,7 +28,7 @@ from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
-from scheduler.kube.keepalive import Answer, KeepAliveClient, TransportError
+from scheduler.kube.keepalive import Answer, KeepAliveClient, TransportError, header_lines
 
 try:  # a dependency: 3-5x faster than json on every watch event and the 150,000-pod initial list
     from orjson import dumps as json_dumps
@@ -253,6 +253,10 @@ class KubeClient:
         # writes (every method but GET) go through a lean keep-alive client: a burst's Bindings
         # and events cost aiohttp's client more CPU than their decisions (scheduler/kube/keepalive.py)
         self.writer = _keepalive_client(api)
+        # the rendered header lines of writes: (content type, credentials) -> lines; the
+        # defaults they were rendered from (the cache is dropped when those change)
+        self._lines: dict[tuple[str | None, bool, bool, str | None], str] = {}
+        self._lines_defaults: dict[str, str] = {}
 
     @classmethod
     async def create(cls, options: ClientOptions) -> KubeClient:
@@ -353,21 +357,60 @@ class KubeClient:
         timeout: float,
         fenced: bool,
         term: int | None,
+        bucket: TokenBucket | None = None,
     ) -> Answer:
-        """A write through the keep-alive client: its 2xx answer, or ApiError as `_send` gives."""
-        headers = await self._headers(method, path, content_type, fenced, term)
+        """A write through the keep-alive client: its 2xx answer, or ApiError as `_send` gives.
+
+        The same token, credentials, fence check and header lines as `_headers` and `_send`,
+        with the lines rendered once per content type and credentials instead of a dict built
+        and rendered for every Binding and event."""
+        delay = (bucket or self.bucket_for(path)).reserve()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        cfg = self.api.configuration
+        # an exec/OIDC token is refreshed by this call when due (as `credentials` does)
+        bearer = "BearerToken" in cfg.api_key
+        token = await cfg.get_api_key_with_prefix("BearerToken") if bearer else None
+        lines = self._write_lines(content_type, body is not None, bearer, token)
+        # checked after every wait (the token, a token refresh) and with none before the send: a
+        # write held up across a pause must not go
+        if fenced and self.write_guard is not None and not self.write_guard(term):
+            raise Fenced(method, path)
+        self.requests += 1
         data: bytes | None = None
         if body is not None:
-            headers.setdefault("Content-Type", "application/json")
             data = body if isinstance(body, bytes) else json_dumps(body)
         target = path + "?" + _query_string(query) if query else path
         try:
-            answer = await writer.request(method, target, headers, data, timeout)
+            answer = await writer.request_lines(method, target, lines, data, timeout)
         except TransportError as exc:
             raise ApiError(0, "ConnectionError", f"{method} {path}: {exc}") from None
         if not 200 <= answer.status < 300:
             raise status_error(answer.status, answer.body, {"Retry-After": answer.retry_after})
         return answer
+
+    def _write_lines(self, content_type: str | None, has_body: bool, bearer: bool, token: str | None) -> str:
+        """The header lines of a write: `credentials(content_type)`'s headers (a body's type
+        JSON unless said), rendered in the same order."""
+        defaults = self.api.default_headers
+        if defaults != self._lines_defaults:
+            self._lines.clear()
+            self._lines_defaults = dict(defaults)
+        key = (content_type, has_body, bearer, token)
+        lines = self._lines.get(key)
+        if lines is None:
+            headers = {**defaults, "Accept": "application/json"}
+            if content_type:
+                headers["Content-Type"] = content_type
+            if bearer:
+                headers["authorization"] = token  # type: ignore[assignment]
+            if has_body:
+                headers.setdefault("Content-Type", "application/json")
+            lines = header_lines(headers)
+            if len(self._lines) >= 16:  # tokens that rotate: keep only the recent ones
+                self._lines.clear()
+            self._lines[key] = lines
+        return lines
 
     async def request(
         self,
@@ -456,13 +499,12 @@ class KubeClient:
         A plain request rather than the generated `create_namespaced_pod_binding`, whose model
         validation and serialisation cost more CPU than the request itself at 1,000 binds a second.
         """
-        await self.request(
-            "POST",
-            resource_path("/api/v1", "pods", namespace, name, "binding"),
-            body=body,
-            term=term,
-            decode=False,
-        )
+        path = resource_path("/api/v1", "pods", namespace, name, "binding")
+        if self.writer is not None:  # `request`'s write, with the core clientset's bucket known
+            timeout = self.options.request_timeout
+            await self._write(self.writer, "POST", path, None, body, None, timeout, True, term, self.bucket)
+            return
+        await self.request("POST", path, body=body, term=term, decode=False)
 
 
 def _decoded(

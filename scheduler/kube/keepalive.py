@@ -23,6 +23,7 @@ is gone (404, which the evictor accepts), and status and lock patches write the 
 from __future__ import annotations
 
 import asyncio
+import collections
 import ssl
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -50,7 +51,7 @@ class _Connection(asyncio.Protocol):
     waiting request its `Answer` in one step, where streams took a write, a drain, a read of the
     head and a read of the body, each a coroutine of its own, for every request."""
 
-    __slots__ = ("_body_at", "_buf", "_got", "_head", "_waiter", "closed", "transport", "used")
+    __slots__ = ("_body_at", "_buf", "_got", "_head", "_waiter", "closed", "deadline", "transport", "used")
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
@@ -61,6 +62,7 @@ class _Connection(asyncio.Protocol):
         self._got = False  # some byte of the current answer arrived
         self._head: tuple[int, int | None, bool, bool, str | None] | None = None
         self._body_at = 0
+        self.deadline = 0.0  # loop time by which the request in flight must be answered
 
     # ------------------------------------------------------------------ asyncio.Protocol --
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -156,6 +158,12 @@ class _Connection(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_result((answer, keep))
 
+    def expire(self) -> None:
+        """The request in flight was not answered in time."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(TimeoutError())
+
     def _fail(self, exc: Exception) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
@@ -210,33 +218,50 @@ class KeepAliveClient:
             host_header += f":{url.port}"
         self._host_line = f"Host: {host_header}\r\n"
         self._idle: list[_Connection] = []
-        self._slots = asyncio.Semaphore(max_connections)
+        self._slots = Slots(max_connections)
         self.opened = 0  # connections opened, for tests and logs
         self._closed = False
+        # connections with a request in flight, and the one timer that fails those not answered
+        # by their deadline: a timer per request (scheduled, then cancelled with the answer) was
+        # a twentieth of a Binding's client CPU
+        self._busy: set[_Connection] = set()
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
 
     async def request(
         self, method: str, target: str, headers: dict[str, str], body: bytes | None, timeout: float
     ) -> Answer:
         """Send one request; the answer whatever its status, or TransportError."""
-        lines = [f"{method} {self.prefix}{target} HTTP/1.1\r\n", self._host_line]
-        lines += [f"{k}: {v}\r\n" for k, v in headers.items()]
-        lines.append(f"Content-Length: {len(body) if body else 0}\r\n\r\n")
-        data = "".join(lines).encode("latin-1")
+        return await self.request_lines(method, target, header_lines(headers), body, timeout)
+
+    async def request_lines(
+        self, method: str, target: str, lines: str, body: bytes | None, timeout: float
+    ) -> Answer:
+        """`request` with the headers already rendered by `header_lines` (callers that send the
+        same headers again and again render them once)."""
+        data = (
+            f"{method} {self.prefix}{target} HTTP/1.1\r\n{self._host_line}{lines}"
+            f"Content-Length: {len(body) if body else 0}\r\n\r\n"
+        ).encode("latin-1")
         if body:
             data += body
-        async with self._slots:
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + timeout
-            try:
-                return await self._exchange(data, deadline)
-            except TimeoutError:
-                raise TransportError(f"no answer within {timeout:g}s") from None
+        slots = self._slots
+        waiting = slots.take()
+        if waiting is not None:
+            await slots.wait(waiting)
+        try:
+            deadline = asyncio.get_running_loop().time() + timeout
+            return await self._exchange(data, deadline)
+        except TimeoutError:
+            raise TransportError(f"no answer within {timeout:g}s") from None
+        finally:
+            slots.give()
 
     async def _exchange(self, data: bytes, deadline: float) -> Answer:
         while True:
-            conn = await self._connection(deadline)
+            conn = self._idle_connection() or await self._connection(deadline)
             try:
-                answer, keep = await _answer(conn, data, deadline)
+                answer, keep = await self._answer(conn, data, deadline)
             except _Unanswered as exc:
                 conn.close()
                 if conn.used:  # closed by the server while idle: the request never reached it
@@ -252,12 +277,15 @@ class KeepAliveClient:
                 conn.close()
             return answer
 
-    async def _connection(self, deadline: float) -> _Connection:
+    def _idle_connection(self) -> _Connection | None:
         while self._idle:
             conn = self._idle.pop()  # the most recently used: the least likely to be closed idle
             if conn.usable():
                 return conn
             conn.close()
+        return None
+
+    async def _connection(self, deadline: float) -> _Connection:
         loop = asyncio.get_running_loop()
         conn = _Connection()
         try:
@@ -274,11 +302,93 @@ class KeepAliveClient:
         self.opened += 1
         return conn
 
+    async def _answer(self, conn: _Connection, data: bytes, deadline: float) -> tuple[Answer, bool]:
+        """Send `data` on `conn` and wait for its answer until `deadline` (TimeoutError after it)."""
+        waiter = conn.send(data)
+        conn.deadline = deadline
+        busy = self._busy
+        busy.add(conn)
+        if self._timer is None or deadline < self._timer_at:
+            self._arm(deadline)
+        try:
+            return await waiter
+        finally:
+            busy.discard(conn)
+
+    def _arm(self, at: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = asyncio.get_running_loop().call_at(at, self._sweep)
+        self._timer_at = at
+
+    def _sweep(self) -> None:
+        """Fail the requests past their deadline; the timer then waits for the next deadline."""
+        self._timer = None
+        # a timer may fire a little before its time (the loop's clock resolution)
+        now = asyncio.get_running_loop().time() + _EARLY_S
+        nearest: float | None = None
+        for conn in list(self._busy):
+            if conn.deadline <= now:
+                conn.expire()
+            elif nearest is None or conn.deadline < nearest:
+                nearest = conn.deadline
+        if nearest is not None:
+            self._arm(nearest)
+
     async def close(self) -> None:
         self._closed = True
         idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
+        if self._timer is not None and not self._busy:  # requests in flight keep their deadline
+            self._timer.cancel()
+            self._timer = None
+
+
+# how early the deadline timer may fire and still fail a request (clock resolution)
+_EARLY_S = 0.002
+
+
+def header_lines(headers: dict[str, str]) -> str:
+    """Headers as the lines of a request head (each ending in CRLF)."""
+    return "".join([f"{k}: {v}\r\n" for k, v in headers.items()])
+
+
+class Slots:
+    """At most `n` requests at once, later ones served in arrival order: `asyncio.Semaphore`,
+    without a coroutine to enter and one to leave for every request that need not wait."""
+
+    __slots__ = ("free", "waiters")
+
+    def __init__(self, n: int) -> None:
+        self.free = n
+        self.waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    def take(self) -> asyncio.Future[None] | None:
+        """A slot now (None), or the future that gets one (pass it to `wait`)."""
+        if self.free > 0 and not self.waiters:
+            self.free -= 1
+            return None
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append(fut)
+        return fut
+
+    async def wait(self, fut: asyncio.Future[None]) -> None:
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():  # handed a slot, then cancelled: pass it on
+                self.give()
+            raise
+
+    def give(self) -> None:
+        """Return a slot: to the first waiter still waiting, else to the pool."""
+        while self.waiters:
+            fut = self.waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                return
+        self.free += 1
 
 
 class _Unanswered(Exception):
@@ -293,6 +403,15 @@ def _parse_head(head: bytes) -> tuple[int, int | None, bool, bool, str | None]:
         raise TransportError(f"not an HTTP/1.x answer: {status_line[:80]!r}")
     status = int(parts[1])
     keep = parts[0] != b"HTTP/1.0"
+    quick = _plain_head(rest)
+    if quick is not None:
+        return status, quick, False, keep, None
+    return (status, *_read_lines(rest, keep))
+
+
+def _read_lines(rest: bytes, keep: bool) -> tuple[int | None, bool, bool, str | None]:
+    """(Content-Length, chunked, keep-alive, Retry-After) from the header lines `rest`, one line
+    at a time (`keep`: what the status line says)."""
     length: int | None = None
     chunked = False
     retry_after: str | None = None
@@ -313,22 +432,23 @@ def _parse_head(head: bytes) -> tuple[int, int | None, bool, bool, str | None]:
             keep = v != b"close" if keep else v == b"keep-alive"
         elif name == b"retry-after":
             retry_after = value.strip().decode("latin-1")
-    return status, None if chunked else length, chunked, keep, retry_after
+    return None if chunked else length, chunked, keep, retry_after
 
 
-def _expire(waiter: asyncio.Future[tuple[Answer, bool]]) -> None:
-    if not waiter.done():
-        waiter.set_exception(TimeoutError())
-
-
-async def _answer(conn: _Connection, data: bytes, deadline: float) -> tuple[Answer, bool]:
-    """Send `data` on `conn` and wait for its answer until `deadline` (TimeoutError after it).
-
-    One timer a request, cancelled with the answer: `asyncio.timeout` around the exchange
-    rescheduled, entered and left a timeout object for every Binding and event."""
-    waiter = conn.send(data)
-    timer = asyncio.get_running_loop().call_at(deadline, _expire, waiter)
+def _plain_head(rest: bytes) -> int | None:
+    """The Content-Length of the header lines `rest` when they say nothing else `_parse_head`
+    reads (no Transfer-Encoding, Connection or Retry-After anywhere, one Content-Length line):
+    the head of nearly every answer, found by a few searches instead of a split of each line.
+    None when the lines must be read one by one."""
+    low = rest.lower()
+    if b"transfer-encoding" in low or b"connection" in low or b"retry-after" in low:
+        return None
+    at = low.find(b"content-length:")
+    if at < 0 or (at and low[at - 2 : at] != b"\r\n") or low.find(b"content-length", at + 15) >= 0:
+        return None
+    end = rest.find(b"\r\n", at)
+    value = rest[at + 15 : end if end >= 0 else len(rest)]
     try:
-        return await waiter
-    finally:
-        timer.cancel()
+        return int(value)
+    except ValueError:
+        return None  # the line by line reading refuses it with its own message

@@ -262,7 +262,7 @@ class EventRecorder:
             }
 
             async def create() -> None:
-                await client.request("POST", resource_path("/api/v1", "events", ns), body=body)
+                await client.request("POST", resource_path("/api/v1", "events", ns), body=body, decode=False)
                 self.created += 1
 
             self.queue.submit("|".join(key), create, replace=False)
@@ -271,7 +271,7 @@ class EventRecorder:
             path = resource_path("/api/v1", "events", ns, seen.event_name)
 
             async def bump() -> None:
-                await client.request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+                await client.request("PATCH", path, body=patch, content_type=MERGE_PATCH, decode=False)
                 self.patched += 1
 
             self.queue.submit("|".join(key), bump, replace=False)
@@ -310,6 +310,7 @@ QUEUE_PHASES = (
     ("unknown", PodGroupPhase.UNKNOWN),
     ("completed", PodGroupPhase.COMPLETED),
 )
+_PHASE_FIELD = {phase: name for name, phase in QUEUE_PHASES}
 
 
 # the log field that names the object of each kind of remembered write
@@ -515,13 +516,21 @@ class StatusWriter:
             q: {k: 0 for k, _ in QUEUE_PHASES} for q in self.cache.state.queues
         }
         state = self.cache.state
+        implicit, field_of, get = state.implicit_jobs, _PHASE_FIELD, phases.get
+        # one pass over every PodGroup (20,000 at 150,000 pods) after each busy session: a
+        # lookup of the phase's field, not a walk over the phases
         for uid, job in state.jobs.items():
-            if uid in state.implicit_jobs or job.queue not in counts:
+            if uid in implicit:
                 continue
-            phase = phases.get(uid, job.pod_group_status.phase)
-            for field_name, p in QUEUE_PHASES:
-                if p == phase:
-                    counts[job.queue][field_name] += 1
+            queue_counts = counts.get(job.queue)
+            if queue_counts is None:
+                continue
+            try:
+                field_name = field_of.get(get(uid, job.pod_group_status.phase))
+            except TypeError:  # a phase that is not even a string (a malformed status)
+                continue
+            if field_name is not None:
+                queue_counts[field_name] += 1
         written = 0
         for q, c in counts.items():
             body: dict[str, Any] = dict(c)

@@ -31,7 +31,8 @@ class FakeClient:
         timeout: float | None = None,
         fenced: bool = True,
         term: int | None = None,
-        loads: Any = None,  # answers are objects already: nothing to decode
+        decode: bool = True,  # answers are objects already: nothing to decode
+        loads: Any = None,
     ) -> Any:
         self.calls.append((method, path, body))
         await asyncio.sleep(0)

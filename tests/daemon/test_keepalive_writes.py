@@ -11,11 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from scheduler.framework.cycle import BindDecision
 from scheduler.kube.binder import Binder
 from scheduler.kube.cache import SchedulerCache
 from scheduler.kube.client import ApiError, ClientOptions, KubeClient
+from scheduler.kube.keepalive import KeepAliveClient, TransportError, _parse_head, _read_lines
 from scheduler.kube.status import EventRecorder, StatusWriter
 from scheduler.metrics import SchedulerMetrics
 from scheduler.sim.apiserver import ApiServer
@@ -380,3 +383,147 @@ async def test_a_connection_whose_answer_timed_out_is_not_used_again() -> None:
         finally:
             await client.close()
     assert [c for c, _line in srv.requests] == [0, 1]
+
+
+# ------------------------------------------------------------- answer heads, deadlines, slots --
+_HEADER_LINES = [
+    b"Content-Type: application/json",
+    b"Content-Length: 57",
+    b"content-length: 8",
+    b"Content-Length : 9",
+    b" Content-Length: 10",
+    b"Content-Length: x1",
+    b"X-Content-Length: 3",
+    b"Audit-Id: content-length",
+    b"Date: Fri, 27 Nov 2026 09:00:00 GMT",
+    b"Transfer-Encoding: chunked",
+    b"Connection: close",
+    b"Connection: keep-alive",
+    b"Retry-After: 3",
+    b"Cache-Control: no-cache, private",
+    b"no colon here",
+]
+
+
+@given(
+    status=st.sampled_from([b"HTTP/1.1 201 Created", b"HTTP/1.0 200 OK", b"HTTP/1.1 429 Too Many"]),
+    lines=st.lists(st.sampled_from(_HEADER_LINES), max_size=6),
+)
+@example(status=b"HTTP/1.1 201 Created", lines=[b"Content-Length: 57", b"Connection: close"])
+@example(status=b"HTTP/1.0 200 OK", lines=[b"Connection: keep-alive", b"Content-Length: 57"])
+@example(status=b"HTTP/1.1 201 Created", lines=[b"Content-Length: 57", b"Retry-After: 3"])
+@example(status=b"HTTP/1.1 201 Created", lines=[b"Content-Length: 57", b"Transfer-Encoding: chunked"])
+@example(status=b"HTTP/1.1 201 Created", lines=[b"X-Content-Length: 3", b"Content-Length: 57"])
+@example(status=b"HTTP/1.1 201 Created", lines=[b"Content-Length: 57", b"Content-Length: 8"])
+def test_an_answer_head_reads_the_same_with_or_without_the_quick_path(
+    status: bytes, lines: list[bytes]
+) -> None:
+    """The quick reading of a plain head (`_plain_head`) gives what reading it line by line gives,
+    and a head it cannot read quickly is read line by line."""
+    head = b"\r\n".join([status, *lines]) + b"\r\n\r\n"
+    rest = head.partition(b"\r\n")[2]
+    keep = not status.startswith(b"HTTP/1.0")
+    try:
+        slow: tuple[Any, ...] = (int(status.split()[1]), *_read_lines(rest, keep))
+    except TransportError as exc:
+        with pytest.raises(TransportError) as err:
+            _parse_head(head)
+        assert str(err.value) == str(exc)
+        return
+    assert _parse_head(head) == slow
+
+
+async def test_each_request_keeps_its_own_deadline_with_one_timer_for_all() -> None:
+    """A short timeout fails its request on time while a longer one beside it, on another
+    connection, is still answered; the client's timer serves both."""
+
+    async def answer(conn: int, _n: int, _r: asyncio.StreamReader, w: asyncio.StreamWriter) -> bool:
+        await asyncio.sleep(0.4 if conn == 0 else 0.6)
+        w.write(OK)
+        return True
+
+    srv = BareServer(answer)
+    async with srv as url:
+        client = await _client(url)
+        try:
+            t0 = time.monotonic()
+            slow = asyncio.ensure_future(client.request("POST", "/api/v1/namespaces/c1/events", body={}))
+            await asyncio.sleep(0.05)  # the second request takes the second connection
+            with pytest.raises(ApiError) as err:
+                await client.request("POST", "/api/v1/namespaces/c1/events", body={}, timeout=0.2)
+            assert 0.2 <= time.monotonic() - t0 < 0.4 and err.value.status == 0
+            assert await slow == {}
+        finally:
+            await client.close()
+
+
+async def test_requests_beyond_the_connection_limit_wait_their_turn() -> None:
+    busy = [0, 0]  # requests being answered now, the most at once
+
+    async def answer(_c: int, _n: int, _r: asyncio.StreamReader, w: asyncio.StreamWriter) -> bool:
+        busy[0] += 1
+        busy[1] = max(busy)
+        await asyncio.sleep(0.02)
+        busy[0] -= 1
+        w.write(OK)
+        return True
+
+    srv = BareServer(answer)
+    async with srv as url:
+        writer = KeepAliveClient(url, max_connections=2)
+        try:
+            sends = [
+                asyncio.ensure_future(
+                    writer.request("POST", f"/api/v1/namespaces/c1/events?n={i}", {}, b"{}", 5.0)
+                )
+                for i in range(6)
+            ]
+            await asyncio.sleep(0)  # the first two have their slots, the others wait
+            waiting = asyncio.ensure_future(writer.request("POST", "/x", {}, b"{}", 5.0))
+            await asyncio.sleep(0)
+            waiting.cancel()  # a request cancelled while it waits for a slot takes none away
+            answers = await asyncio.gather(*sends)
+        finally:
+            await writer.close()
+    assert [a.status for a in answers] == [201] * 6
+    assert writer.opened == 2 and busy[1] == 2
+    numbers = sorted(int(line.split(b"=")[1].split()[0]) for _c, line in srv.requests)
+    assert numbers == list(range(6))  # the cancelled one was never sent
+
+
+async def test_writes_send_the_headers_credentials_gives() -> None:
+    """The header lines of a write, rendered once and kept, are `credentials()`'s headers (a
+    body's type JSON unless said) in the same order, with a token when the config has one."""
+    seen: list[bytes] = []
+
+    async def answer(_c: int, _n: int, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> bool:
+        w.write(OK)
+        return True
+
+    srv = BareServer(answer)
+    async with srv as url:
+        client = await _client(url)
+        real = client.writer
+        assert real is not None
+        send = real.request_lines
+
+        async def spy(method: str, target: str, lines: str, body: bytes | None, timeout: float) -> Any:
+            seen.append(lines.encode())
+            return await send(method, target, lines, body, timeout)
+
+        real.request_lines = spy  # type: ignore[method-assign]
+        try:
+            client.api.configuration.api_key["BearerToken"] = "t0k"
+            client.api.configuration.api_key_prefix["BearerToken"] = "Bearer"
+            for ctype in (None, "application/merge-patch+json"):
+                for body in (None, {"a": 1}):
+                    await client.request("PATCH", "/api/v1/nodes/n1", body=body, content_type=ctype)
+                    expected = await client.credentials(ctype)
+                    if body is not None:
+                        expected.setdefault("Content-Type", "application/json")
+                    assert seen[-1] == "".join(f"{k}: {v}\r\n" for k, v in expected.items()).encode()
+            client.api.configuration.api_key["BearerToken"] = "n3w"  # a refreshed token is sent
+            await client.request("PATCH", "/api/v1/nodes/n1", body={})
+            assert b"authorization: Bearer n3w\r\n" in seen[-1]
+        finally:
+            await client.close()

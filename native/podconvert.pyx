@@ -18,7 +18,14 @@ from types import MemberDescriptorType
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 
 from scheduler.model import convert as C
-from scheduler.model.objects import PodInfo, TaskInfo, TaskStatus
+from scheduler.model.objects import (
+    ALLOCATED_STATUSES,
+    ON_NODE_STATUSES,
+    READY_STATUSES,
+    PodInfo,
+    TaskInfo,
+    TaskStatus,
+)
 
 cdef object _py_pod_to_task = C.pod_to_task
 cdef object _py_shape = C._shape
@@ -440,3 +447,94 @@ cdef object _convert(dict pod, dict md, dict spec, dict status, list raw_contain
     _put(task, T_LAST_TX, None)
     _put(task, T_BIND_ANNOTATIONS, {})
     return task
+
+
+# ---------------------------------------------------------------------- the pod's attach --
+cdef object _ON_NODE = ON_NODE_STATUSES
+cdef object _ALLOCATED = ALLOCATED_STATUSES
+cdef object _READY = frozenset(READY_STATUSES)
+cdef object _PIPELINED = TaskStatus.PIPELINED
+
+
+def add_listed_pod(state, task, key=None):
+    """Compiled twin of `ClusterState.add_listed_pod` (`add_listed_pod_py` there) for the usual
+    pod of a list: ours, on a node the state has, in a job it has, with no scalar resources, host
+    ports or affinity, a key and uid that are new. The same operations in the same order as the
+    twin (the same floats); any other pod goes to the twin before anything is changed.
+    `tests/unit/test_cluster_bulk.py` compares the state both leave with `apply_pod`'s."""
+    pod = task.pod
+    job_uid = task.job
+    node_name = task.node_name
+    status = task.status
+    req = task.resreq
+    if (
+        not job_uid
+        or not node_name
+        or status is _RELEASING
+        or status is _PIPELINED
+        or status not in _ON_NODE
+        or req.scalars
+        or pod.affinity
+        or pod.host_ports
+        or pod.scheduler_name not in state.options.scheduler_names
+    ):
+        return state.add_listed_pod_py(task, key)
+    if key is None:
+        key = f"{task.namespace}/{task.name}"
+    pod_keys = state.pod_keys
+    node = (<dict?>state.nodes).get(node_name)
+    job = (<dict?>state.jobs).get(job_uid)
+    uid = task.uid
+    if key in pod_keys or node is None or job is None or node._shared or job._shared or uid in node.tasks:
+        return state.add_listed_pod_py(task, key)
+    tasks = <dict?>state.tasks
+    cdef Py_ssize_t known = len(tasks)
+    tasks[uid] = task
+    pod_keys[key] = uid
+    cpu, mem, pods = req.milli_cpu, req.memory, req.pods
+    # NodeInfo.add_task
+    node.version = node.version + 1
+    idle, used = node.idle, node.used
+    idle.milli_cpu = idle.milli_cpu - cpu
+    idle.memory = idle.memory - mem
+    idle.pods = idle.pods - pods
+    used.milli_cpu = used.milli_cpu + cpu
+    used.memory = used.memory + mem
+    used.pods = used.pods + pods
+    node.tasks[uid] = task
+    state._dirty_nodes.add(node.name)
+    # JobInfo.add_task
+    job.tasks[uid] = task
+    index = <dict?>job.task_status_index
+    bucket = index.get(status)
+    if bucket is None:
+        bucket = index[status] = {}
+    if uid not in bucket:
+        if status in _READY:
+            ready = job._ready
+            ready[0] = ready[0] + 1
+        elif status is _PENDING and task.best_effort:
+            ready = job._ready
+            ready[1] = ready[1] + 1
+    bucket[uid] = task
+    total = job.total_request
+    total.milli_cpu = total.milli_cpu + cpu
+    total.memory = total.memory + mem
+    total.pods = total.pods + pods
+    out = None
+    if status in _ALLOCATED:
+        out = job.allocated
+    elif status is _PENDING:
+        out = job.pending_request
+    if out is not None:
+        out.milli_cpu = out.milli_cpu + cpu
+        out.memory = out.memory + mem
+        out.pods = out.pods + pods
+    juid = job.uid
+    state._dirty_jobs.add(juid)
+    if index.get(_PENDING) and (<dict>state.jobs).get(juid) is job:
+        state._pending_jobs.add(juid)
+    else:
+        state._pending_jobs.discard(juid)
+    state.generation = state.generation + 1
+    return len(tasks) > known

@@ -277,7 +277,9 @@ class ClusterState:
         the dozen calls per pod of `_attach` (a quarter of an initial sync of 600,000 pods).
         Anything else (a key already known, a node view or job view of a session, scalar
         resources, host ports, affinity, a task the node already holds) takes those methods.
-        `tests/unit/test_cluster_bulk.py` compares the state with `apply_pod`'s."""
+        Compiled when built (`native/podconvert.pyx`: `add_listed_pod`, which hands any pod but
+        the usual one to this, `add_listed_pod_py`); `tests/unit/test_cluster_bulk.py` compares
+        the state both leave with `apply_pod`'s."""
         pod = task.pod
         ours = pod.scheduler_name in self.options.scheduler_names
         if not task.job and ours:
@@ -334,6 +336,9 @@ class ClusterState:
                     self._pending_jobs.discard(job.uid)
         self.generation += 1
         return len(tasks) > known
+
+    # the pure-Python form, which the compiled one falls back on
+    add_listed_pod_py = add_listed_pod
 
     def apply_pod_status(self, task: TaskInfo, update: StatusUpdate) -> None:
         """A new status for a pod whose other fields did not change (see `podstatus`): the same
@@ -779,3 +784,9 @@ class ClusterState:
         if why:
             return f"PodGroup {uid} is malformed and was skipped: {why}"
         return f"PodGroup {uid} does not exist"
+
+
+# the compiled `add_listed_pod` when built (the twin above otherwise, or under VC_SCHEDULER_PURE)
+_compiled_add_listed_pod = getattr(convert_impl, "add_listed_pod", None)
+if _compiled_add_listed_pod is not None:
+    ClusterState.add_listed_pod = _compiled_add_listed_pod  # type: ignore[method-assign]

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
+import random
 from enum import Enum
 from typing import Any
 
 import pytest
 
+from scheduler.model import podconvert_impl
 from scheduler.model.cluster import ClusterState, convert_pod
 from scheduler.model.job import JobInfo
 from scheduler.model.node import NodeInfo
@@ -116,20 +119,33 @@ def _by_apply(pods: list[Any]) -> ClusterState:
     return state
 
 
-def _by_listing(pods: list[Any]) -> tuple[ClusterState, list[bool]]:
+# the forms of add_listed_pod: the compiled one when built, and the pure-Python twin
+_NATIVE = getattr(podconvert_impl.native_module(), "add_listed_pod", None)
+_FORMS = {"pure": ClusterState.add_listed_pod_py, **({"compiled": _NATIVE} if _NATIVE else {})}
+
+
+def _by_listing(pods: list[Any], form: str = "pure") -> tuple[ClusterState, list[bool]]:
+    add = _FORMS[form]
     state = ClusterState()
     _base(state)
     new: list[bool] = []
     for p in pods:
         with contextlib.suppress(_REFUSED):
-            new.append(state.add_listed_pod(convert_pod(p, state.priority_classes)))
+            new.append(add(state, convert_pod(p, state.priority_classes), None))
     return state, new
 
 
+def test_the_compiled_form_is_used_when_built() -> None:
+    if _NATIVE is None or os.environ.get("VC_SCHEDULER_PURE", "") not in ("", "0"):
+        pytest.skip("scheduler._native.podconvert is not built, or not chosen")
+    assert ClusterState.add_listed_pod is _NATIVE
+
+
+@pytest.mark.parametrize("form", sorted(_FORMS))
 @pytest.mark.parametrize("order", ["listed", "reversed"])
-def test_a_listed_pod_leaves_the_state_apply_pod_leaves(order: str) -> None:
+def test_a_listed_pod_leaves_the_state_apply_pod_leaves(order: str, form: str) -> None:
     pods = _pods() if order == "listed" else _pods()[::-1]
-    listed, _ = _by_listing(copy.deepcopy(pods))
+    listed, _ = _by_listing(copy.deepcopy(pods), form)
     applied = _by_apply(copy.deepcopy(pods))
     assert picture(listed) == picture(applied)
     # the branches this test is for were met: a refused pod, one off its node, an orphan, an
@@ -139,9 +155,46 @@ def test_a_listed_pod_leaves_the_state_apply_pod_leaves(order: str) -> None:
     assert listed.nodes["n2"].used_ports and listed.nodes["n1"].used.scalars
 
 
-def test_it_says_which_pods_are_new() -> None:
+def _many(seed: int) -> list[Any]:
+    """Pods as a busy cluster lists them: gangs on nodes, a few pending, other statuses now and then."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(300):
+        kind = rng.random()
+        where = f"n{rng.randrange(4)}"  # n3 is not there: those pods wait off their node
+        if kind < 0.7:
+            phase = rng.choice(["Running", "Running", "Pending", "Succeeded", "Failed", "Weird"])
+            p = pod(
+                f"m{i}",
+                cpu=rng.choice(["1", "250m", "0.1"]),
+                group=rng.choice(["g1", "g2", "nope"]),
+                node_name=where,
+                phase=phase,
+            )
+        elif kind < 0.85:
+            p = pod(f"m{i}", group="g2", priority=rng.randrange(3))
+        else:
+            p = pod(f"m{i}", node_name=where, phase="Running", cpu=rng.choice(["", "2"]), memory="")
+        if rng.random() < 0.05:
+            p["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        p["metadata"]["uid"] = f"u{i}"
+        out.append(p)
+    return out
+
+
+@pytest.mark.parametrize("form", sorted(_FORMS))
+@pytest.mark.parametrize("seed", range(3))
+def test_many_pods_of_a_list_leave_the_state_apply_pod_leaves(seed: int, form: str) -> None:
+    pods = _many(seed)
+    listed, new = _by_listing(copy.deepcopy(pods), form)
+    assert picture(listed) == picture(_by_apply(copy.deepcopy(pods)))
+    assert all(new) and len(new) == len(pods)
+
+
+@pytest.mark.parametrize("form", sorted(_FORMS))
+def test_it_says_which_pods_are_new(form: str) -> None:
     pods = _pods()
-    _, new = _by_listing(pods)
+    _, new = _by_listing(pods, form)
     state = ClusterState()
     _base(state)
     expected = []
@@ -156,9 +209,10 @@ def test_it_says_which_pods_are_new() -> None:
     assert False in new and True in new
 
 
-def test_then_a_snapshot_and_watch_changes_see_the_same_cluster() -> None:
+@pytest.mark.parametrize("form", sorted(_FORMS))
+def test_then_a_snapshot_and_watch_changes_see_the_same_cluster(form: str) -> None:
     pods = _pods()
-    listed, _ = _by_listing(copy.deepcopy(pods))
+    listed, _ = _by_listing(copy.deepcopy(pods), form)
     applied = _by_apply(copy.deepcopy(pods))
     for state in (listed, applied):
         state.snapshot()

@@ -13,9 +13,19 @@ bad input). `tests/native/test_podconvert_equivalence.py` compares every field o
 """
 
 from sys import intern
+from types import MemberDescriptorType
+
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 
 from scheduler.model import convert as C
-from scheduler.model.objects import PodInfo, TaskInfo, TaskStatus
+from scheduler.model.objects import (
+    ALLOCATED_STATUSES,
+    ON_NODE_STATUSES,
+    READY_STATUSES,
+    PodInfo,
+    TaskInfo,
+    TaskStatus,
+)
 
 cdef object _py_pod_to_task = C.pod_to_task
 cdef object _py_shape = C._shape
@@ -37,6 +47,83 @@ cdef Py_ssize_t _SHAPES_MAX = C._SHAPES_MAX
 
 cdef object _new_pod = PodInfo.__new__
 cdef object _new_task = TaskInfo.__new__
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDef:
+        const char* name
+        int type
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+
+
+cdef int _T_OBJECT_EX = 16  # structmember.h: an object slot, AttributeError while unset
+
+
+cdef Py_ssize_t _slot(type cls, str name) except -1:
+    """Where `cls` keeps its `__slots__` field `name` in an instance, as its slot descriptor
+    says: the conversion writes the fields of a new PodInfo and TaskInfo there, as the
+    descriptor's own `__set__` would, without looking the descriptor up for each of ~40 fields
+    (a sixth of the conversion). ImportError when the class no longer keeps it in a plain object
+    slot: this module is then not used (see scheduler._native.select)."""
+    d = cls.__dict__.get(name)
+    if type(d) is not MemberDescriptorType or (<PyMemberDescrObject*>d).d_member.type != _T_OBJECT_EX:
+        raise ImportError(f"{cls.__name__}.{name} is not an object slot")
+    return (<PyMemberDescrObject*>d).d_member.offset
+
+
+cdef inline void _put(object obj, Py_ssize_t offset, object value):
+    """`obj.<field at offset> = value` (a member descriptor's set: the new reference in, the old out)."""
+    cdef PyObject** at = <PyObject**>((<char*><PyObject*>obj) + offset)
+    cdef PyObject* old = at[0]
+    Py_INCREF(value)
+    at[0] = <PyObject*>value
+    Py_XDECREF(old)
+
+
+cdef Py_ssize_t P_UID = _slot(PodInfo, "uid")
+cdef Py_ssize_t P_NAME = _slot(PodInfo, "name")
+cdef Py_ssize_t P_NAMESPACE = _slot(PodInfo, "namespace")
+cdef Py_ssize_t P_LABELS = _slot(PodInfo, "labels")
+cdef Py_ssize_t P_ANNOTATIONS = _slot(PodInfo, "annotations")
+cdef Py_ssize_t P_SCHEDULER_NAME = _slot(PodInfo, "scheduler_name")
+cdef Py_ssize_t P_NODE_NAME = _slot(PodInfo, "node_name")
+cdef Py_ssize_t P_PHASE = _slot(PodInfo, "phase")
+cdef Py_ssize_t P_DELETING = _slot(PodInfo, "deleting")
+cdef Py_ssize_t P_PRIORITY = _slot(PodInfo, "priority")
+cdef Py_ssize_t P_PRIORITY_CLASS_NAME = _slot(PodInfo, "priority_class_name")
+cdef Py_ssize_t P_CREATION = _slot(PodInfo, "creation")
+cdef Py_ssize_t P_NODE_SELECTOR = _slot(PodInfo, "node_selector")
+cdef Py_ssize_t P_AFFINITY = _slot(PodInfo, "affinity")
+cdef Py_ssize_t P_TOLERATIONS = _slot(PodInfo, "tolerations")
+cdef Py_ssize_t P_HOST_PORTS = _slot(PodInfo, "host_ports")
+cdef Py_ssize_t P_TOPOLOGY_SPREAD = _slot(PodInfo, "topology_spread")
+cdef Py_ssize_t P_CONTAINERS = _slot(PodInfo, "containers")
+cdef Py_ssize_t P_INIT_CONTAINERS = _slot(PodInfo, "init_containers")
+cdef Py_ssize_t P_PREEMPTION_POLICY = _slot(PodInfo, "preemption_policy")
+cdef Py_ssize_t P_SCHEDULING_GATES = _slot(PodInfo, "scheduling_gates")
+cdef Py_ssize_t P_NOMINATED_NODE = _slot(PodInfo, "nominated_node")
+cdef Py_ssize_t P_OWNER_UID = _slot(PodInfo, "owner_uid")
+cdef Py_ssize_t P_SCHEDULED_CONDITION = _slot(PodInfo, "scheduled_condition")
+cdef Py_ssize_t P_RESOURCE_VERSION = _slot(PodInfo, "resource_version")
+cdef Py_ssize_t T_UID = _slot(TaskInfo, "uid")
+cdef Py_ssize_t T_NAME = _slot(TaskInfo, "name")
+cdef Py_ssize_t T_NAMESPACE = _slot(TaskInfo, "namespace")
+cdef Py_ssize_t T_POD = _slot(TaskInfo, "pod")
+cdef Py_ssize_t T_JOB = _slot(TaskInfo, "job")
+cdef Py_ssize_t T_RESREQ = _slot(TaskInfo, "resreq")
+cdef Py_ssize_t T_INIT_RESREQ = _slot(TaskInfo, "init_resreq")
+cdef Py_ssize_t T_BEST_EFFORT = _slot(TaskInfo, "best_effort")
+cdef Py_ssize_t T_STATUS = _slot(TaskInfo, "status")
+cdef Py_ssize_t T_NODE_NAME = _slot(TaskInfo, "node_name")
+cdef Py_ssize_t T_ROLE = _slot(TaskInfo, "role")
+cdef Py_ssize_t T_PRIORITY = _slot(TaskInfo, "priority")
+cdef Py_ssize_t T_PREEMPTABLE = _slot(TaskInfo, "preemptable")
+cdef Py_ssize_t T_INDEX = _slot(TaskInfo, "index")
+cdef Py_ssize_t T_SCHEDULING_GATED = _slot(TaskInfo, "scheduling_gated")
+cdef Py_ssize_t T_LAST_TX = _slot(TaskInfo, "last_tx")
+cdef Py_ssize_t T_BIND_ANNOTATIONS = _slot(TaskInfo, "bind_annotations")
 cdef object _RUNNING = TaskStatus.RUNNING
 cdef object _RELEASING = TaskStatus.RELEASING
 cdef object _PENDING = TaskStatus.PENDING
@@ -57,6 +144,25 @@ cdef list _LAST_CONDITIONS = [None, None]
 
 cdef inline object _shared(str text):
     return intern(text) if len(text) <= 64 else text
+
+
+# the previous pod's namespace, scheduler name and phase as shared (the pods of one workload come
+# one after another in a list): comparing with it is cheaper than interning a fresh string, which
+# hashes it and looks it up in the interpreter's table
+cdef list _LAST_SHARED = [None, None, None]
+# the previous pod's namespace and group name and their job key; its creation time, raw and parsed
+cdef list _LAST_GROUP = [None, None, None]
+cdef list _LAST_CREATION = [None, None]
+
+
+cdef inline str _shared_as_last(str text, int slot):
+    """`_shared(text)`, or the previous pod's shared string for this slot when equal to it."""
+    last = _LAST_SHARED[slot]
+    if last is not None and (<str>last == text):
+        return <str>last
+    out = _shared(text)
+    _LAST_SHARED[slot] = out
+    return out
 
 
 cdef inline str _text(object v):
@@ -182,8 +288,26 @@ cdef object _priority(dict spec, str pcn, object priority_classes, object pod):
 
 cdef object _creation(object value):
     if type(value) is str and value:
-        return _py_parse_rfc3339(value)
+        last = _LAST_CREATION
+        if last[0] is not None and <str>last[0] == <str>value:
+            return last[1]
+        out = _py_parse_rfc3339(value)
+        last[0] = value
+        last[1] = out
+        return out
     return _py_parse_time(value)
+
+
+cdef str _job_key(str namespace, str group):
+    """`_shared(f"{namespace}/{group}")`, the previous pod's when both halves are equal to its."""
+    last = _LAST_GROUP
+    if last[0] is namespace and <str>last[1] == group:
+        return <str>last[2]
+    out = _shared(f"{namespace}/{group}")
+    last[0] = namespace
+    last[1] = group
+    last[2] = out
+    return out
 
 
 cdef object _node_selector(dict spec, object pod):
@@ -241,7 +365,7 @@ def pod_to_task(pod, priority_classes=None):
 
 cdef object _convert(dict pod, dict md, dict spec, dict status, list raw_containers, list raw_inits,
                      str name, object priority_classes):
-    cdef str namespace = _shared(_text(md.get("namespace") or "default"))
+    cdef str namespace = _shared_as_last(_text(md.get("namespace") or "default"), 0)
     cdef str uid = _text(md.get("uid") or f"{namespace}/{name}")
     shape = _pod_shape(spec, raw_containers, raw_inits, pod)
     labels = _pod_str_map(md, "labels", pod, 0)
@@ -249,7 +373,7 @@ cdef object _convert(dict pod, dict md, dict spec, dict status, list raw_contain
     cdef str pcn = _text(spec.get("priorityClassName") or "")
     priority = _priority(spec, pcn, priority_classes, pod)
     cdef str node_name = _shared(_text(spec.get("nodeName") or ""))
-    cdef str phase = _shared(_text(status.get("phase") or "Pending"))
+    cdef str phase = _shared_as_last(_text(status.get("phase") or "Pending"), 2)
     cdef bint deleting = bool(md.get("deletionTimestamp"))
     cond = _scheduled_condition(status)
     cdef str owner_uid = ""
@@ -263,35 +387,36 @@ cdef object _convert(dict pod, dict md, dict spec, dict status, list raw_contain
     spread = _objects(spec, "topologySpreadConstraints", pod)
     gates = [str(g.get("name")) for g in _objects(spec, "schedulingGates", pod)]
     # PodInfo's and TaskInfo's __init__ assign their arguments and nothing else: setting the slots
-    # here saves two Python frames per pod (the equality test compares every slot of both)
+    # here saves two Python frames per pod, and writing them where the slot descriptors say
+    # (`_put`) their lookups (the equality test compares every slot of both)
     info = _new_pod(PodInfo)
-    info.uid = uid
-    info.name = name
-    info.namespace = namespace
-    info.labels = labels
-    info.annotations = annotations
-    info.scheduler_name = _shared(_text(spec.get("schedulerName") or "default-scheduler"))
-    info.node_name = node_name
-    info.phase = phase
-    info.deleting = deleting
-    info.priority = priority
-    info.priority_class_name = pcn
-    info.creation = _creation(md.get("creationTimestamp"))
-    info.node_selector = node_selector
-    info.affinity = affinity
-    info.tolerations = tolerations
-    info.host_ports = shape.host_ports
-    info.topology_spread = spread
-    info.containers = shape.containers
-    info.init_containers = shape.init_containers
-    info.preemption_policy = _text(spec.get("preemptionPolicy") or "")
-    info.scheduling_gates = gates
-    info.nominated_node = _text(status.get("nominatedNodeName") or "")
-    info.owner_uid = owner_uid
-    info.scheduled_condition = cond
-    info.resource_version = _text(md.get("resourceVersion") or "")
+    _put(info, P_UID, uid)
+    _put(info, P_NAME, name)
+    _put(info, P_NAMESPACE, namespace)
+    _put(info, P_LABELS, labels)
+    _put(info, P_ANNOTATIONS, annotations)
+    _put(info, P_SCHEDULER_NAME, _shared_as_last(_text(spec.get("schedulerName") or "default-scheduler"), 1))
+    _put(info, P_NODE_NAME, node_name)
+    _put(info, P_PHASE, phase)
+    _put(info, P_DELETING, deleting)
+    _put(info, P_PRIORITY, priority)
+    _put(info, P_PRIORITY_CLASS_NAME, pcn)
+    _put(info, P_CREATION, _creation(md.get("creationTimestamp")))
+    _put(info, P_NODE_SELECTOR, node_selector)
+    _put(info, P_AFFINITY, affinity)
+    _put(info, P_TOLERATIONS, tolerations)
+    _put(info, P_HOST_PORTS, shape.host_ports)
+    _put(info, P_TOPOLOGY_SPREAD, spread)
+    _put(info, P_CONTAINERS, shape.containers)
+    _put(info, P_INIT_CONTAINERS, shape.init_containers)
+    _put(info, P_PREEMPTION_POLICY, _text(spec.get("preemptionPolicy") or ""))
+    _put(info, P_SCHEDULING_GATES, gates)
+    _put(info, P_NOMINATED_NODE, _text(status.get("nominatedNodeName") or ""))
+    _put(info, P_OWNER_UID, owner_uid)
+    _put(info, P_SCHEDULED_CONDITION, cond)
+    _put(info, P_RESOURCE_VERSION, _text(md.get("resourceVersion") or ""))
     group = annotations.get(GROUP_NAME_ANNOTATION, "")
-    job = _shared(f"{namespace}/{group}") if group else ""
+    job = _job_key(namespace, group) if group else ""
     role = annotations.get(TASK_SPEC_KEY) or labels.get(TASK_SPEC_KEY, "")
     index = None
     idx_raw = annotations.get(TASK_INDEX_KEY) or labels.get(TASK_INDEX_KEY)
@@ -304,21 +429,112 @@ cdef object _convert(dict pod, dict md, dict spec, dict status, list raw_contain
     preemptable = True if pre_raw is None else pre_raw in _GO_TRUE
     init_resreq = shape.init_resreq
     task = _new_task(TaskInfo)
-    task.uid = uid
-    task.name = name
-    task.namespace = namespace
-    task.pod = info
-    task.job = job
-    task.resreq = shape.resreq
-    task.init_resreq = init_resreq
-    task.best_effort = init_resreq.is_empty()
-    task.status = _task_status(phase, node_name, deleting)
-    task.node_name = node_name
-    task.role = role
-    task.priority = priority if priority is not None else 1
-    task.preemptable = preemptable
-    task.index = index
-    task.scheduling_gated = bool(gates)
-    task.last_tx = None
-    task.bind_annotations = {}
+    _put(task, T_UID, uid)
+    _put(task, T_NAME, name)
+    _put(task, T_NAMESPACE, namespace)
+    _put(task, T_POD, info)
+    _put(task, T_JOB, job)
+    _put(task, T_RESREQ, shape.resreq)
+    _put(task, T_INIT_RESREQ, init_resreq)
+    _put(task, T_BEST_EFFORT, init_resreq.is_empty())
+    _put(task, T_STATUS, _task_status(phase, node_name, deleting))
+    _put(task, T_NODE_NAME, node_name)
+    _put(task, T_ROLE, role)
+    _put(task, T_PRIORITY, priority if priority is not None else 1)
+    _put(task, T_PREEMPTABLE, preemptable)
+    _put(task, T_INDEX, index)
+    _put(task, T_SCHEDULING_GATED, bool(gates))
+    _put(task, T_LAST_TX, None)
+    _put(task, T_BIND_ANNOTATIONS, {})
     return task
+
+
+# ---------------------------------------------------------------------- the pod's attach --
+cdef object _ON_NODE = ON_NODE_STATUSES
+cdef object _ALLOCATED = ALLOCATED_STATUSES
+cdef object _READY = frozenset(READY_STATUSES)
+cdef object _PIPELINED = TaskStatus.PIPELINED
+
+
+def add_listed_pod(state, task, key=None):
+    """Compiled twin of `ClusterState.add_listed_pod` (`add_listed_pod_py` there) for the usual
+    pod of a list: ours, on a node the state has, in a job it has, with no scalar resources, host
+    ports or affinity, a key and uid that are new. The same operations in the same order as the
+    twin (the same floats); any other pod goes to the twin before anything is changed.
+    `tests/unit/test_cluster_bulk.py` compares the state both leave with `apply_pod`'s."""
+    pod = task.pod
+    job_uid = task.job
+    node_name = task.node_name
+    status = task.status
+    req = task.resreq
+    if (
+        not job_uid
+        or not node_name
+        or status is _RELEASING
+        or status is _PIPELINED
+        or status not in _ON_NODE
+        or req.scalars
+        or pod.affinity
+        or pod.host_ports
+        or pod.scheduler_name not in state.options.scheduler_names
+    ):
+        return state.add_listed_pod_py(task, key)
+    if key is None:
+        key = f"{task.namespace}/{task.name}"
+    pod_keys = state.pod_keys
+    node = (<dict?>state.nodes).get(node_name)
+    job = (<dict?>state.jobs).get(job_uid)
+    uid = task.uid
+    if key in pod_keys or node is None or job is None or node._shared or job._shared or uid in node.tasks:
+        return state.add_listed_pod_py(task, key)
+    tasks = <dict?>state.tasks
+    cdef Py_ssize_t known = len(tasks)
+    tasks[uid] = task
+    pod_keys[key] = uid
+    cpu, mem, pods = req.milli_cpu, req.memory, req.pods
+    # NodeInfo.add_task
+    node.version = node.version + 1
+    idle, used = node.idle, node.used
+    idle.milli_cpu = idle.milli_cpu - cpu
+    idle.memory = idle.memory - mem
+    idle.pods = idle.pods - pods
+    used.milli_cpu = used.milli_cpu + cpu
+    used.memory = used.memory + mem
+    used.pods = used.pods + pods
+    node.tasks[uid] = task
+    state._dirty_nodes.add(node.name)
+    # JobInfo.add_task
+    job.tasks[uid] = task
+    index = <dict?>job.task_status_index
+    bucket = index.get(status)
+    if bucket is None:
+        bucket = index[status] = {}
+    if uid not in bucket:
+        if status in _READY:
+            ready = job._ready
+            ready[0] = ready[0] + 1
+        elif status is _PENDING and task.best_effort:
+            ready = job._ready
+            ready[1] = ready[1] + 1
+    bucket[uid] = task
+    total = job.total_request
+    total.milli_cpu = total.milli_cpu + cpu
+    total.memory = total.memory + mem
+    total.pods = total.pods + pods
+    out = None
+    if status in _ALLOCATED:
+        out = job.allocated
+    elif status is _PENDING:
+        out = job.pending_request
+    if out is not None:
+        out.milli_cpu = out.milli_cpu + cpu
+        out.memory = out.memory + mem
+        out.pods = out.pods + pods
+    juid = job.uid
+    state._dirty_jobs.add(juid)
+    if index.get(_PENDING) and (<dict>state.jobs).get(juid) is job:
+        state._pending_jobs.add(juid)
+    else:
+        state._pending_jobs.discard(juid)
+    state.generation = state.generation + 1
+    return len(tasks) > known

@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from scheduler.model.cluster import ClusterOptions, ClusterState
+from scheduler.model.cluster import ClusterOptions, ClusterState, convert_pod
 from scheduler.model.convert import ConvertError, object_name
 from scheduler.model.objects import TaskInfo, TaskStatus
 from scheduler.model.podstatus import PodSeen, pod_seen, status_only, with_bind_annotations
@@ -43,13 +43,19 @@ class Assumed:
 class _Handler:
     """Adapts a pair of functions to the informer's Handler protocol."""
 
-    __slots__ = ("delete", "upsert")
+    __slots__ = ("delete", "upsert", "upsert_listed")
 
     def __init__(
-        self, upsert: Callable[[dict[str, Any]], None], delete: Callable[[str, dict[str, Any] | None], None]
+        self,
+        upsert: Callable[[dict[str, Any]], None],
+        delete: Callable[[str, dict[str, Any] | None], None],
+        upsert_listed: Callable[[list[Any], list[str | None], Callable[[Any, Exception], None]], None]
+        | None = None,
     ):
         self.upsert = upsert
         self.delete = delete
+        # the objects of a first list, a run at a time (see Informer._deliver_fresh); None: one by one
+        self.upsert_listed = upsert_listed
 
 
 def _split(key: str) -> tuple[str, str]:
@@ -80,7 +86,7 @@ class SchedulerCache:
         self.state.refused = self.skipped  # the session names a malformed PodGroup or Queue in conditions
         # called with the creation time of each new pod of ours waiting for a node ("Watched" latency)
         self.on_watched: Callable[[float], None] | None = None
-        self.pods = _Handler(self.upsert_pod, self.delete_pod)
+        self.pods = _Handler(self.upsert_pod, self.delete_pod, self.upsert_listed_pods)
         self.nodes = _Handler(self.upsert_node, self.delete_node)
         self.podgroups = _Handler(self.upsert_podgroup, self.delete_podgroup)
         self.queues = _Handler(self.upsert_queue, self.delete_queue)
@@ -145,6 +151,73 @@ class SchedulerCache:
             self.seen.pop(key, None)
         if self.assumed or self.evicting:  # nothing in flight during an initial sync
             self._pod_settled(key, task)
+
+    def upsert_listed_pods(
+        self, objs: list[Any], keys: list[str | None], failed: Callable[[Any, Exception], None]
+    ) -> None:
+        """`upsert_pod` for each pod of a run of a first list, in order: the same state, the same
+        logs and callbacks. `keys[i]` is `objs[i]`'s `namespace/name` when its namespace is a
+        string (else None): the cache keeps that string. `failed(obj, exc)` is told of an error
+        that is not the pod's (a handler bug), as the informer is by `upsert_pod` raising.
+
+        Here the conversion and `ClusterState.add_listed_pod` are called straight, instead of
+        through `upsert_pod` and `apply_pod` with their checks for what a first list does not
+        have. A pod that may take the status-only shortcut (its key is in `seen`), and every pod
+        while binds or evictions are in flight, go through `upsert_pod` itself."""
+        if self.assumed or self.evicting:
+            for obj in objs:
+                try:
+                    self.upsert_pod(obj)
+                except Exception as exc:
+                    failed(obj, exc)
+            return
+        state = self.state
+        convert, add = convert_pod, state.add_listed_pod
+        classes = state.priority_classes
+        names = state.options.scheduler_names
+        seen = self.seen
+        for i in range(len(objs)):
+            obj = objs[i]
+            objs[i] = None  # freed once handled, while still in the processor's caches
+            key = keys[i]
+            if seen:
+                md = obj.get("metadata") if type(obj) is dict else None
+                if type(md) is dict and f"{md.get('namespace') or 'default'}/{md.get('name')}" in seen:
+                    try:
+                        self.upsert_pod(obj)
+                    except Exception as exc:
+                        failed(obj, exc)
+                    continue
+            try:
+                task = convert(obj, classes)
+                # the informer's key is the task's when the namespace is a string that is not
+                # empty (the name is a string, or conversion refused the pod)
+                new = add(task, key)
+            except BAD_INPUT as exc:
+                self._bad("Pod", obj, exc)
+                continue
+            try:
+                if self.skipped:
+                    self._good("Pod", obj)
+                pod = task.pod
+                # a pod of ours running on its node (most of a list) is neither watched nor seen
+                if pod.scheduler_name in names and (not task.node_name or pod.phase == "Pending"):
+                    self._listed_ours(obj, task, new)
+                elif seen:
+                    seen.pop(task.key, None)
+            except Exception as exc:
+                failed(obj, exc)
+
+    def _listed_ours(self, obj: dict[str, Any], task: TaskInfo, new: bool) -> None:
+        """`upsert_pod`'s steps after the conversion, for a pod of ours."""
+        key = task.key
+        if self.on_watched is not None and new and not task.node_name and task.pod.creation:
+            self.on_watched(task.pod.creation)
+        seen = pod_seen(obj) if task.pod.phase == "Pending" else None
+        if seen is not None and (key in self.seen or len(self.seen) < SEEN_MAX):
+            self.seen[key] = seen
+        elif self.seen:
+            self.seen.pop(key, None)
 
     def _pod_settled(self, key: str, task: TaskInfo) -> None:
         """What a new version of a pod means for the binds and evictions in flight."""

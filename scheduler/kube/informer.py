@@ -226,9 +226,13 @@ class Informer:
         the page as it is delivered, so it is freed while still in the processor's caches, not
         with the whole page once that is done."""
         known, upsert, kind = self.known, self.handler.upsert, self.resource.kind
+        listed = getattr(self.handler, "upsert_listed", None)
         n = len(items)
         for start in range(0, n, _CHUNK):
             await asyncio.sleep(0)
+            if listed is not None:
+                self._deliver_run(items, start, min(start + _CHUNK, n), listed)
+                continue
             for i in range(start, min(start + _CHUNK, n)):
                 obj = items[i]
                 items[i] = None
@@ -246,6 +250,50 @@ class Informer:
                     upsert(obj)
                 except Exception as exc:  # a handler bug must not stop the stream for every other object
                     log.error("handler failed", kind=kind, object=key, error=f"{type(exc).__name__}: {exc}")
+
+    def _deliver_run(
+        self,
+        items: list[Any],
+        start: int,
+        stop: int,
+        listed: Callable[[list[Any], list[str | None], Callable[[Any, Exception], None]], None],
+    ) -> None:
+        """`items[start:stop]` of a first list to a handler that takes them as a run
+        (`upsert_listed(objs, keys, failed)`): the same keys and versions as one by one. `keys`
+        has each object's `namespace/name` key where it has a namespace that is a string (None
+        elsewhere), the very string `known` holds, for the handler to keep instead of making its
+        own (one key string a pod, hashed once, instead of two). The handler names each object it
+        failed on through `failed`, logged as `_deliver_fresh` logs it."""
+        known = self.known
+        run: list[Any] = []
+        keys: list[str | None] = []
+        keep, keep_key = run.append, keys.append
+        for i in range(start, stop):
+            obj = items[i]
+            items[i] = None
+            if not isinstance(obj, dict):
+                continue
+            md = obj.get("metadata")
+            if type(md) is dict:  # object_key, without a call per object
+                ns = md.get("namespace")
+                key = f"{ns}/{md.get('name')}" if ns else str(md.get("name"))
+                known[key] = str(md.get("resourceVersion") or "")
+                keep_key(key if ns and type(ns) is str else None)
+            else:
+                known[object_key(obj)] = ""
+                keep_key(None)
+            keep(obj)
+        kind = self.resource.kind
+
+        def failed(obj: Any, exc: Exception) -> None:
+            log.error(
+                "handler failed", kind=kind, object=object_key(obj), error=f"{type(exc).__name__}: {exc}"
+            )
+
+        try:
+            listed(run, keys, failed)
+        except Exception as exc:  # a handler bug must not stop the stream for the other objects
+            log.error("handler failed", kind=kind, objects=len(run), error=f"{type(exc).__name__}: {exc}")
 
     async def watch_once(self) -> bool:
         """Watch until the stream ends. False when the history expired and a relist is needed."""

@@ -101,9 +101,22 @@ def _list(obj: dict[str, Any], key: str, where: str) -> list[Any]:
     return v
 
 
+def _kind_name(obj: dict[str, Any], kind: str) -> str:
+    """`object_name({**obj, "kind": kind})` without copying the object (every node and PodGroup
+    of an initial sync is named so, for the messages of what may be wrong with it)."""
+    if type(obj) is not dict:
+        return object_name({**obj, "kind": kind})
+    md = obj.get("metadata")
+    if not isinstance(md, dict):
+        md = {}
+    ns = md.get("namespace")
+    name = md.get("name") or md.get("generateName") or "<unnamed>"
+    return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
+
+
 def _named(obj: dict[str, Any], kind: str) -> tuple[str, dict[str, Any], dict[str, Any], str]:
     """The object's name for messages, its metadata and spec, and its (required) name."""
-    where = object_name({**obj, "kind": kind})
+    where = _kind_name(obj, kind)
     md = _dict(obj, "metadata", where)
     spec = _dict(obj, "spec", where)
     name = md.get("name")
@@ -614,10 +627,10 @@ def podgroup_to_job(pg: dict[str, Any], default_queue: str = "default") -> JobIn
         priority_class_name=str(spec.get("priorityClassName") or ""),
         creation=parse_time(md.get("creationTimestamp")),
         status=st,
-        waiting_time=sla_waiting_time(_str_map(md, "annotations", where)),
+        waiting_time=sla_waiting_time(annotations := _str_map(md, "annotations", where)),
     )
     job.network_topology = network_topology(spec.get("networkTopology"), where, "spec.networkTopology")
-    annotations, labels = _str_map(md, "annotations", where), _str_map(md, "labels", where)
+    labels = _str_map(md, "labels", where)
     pre_raw = annotations.get(PREEMPTABLE_KEY, labels.get(PREEMPTABLE_KEY))
     job.preemptable = None if pre_raw is None else pre_raw in GO_TRUE
     job.subgroup_policies = tuple(

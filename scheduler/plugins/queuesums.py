@@ -57,18 +57,39 @@ def queue_sums(
 
 
 def _exact(part: Part) -> bool:
+    """Every amount of the part a whole number below 2**53, without extended resources.
+
+    `v % 1.0` is 0.0 exactly for a whole float (NaN for NaN and the infinities): the test of
+    `float(v).is_integer()` without two calls per figure (the first session asks it of every
+    job's part; a part often names one amount twice, which is looked at once)."""
+    last = None
     for _, r in part:
+        if r is last:
+            continue
+        last = r
         if r.scalars:
             return False
-        for v in (r.milli_cpu, r.memory, r.pods):
-            if not float(v).is_integer() or abs(v) >= _EXACT_LIMIT:
-                return False
+        cpu, mem, pods = r.milli_cpu, r.memory, r.pods
+        if cpu % 1.0 or mem % 1.0 or pods % 1.0:
+            return False
+        if not (-_EXACT_LIMIT < cpu < _EXACT_LIMIT and -_EXACT_LIMIT < mem < _EXACT_LIMIT):
+            return False
+        if not -_EXACT_LIMIT < pods < _EXACT_LIMIT:
+            return False
     return True
 
 
 def _own(part: Part) -> Part:
-    """The part with copies of its amounts: a job's totals change in place as its pods do."""
-    return tuple((i, r.clone()) for i, r in part)
+    """The part with copies of its amounts: a job's totals change in place as its pods do. An
+    amount the part names twice in a row (a job's allocated counts in two sums) is copied once:
+    nothing changes the copies, they are only added and taken off again."""
+    out = []
+    last = copy = None
+    for i, r in part:
+        if r is not last:
+            last, copy = r, r.clone()
+        out.append((i, copy))
+    return tuple(out)
 
 
 def _walk(

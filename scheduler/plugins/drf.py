@@ -25,13 +25,9 @@ def share_of(allocated: Resource, total: Resource) -> float:
     if total.scalars:
         mine = allocated.scalars
         for name, t in total.scalars.items():
-            if t < EPSILON:
-                continue
             # a scalar named like a fixed resource reads that resource, as Resource.get does
             a = allocated.get(name) if name in FIXED_NAMES else mine.get(name, 0.0)
-            s = a / t if t > 0 else (0.0 if a == 0 else 1.0)
-            if s > share:
-                share = s
+            share = _share(a, t, share)
     return share
 
 

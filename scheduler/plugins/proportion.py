@@ -63,12 +63,7 @@ def share_of(allocated: Resource, deserved: Resource) -> float:
         for name, d in deserved.scalars.items():
             # a scalar named like a fixed resource reads that resource, as Resource.get does
             a = allocated.get(name) if name in FIXED_NAMES else mine.get(name, 0.0)
-            if d <= 0:
-                s = 0.0 if a == 0 else 1.0
-            else:
-                s = a / d
-            if s > share:
-                share = s
+            share = _share(a, d, share)
     return share
 
 

@@ -60,6 +60,21 @@ def object_key(obj: dict[str, Any]) -> str:
     return f"{ns}/{md.get('name')}" if ns else str(md.get("name"))
 
 
+def _note_listed(known: dict[str, str], obj: dict[str, Any]) -> tuple[str, bool]:
+    """A listed object's resourceVersion recorded under its key in `known`: (the key, whether it
+    has a namespace that is a string). object_key's key, read without a second lookup of the
+    metadata per object of an initial sync."""
+    md = obj.get("metadata")
+    if type(md) is dict:
+        ns = md.get("namespace")
+        key = f"{ns}/{md.get('name')}" if ns else str(md.get("name"))
+        known[key] = str(md.get("resourceVersion") or "")
+        return key, bool(ns) and type(ns) is str
+    key = object_key(obj)
+    known[key] = ""
+    return key, False
+
+
 @dataclass(slots=True)
 class Backoff:
     """Exponential backoff with full jitter, reset after a success."""
@@ -238,14 +253,7 @@ class Informer:
                 items[i] = None
                 if not isinstance(obj, dict):
                     continue
-                md = obj.get("metadata")
-                if type(md) is dict:  # object_key, without a call per object
-                    ns = md.get("namespace")
-                    key = f"{ns}/{md.get('name')}" if ns else str(md.get("name"))
-                    known[key] = str(md.get("resourceVersion") or "")
-                else:
-                    key = object_key(obj)
-                    known[key] = ""
+                key, _ = _note_listed(known, obj)
                 try:
                     upsert(obj)
                 except Exception as exc:  # a handler bug must not stop the stream for every other object
@@ -273,15 +281,8 @@ class Informer:
             items[i] = None
             if not isinstance(obj, dict):
                 continue
-            md = obj.get("metadata")
-            if type(md) is dict:  # object_key, without a call per object
-                ns = md.get("namespace")
-                key = f"{ns}/{md.get('name')}" if ns else str(md.get("name"))
-                known[key] = str(md.get("resourceVersion") or "")
-                keep_key(key if ns and type(ns) is str else None)
-            else:
-                known[object_key(obj)] = ""
-                keep_key(None)
+            key, namespaced = _note_listed(known, obj)
+            keep_key(key if namespaced else None)
             keep(obj)
         kind = self.resource.kind
 

@@ -8,6 +8,7 @@ nodes of identical cards, a third of them already partly used, pods asking one c
 
     vc-scheduler bench --devices [--nodes 1000 --gpus 8 --pods 3000] [--output docs/performance.md]
     vc-scheduler bench --devices --session-only [--repeats 5]   # the through-the-session figures alone
+    vc-scheduler bench --devices --session-only --floor         # and the session without device asks
 
 Besides the whole-table scan, four companions are reported: the per-node path (the predicate
 hook asks node by node and the plugin answers from one cached whole-table scan, so this adds the
@@ -172,6 +173,9 @@ ASCEND_SESSION_CONF = SESSION_CONF.replace(
     "deviceshare.VGPUEnable: true", "deviceshare.AscendHAMiVNPUEnable: true"
 )
 
+# The floor of the vGPU session: the same tiers without deviceshare (the pods then ask no device).
+FLOOR_SESSION_CONF = DEFAULT_CONF + "  - name: binpack\n"
+
 
 def _versus(rate: float, other: float) -> str:
     """'N.Nx faster than' or 'N.Nx slower than': `rate` against `other` (both per second)."""
@@ -182,26 +186,31 @@ def _versus(rate: float, other: float) -> str:
     return f"{other / rate:.1f}x slower than"
 
 
-def _session_rate(nodes: int, gpus: int, pods: int, seed: int, ascend: bool = False) -> tuple[int, float]:
+def _session_rate(
+    nodes: int, gpus: int, pods: int, seed: int, ascend: bool = False, floor: bool = False
+) -> tuple[int, float]:
     """Device pods decided by one real scheduling session (every plugin of SESSION_CONF, allocate's
     sampling and caches): (pods bound, session seconds). Pods are one-pod jobs asking one card
     with the micro-benchmark's sizes, or with `ascend` one Ascend 310P chip (2,000-12,000 MiB) on
-    nodes of `gpus` chips."""
+    nodes of `gpus` chips. With `floor` the same pods without their device asks, under the same
+    tiers without deviceshare: what the decision core alone costs for them."""
     from scheduler.framework.cycle import run_session
     from scheduler.framework.session import SessionOptions
     from scheduler.registry import parse
 
-    state = _session_state(nodes, gpus, pods, seed, ascend)
-    conf = ASCEND_SESSION_CONF if ascend else SESSION_CONF
+    state = _session_state(nodes, gpus, pods, seed, ascend, device_asks=not floor)
+    conf = FLOOR_SESSION_CONF if floor else ASCEND_SESSION_CONF if ascend else SESSION_CONF
     # the collector as the daemon runs sessions (settle_gc) and as the decision-core bench measures them
     with SettledGC():
         res = run_session(state.snapshot(), parse(conf), SessionOptions(), rng=random.Random(seed))
     return len(res.binds), res.total_ms / 1000
 
 
-def _session_state(nodes: int, gpus: int, pods: int, seed: int, ascend: bool = False) -> ClusterState:
+def _session_state(
+    nodes: int, gpus: int, pods: int, seed: int, ascend: bool = False, device_asks: bool = True
+) -> ClusterState:
     """The cluster _session_rate schedules: `nodes` fresh nodes of `gpus` cards (or chips) and
-    `pods` pending one-pod jobs."""
+    `pods` pending one-pod jobs (without `device_asks`, the same jobs asking no device)."""
     from scheduler.model.cluster import ClusterState
     from scheduler.sim.nodegen import make_nodes, parse_node_spec
 
@@ -226,6 +235,8 @@ def _session_state(nodes: int, gpus: int, pods: int, seed: int, ascend: bool = F
                 ann.VGPU_MEMORY: str(rng.randrange(1, 9) * 1024),
                 ann.VGPU_CORES: str(rng.choice((0, 10, 25, 50))),
             }
+        if not device_asks:
+            limits = {}
         meta = {"name": name, "namespace": "ml", "creationTimestamp": float(j)}
         state.apply_podgroup({"kind": "PodGroup", "metadata": meta, "spec": {"minMember": 1, "queue": "default"},
                               "status": {"phase": "Inqueue"}})  # fmt: skip
@@ -408,17 +419,35 @@ def render_markdown(
     return "\n".join(lines)
 
 
-def _session_only(nodes: int, gpus: int, pods: int, seed: int, repeats: int) -> int:
-    """The session figures alone, each the median of `repeats` sessions (for profiling and paired runs)."""
+def _session_only(nodes: int, gpus: int, pods: int, seed: int, repeats: int, floor: bool = False) -> int:
+    """The session figures alone, each the median of `repeats` sessions (for profiling and paired runs);
+    with `floor` also the floor of the vGPU session and what the device part adds to it per pod."""
+    medians: dict[str, float] = {}
     for label, ascend in (("vGPU", False), ("Ascend", True)):
         runs = [_session_rate(nodes, gpus, pods, seed, ascend=ascend) for _ in range(repeats)]
         rates = sorted(_rate(*r) for r in runs)
+        medians[label] = statistics.median(rates)
         print(
             f"Through a real session: {statistics.median(rates):,.0f} {label} decisions/s "
             f"(median of {repeats}, {min(rates):,.0f}-{max(rates):,.0f}; {runs[0][0]:,} bound "
             f"of {pods:,} one-pod jobs on {nodes:,} nodes x {gpus})"
         )
+    if floor:
+        runs = [_session_rate(nodes, gpus, pods, seed, floor=True) for _ in range(repeats)]
+        rate = statistics.median(sorted(_rate(*r) for r in runs))
+        print(_floor_line(rate, medians["vGPU"], runs[0][0], pods))
     return 0
+
+
+def _floor_line(floor_rate: float, vgpu_rate: float, bound: int, pods: int) -> str:
+    """The floor of the vGPU session (the decision core alone) and the device part, per pod."""
+    floor_us = 1e6 / floor_rate if floor_rate else float("nan")
+    vgpu_us = 1e6 / vgpu_rate if vgpu_rate else float("nan")
+    return (
+        f"Floor (the same jobs without device asks, tiers without deviceshare): {floor_rate:,.0f} "
+        f"decisions/s ({bound:,} bound of {pods:,}), {floor_us:,.0f} us a pod; the device part "
+        f"{vgpu_us - floor_us:,.0f} us a pod of the vGPU session's {vgpu_us:,.0f}"
+    )
 
 
 def main(argv: Sequence[str]) -> int:
@@ -439,9 +468,16 @@ def main(argv: Sequence[str]) -> int:
         action="store_true",
         help="measure only the pods through a real session (vGPU, then Ascend), --repeats times each",
     )
+    p.add_argument(
+        "--floor",
+        action="store_true",
+        help="with --session-only: also the same session without device asks nor deviceshare (its floor)",
+    )
     args = p.parse_args(argv)
     if args.session_only:
-        return _session_only(args.nodes, args.gpus, args.session_pods, args.seed, max(1, args.repeats))
+        return _session_only(
+            args.nodes, args.gpus, args.session_pods, args.seed, max(1, args.repeats), floor=args.floor
+        )
     r = _median_run(args.nodes, args.gpus, args.pods, args.seed, max(1, args.repeats))
     native = native_module()
     table = _cluster(args.nodes, args.gpus, native if native is not None else python_fit, args.seed)

@@ -245,7 +245,7 @@ class ScanCache:
     without a required mode.
     """
 
-    __slots__ = ("_keys", "_last", "_scans")
+    __slots__ = ("_by_req", "_keys", "_last", "_scans")
 
     # scans kept per session: each holds two arrays of one entry per vGPU node
     LIMIT = 64
@@ -258,10 +258,16 @@ class ScanCache:
         # the request asked last, its policy and its scan: the hooks ask for one pod over every
         # node in a row, and its commit reads the same scan
         self._last: tuple[VgpuRequest | None, int, _Scan | None] = (None, -1, None)
+        # (id(request), policy) -> (the request, its scan): one-pod jobs of a few templates take
+        # turns, so `_last` rarely matches, and building the scan key for every pod was ~15 % of
+        # the plugin's batch predicate. The entry keeps the request alive (its id is not reused);
+        # emptied whenever a scan leaves `_scans`, so that it never names a scan no longer kept.
+        self._by_req: dict[tuple[int, int], tuple[VgpuRequest, _Scan]] = {}
 
     def clear(self) -> None:
         self._scans.clear()
         self._keys.clear()
+        self._by_req.clear()
         self._last = (None, -1, None)
 
     def answers(
@@ -283,6 +289,10 @@ class ScanCache:
 
     def _scan_of(self, table: VgpuTable, req: VgpuRequest, policy: int) -> _Scan:
         """The request's scan, made by a whole-table scan when there is none yet."""
+        by_req = self._by_req
+        got = by_req.get((id(req), policy))
+        if got is not None and got[0] is req and got[1].table is table:
+            return got[1]
         key = self._key(req, policy)
         scan = self._scans.get(key)
         if scan is None or scan.table is not table:
@@ -292,7 +302,11 @@ class ScanCache:
             scan = _Scan(table, len(table.changes), codes, scores, cards, total, set())
             if len(self._scans) >= self.LIMIT:
                 del self._scans[next(iter(self._scans))]
+                by_req.clear()
             self._scans[key] = scan
+        if len(by_req) >= 4 * self.LIMIT:
+            by_req.clear()
+        by_req[(id(req), policy)] = (req, scan)
         return scan
 
     def _key(self, req: VgpuRequest, policy: int) -> tuple:

@@ -53,3 +53,17 @@ def test_session_only_with_floor_prints_the_floor_and_the_device_part(
     assert "vGPU decisions/s" in lines[0] and "Ascend decisions/s" in lines[1]
     assert lines[2].startswith("Floor (the same jobs without device asks") and "(4 bound of 4)" in lines[2]
     assert "us a pod; the device part" in lines[2]
+
+
+def test_the_documented_section_says_whether_the_floor_alone_exceeds_the_goal() -> None:
+    from scheduler.sim.devicebench import _floor_bullet
+
+    assert _floor_bullet({"session": (1000, 0.3)}, 3333.0, 1000) == []
+    # 1,000 pods in 0.17 s: 170 us a pod, above the 100 us a pod the 10,000/s goal allows
+    (slow,) = _floor_bullet({"session": (1000, 0.3), "floor": (1000, 0.17)}, 3333.0, 1000)
+    assert "5,882 decisions/s (1,000 bound of 1,000), 170 us a pod" in slow
+    assert "the device part 130 us a pod of the vGPU session's 300" in slow
+    assert "the floor alone is 170 us" in slow
+    # 1,000 pods in 0.06 s: 60 us a pod leaves 40 us for the device part
+    (quick,) = _floor_bullet({"session": (1000, 0.3), "floor": (1000, 0.06)}, 3333.0, 1000)
+    assert "at most 40 us a pod above it" in quick

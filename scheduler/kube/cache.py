@@ -181,8 +181,18 @@ class SchedulerCache:
             objs[i] = None  # freed once handled, while still in the processor's caches
             key = keys[i]
             if seen:
-                md = obj.get("metadata") if type(obj) is dict else None
-                if type(md) is dict and f"{md.get('namespace') or 'default'}/{md.get('name')}" in seen:
+                # the informer's key is the one upsert_pod works out where it has one (a
+                # namespace that is a non-empty string), without a second string per pod
+                look = None
+                if type(obj) is not dict:
+                    pass
+                elif key is not None:
+                    look = key
+                else:
+                    md = obj.get("metadata")
+                    if type(md) is dict:
+                        look = f"{md.get('namespace') or 'default'}/{md.get('name')}"
+                if look is not None and look in seen:
                     try:
                         self.upsert_pod(obj)
                     except Exception as exc:
@@ -204,7 +214,7 @@ class SchedulerCache:
                 if pod.scheduler_name in names and (not task.node_name or pod.phase == "Pending"):
                     self._listed_ours(obj, task, new)
                 elif seen:
-                    seen.pop(task.key, None)
+                    seen.pop(task.key if key is None else key, None)
             except Exception as exc:
                 failed(obj, exc)
 

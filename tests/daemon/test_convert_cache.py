@@ -6,7 +6,8 @@ import copy
 
 import pytest
 
-from scheduler.model.convert import ConvertError, pod_to_task
+from scheduler.model.convert import ConvertError, node_to_info, pod_to_task
+from scheduler.model.resources import Resource
 from tests.builders import pod
 
 
@@ -161,3 +162,46 @@ def test_maps_and_conditions_equal_to_the_last_only_by_python_equality_are_conve
     assert got == _fresh(copy.deepcopy(q))
     assert got.labels == {"tier": "" if value is None else str(value)}
     assert got.scheduled_condition == (str(value), str(value), "")
+
+
+def _node(name: str, alloc: dict) -> dict:
+    return {"metadata": {"name": name}, "status": {"capacity": dict(alloc), "allocatable": alloc}}
+
+
+def _fields(r: Resource) -> tuple:
+    return (r.milli_cpu, r.memory, r.pods, r.scalars)
+
+
+def test_equal_resource_lists_are_parsed_once_into_copies_of_their_own() -> None:
+    alloc = {"cpu": "64", "memory": "512Gi", "pods": "110", "example.com/fpga": "2"}
+    first = node_to_info(_node("n1", alloc))
+    second = node_to_info(_node("n2", dict(alloc)))
+    assert (
+        _fields(second.allocatable)
+        == _fields(first.allocatable)
+        == (64000.0, 512 * 2**30, 110.0, {"example.com/fpga": 2000.0})
+    )
+    # each node may change its own (idle is worked out of allocatable in place)
+    assert second.allocatable is not first.allocatable
+    assert second.allocatable.scalars is not first.allocatable.scalars
+    first.allocatable.milli_cpu = 1.0
+    first.allocatable.scalars["example.com/fpga"] = 1.0
+    third = node_to_info(_node("n3", dict(alloc)))
+    assert _fields(third.allocatable) == (64000.0, 512 * 2**30, 110.0, {"example.com/fpga": 2000.0})
+
+
+def test_resource_lists_that_differ_in_order_or_kind_are_parsed_for_themselves() -> None:
+    a = node_to_info(_node("a", {"cpu": "1", "example.com/x": "1", "example.com/y": "2"}))
+    b = node_to_info(_node("b", {"cpu": "1", "example.com/y": "2", "example.com/x": "1"}))
+    assert list(a.allocatable.scalars) == ["example.com/x", "example.com/y"]
+    assert list(b.allocatable.scalars) == ["example.com/y", "example.com/x"]
+    assert node_to_info(_node("c", {"cpu": 1})).allocatable.milli_cpu == 1000.0
+    # True equals 1 as a dict key: a list holding it is never taken for one holding 1
+    with pytest.raises(ConvertError, match=r"status\.allocatable\.cpu"):
+        node_to_info(_node("d", {"cpu": True}))
+
+
+def test_a_bad_resource_list_raises_every_time() -> None:
+    for name in ("bad1", "bad2"):
+        with pytest.raises(ConvertError, match=rf"Node {name}: status\.allocatable\.cpu"):
+            node_to_info(_node(name, {"cpu": "lots"}))

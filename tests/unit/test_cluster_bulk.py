@@ -221,3 +221,35 @@ def test_then_a_snapshot_and_watch_changes_see_the_same_cluster(form: str) -> No
         state.apply_node(node("gone", cpu="8", memory="16Gi"))
     assert picture(listed) == picture(applied)
     assert flat(listed.snapshot().jobs) == flat(applied.snapshot().jobs)
+
+
+class _Counted(Resource):
+    """A Resource of another class: the compiled form writes only Resource's own layout."""
+
+    __slots__ = ()
+
+
+@pytest.mark.parametrize("form", sorted(_FORMS))
+@pytest.mark.parametrize("where", ["idle", "used", "total_request", "allocated", "req"])
+def test_totals_of_another_class_are_added_as_the_twin_adds_them(form: str, where: str) -> None:
+    pods = [pod("a", cpu="1", group="g1", node_name="n0", phase="Running")]
+
+    def swap(state: ClusterState, task: TaskInfo) -> None:
+        if where == "req":
+            task.resreq = _Counted(task.resreq.milli_cpu, task.resreq.memory, pods=task.resreq.pods)
+            return
+        owner = state.nodes["n0"] if where in ("idle", "used") else state.jobs[task.job]
+        old = getattr(owner, where)
+        setattr(owner, where, _Counted(old.milli_cpu, old.memory, old.scalars, old.pods))
+
+    states = []
+    for add in (_FORMS[form], ClusterState.add_listed_pod_py):
+        state = ClusterState()
+        _base(state)
+        task = convert_pod(copy.deepcopy(pods[0]), state.priority_classes)
+        swap(state, task)
+        assert add(state, task, None) is True
+        states.append(state)
+    assert picture(states[0]) == picture(states[1])
+    assert states[0].nodes["n0"].used.milli_cpu == 1000.0
+    assert states[0].jobs[task.job].allocated.milli_cpu == 1000.0

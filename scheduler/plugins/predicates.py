@@ -158,26 +158,31 @@ CARRY_PLAIN = "predicates/plain"
 
 class _PlainKept:
     """The plain nodes as a session closed, for the next one: what it found plain (by name and
-    by object), over which node list (its name index), and the names it changed, whose entries
-    the next session redoes."""
+    by object), over which node list (its name index), and the names whose entries may be out of
+    date (changed since they were asked). Handed over, not copied: the first session to take
+    them owns them (`take`), a later one finds nothing to take."""
 
     __slots__ = ("by_name", "changed", "index", "objects", "taints", "total")
 
     def __init__(
         self,
-        by_name: dict[str, NodeInfo],
+        by_name: dict[str, NodeInfo] | None,
         objects: set[NodeInfo],
         index: dict[str, int],
         total: int,
         taints: bool,
         changed: set[str],
     ) -> None:
-        self.by_name = by_name
+        self.by_name = by_name  # None once taken
         self.objects = objects
         self.index = index
         self.total = total
         self.taints = taints
         self.changed = changed
+
+    def take(self) -> tuple[dict[str, NodeInfo], set[NodeInfo]] | None:
+        by_name, self.by_name = self.by_name, None
+        return None if by_name is None else (by_name, self.objects)
 
 
 class _PlainNodes:
@@ -190,8 +195,8 @@ class _PlainNodes:
 
     Between sessions the answer is kept too (see `carry`): a node whose view is handed out again
     shows the same cluster node (its pods, cordon, taints and capacity), so only the nodes the
-    snapshot names as changed, and those the last session changed, are asked again; a walk over
-    every node cost ~3 ms a session at 5,000 nodes."""
+    snapshot names as changed, and those changed since they were last asked, are asked again; a
+    walk over every node cost ~3 ms a session at 5,000 nodes."""
 
     __slots__ = ("by_name", "objects", "seq", "sp", "ssn", "taints")
 
@@ -234,11 +239,10 @@ class _PlainNodes:
                 by_name[name] = n
                 objects.add(n)
 
-    def _from_kept(self) -> bool:
-        """Start from the previous session's answer, when it kept one over the same nodes in the
-        same places and the snapshot knows which of them changed since: those, the ones that
-        session changed and the ones this session changed so far are asked again. Copies: the
-        closed session's own record stays its own."""
+    def _kept(self) -> tuple[_PlainKept, set[str]] | None:
+        """The previous session's answer, when it kept one over the same nodes in the same places
+        and the snapshot knows which of them changed since; with the names to ask again: those,
+        the ones changed since that session asked them, and the ones this session changed so far."""
         ssn = self.ssn
         got = ssn.carried(CARRY_PLAIN)
         kept = got[2] if got is not None else None
@@ -246,32 +250,47 @@ class _PlainNodes:
         nodes = ssn.node_list
         if (
             not isinstance(kept, _PlainKept)
+            or kept.by_name is None
             or at is None
             or kept.taints != self.taints
             or kept.total != len(nodes)
             or kept.index is not ssn.node_index()
         ):
+            return None
+        return kept, {nodes[i].name for i in at} | kept.changed | set(ssn.node_changes)
+
+    def _from_kept(self) -> bool:
+        """Start from the previous session's answer (see _kept), taken over: no copy."""
+        found = self._kept()
+        taken = found[0].take() if found is not None else None
+        if found is None or taken is None:
             return False
-        self.by_name = dict(kept.by_name)
-        self.objects = set(kept.objects)
-        self._redo({nodes[i].name for i in at} | kept.changed | set(ssn.node_changes))
+        self.by_name, self.objects = taken
+        self._redo(found[1])
         return True
 
     def carry(self) -> None:
-        """Keep the answer for the next session (brought up to the change log first; built from
-        the kept one when this session never asked, so an idle period leaves it warm)."""
+        """Keep the answer for the next session, which takes it over: this session's record is
+        emptied (were it asked again, it would be walked afresh). A session that never asked hands
+        the previous session's answer on, with the names it would have asked added."""
         ssn = self.ssn
-        self.current()
+        if self.seq < 0:
+            found = self._kept()
+            if found is None:
+                return
+            kept, redo = found
+            by_name: dict[str, NodeInfo] | None = kept.by_name
+            objects, changed = kept.objects, redo
+            kept.by_name = None  # handed on: the new record owns it
+        else:
+            by_name, objects = self.by_name, self.objects
+            # the whole log, not only what came after the last ask: a node the session changed
+            # is handed out anew next time anyway, and its entry shows the session's own state
+            changed = set(ssn.node_changes)
+            self.by_name, self.objects, self.seq = {}, set(), -1
         ssn.carry(
             CARRY_PLAIN,
-            _PlainKept(
-                self.by_name,
-                self.objects,
-                ssn.node_index(),
-                len(ssn.node_list),
-                self.taints,
-                set(ssn.node_changes),
-            ),
+            _PlainKept(by_name, objects, ssn.node_index(), len(ssn.node_list), self.taints, changed),
         )
 
 

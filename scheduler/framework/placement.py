@@ -327,6 +327,7 @@ class _Entry:
         "index",
         "members",
         "order",
+        "ordered",
         "picked",
         "score_list",
         "seq",
@@ -362,6 +363,9 @@ class _Entry:
         # the candidates' positions in the cache's node list, in their order, while the candidate
         # list is the scan's (None once a node joined or left it)
         self.at: list[int] | _Run | None = None
+        # whether `errors` names every node in the scan's order from `start` (a scan in which
+        # every node refused, nothing popped since): the next session may then copy it as it is
+        self.ordered = False
 
 
 class _Run:
@@ -394,10 +398,15 @@ class _Run:
 class _Shape:
     """One shape's refusals, and the errors of a scan in which every node refused it."""
 
-    __slots__ = ("errors", "redo", "start", "verdicts")
+    __slots__ = ("errors", "ordered", "redo", "start", "verdicts")
 
     def __init__(
-        self, verdicts: dict[str, Any], errors: dict[str, list[str]] | None, start: int, redo: set[str]
+        self,
+        verdicts: dict[str, Any],
+        errors: dict[str, list[str]] | None,
+        start: int,
+        redo: set[str],
+        ordered: bool = False,
     ) -> None:
         self.verdicts = verdicts  # node -> refusal
         # node -> reasons, every node's (those in `redo` possibly out of date); None: not every node
@@ -405,27 +414,35 @@ class _Shape:
         self.start = start
         # the nodes the session changed: left out of `verdicts`, their `errors` not to be trusted
         self.redo = redo
+        # `errors` is in the scan's order from `start` (see _Entry.ordered)
+        self.ordered = ordered
 
 
 class _Known:
     """A kept shape's errors of every node, for a scan in which every node refuses again."""
 
-    __slots__ = ("errors", "redo")
+    __slots__ = ("errors", "redo", "start")
 
-    def __init__(self, errors: dict[str, list[str]], redo: set[str]) -> None:
+    def __init__(self, errors: dict[str, list[str]], redo: set[str], start: int | None) -> None:
         self.errors = errors
         # the nodes whose kept errors may be out of date: the scan asked them again
         self.redo = redo
+        # where the scan that ordered `errors` began (None: not in a scan's order)
+        self.start = start
 
     def fill(self, errors: FitErrors, names: list[str], start: int, verdicts: dict[str, Any]) -> bool:
         """Set `errors` to what a scan from `start` where every node refused records (node by
         node, set_node_error of its verdict, in scan order): the kept errors, in that order, with
         those of the nodes in `redo` from their new verdicts. False when a node has no kept error."""
-        order = names[start:] + names[:start] if start else names
-        got = list(map(self.errors.get, order))
-        if None in got:
-            return False
-        errors.nodes = dict(zip(order, got, strict=True))
+        if start == self.start:
+            # in this very order already: copied at C level, no lookup per node
+            errors.nodes = dict(self.errors)
+        else:
+            order = names[start:] + names[:start] if start else names
+            got = list(map(self.errors.get, order))
+            if any(map(is_, got, repeat(None))):  # by identity: no read of cold reason lists
+                return False
+            errors.nodes = dict(zip(order, got, strict=True))
         for name in self.redo:
             r = verdicts.get(name)
             if r is not None:
@@ -449,6 +466,7 @@ class _Carried:
         "conf",
         "configmaps",
         "index",
+        "names",
         "namespaces",
         "options",
         "rows",
@@ -466,7 +484,11 @@ class _Carried:
         shapes: dict[tuple, _Shape],
         versions: list[int],
         rows: ResourceRows | None = None,
+        names: list[str] | None = None,
     ) -> None:
+        # the nodes' names in order (never changed in place), while the same nodes are in the
+        # same places
+        self.names = names
         # the nodes the session changed (their views are not handed out again)
         self.changed = set(ssn.node_changes)
         # the resource rows of the session's nodes, for the next session's cache to take (see
@@ -584,6 +606,8 @@ class PlacementCache:
             got = ssn.carried(CARRY)
             if got is not None and got[2].check(ssn):
                 self.carried = got[2]
+                if got[2].unchanged is True or got[2].unchanged is False:
+                    self._names = got[2].names  # the same names in the same places
 
     def _key(self, task: TaskInfo) -> tuple | None:
         """The task's shape key; asked several times per task in a row, so the last one is kept."""
@@ -868,6 +892,8 @@ class PlacementCache:
         found, entry.at = self._scan_window(task, values, entry.errors, known)
         # every node examined: a rescan could not find more
         entry.complete = len(found) + len(entry.errors.nodes) >= len(self.nodes)
+        # every node refused: the errors were recorded in the scan's order from its start
+        entry.ordered = not found and len(entry.errors.nodes) == len(self.nodes)
         entry.cands = found
         entry.seq = len(ssn.node_changes)
         return entry
@@ -896,7 +922,7 @@ class PlacementCache:
                 and len(errors) == len(self.nodes)
                 and self._seed_every_node(values, kept, redo)
             ):
-                return _Known(errors, redo)
+                return _Known(errors, redo, kept.start if kept.ordered else None)
             verdicts.update((n, v) for n, v in kept.verdicts.items() if n not in redo)
         else:
             verdicts.update((n, v) for n, v in kept.verdicts.items() if n in unchanged and n not in changed)
@@ -951,11 +977,11 @@ class PlacementCache:
             # the errors of a scan where every node refused: true of the nodes that did not change
             # since (those that did are redone from `changed`)
             whole = entry.errors.nodes if len(entry.errors.nodes) == total else None
-            shapes[vkey] = _Shape(refused, whole, entry.start, changed)
+            shapes[vkey] = _Shape(refused, whole, entry.start, changed, whole is not None and entry.ordered)
         # the rows go to the next session's cache, which changes them: not this one's any more
         # (those of the last session, brought up to date, when this one asked none)
         rows, self._rows = self._rows or self._kept_rows(), None
-        ssn.carry(CARRY, _Carried(ssn, shapes, versions, rows))
+        ssn.carry(CARRY, _Carried(ssn, shapes, versions, rows, self._names))
 
     def _scan_nodes(self, task: TaskInfo, vals: _NodeValues, errors: FitErrors) -> list[NodeInfo]:
         return self._scan_window(task, vals, errors)[0]
@@ -1087,13 +1113,16 @@ class PlacementCache:
                     entry.cands = [*entry.cands, node]
                     if entry.members is not None:
                         entry.members[name] = len(entry.cands) - 1
-                entry.errors.nodes.pop(name, None)
+                if entry.errors.nodes.pop(name, None) is not None:
+                    entry.ordered = False  # if it is refused again, it goes last
                 entry.errors.forget()
             else:
                 if member:
                     entry.order = entry.at = None
                     entry.cands = [n for n in entry.cands if n.name != name]
                     entry.members = entry.picked = None
+                if name not in entry.errors.nodes:
+                    entry.ordered = False
                 entry.errors.set_node_error(name, r.reason if isinstance(r, Unfit) else r)
 
     @staticmethod

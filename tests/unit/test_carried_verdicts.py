@@ -12,6 +12,7 @@ from typing import Any
 
 from scheduler.conf import SchedulerConfiguration
 from scheduler.framework.cycle import SessionResult, run_session
+from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.placement import CARRY
 from scheduler.framework.session import SessionOptions
 from scheduler.model.cluster import ClusterState
@@ -99,8 +100,19 @@ def _status(manifest: dict[str, Any]) -> dict[str, Any]:
     return {**manifest, "conditions": conds}
 
 
+def _node_errors(res: SessionResult) -> dict[str, list[tuple[str, list[str]]]]:
+    """Each task's per-node reasons, in the order they were recorded (the explain view's)."""
+    return {
+        uid: list(fe.nodes.items())
+        for job in res.jobs.values()
+        for uid, fe in sorted(job.nodes_fit_errors.items())
+        if isinstance(fe, FitErrors)
+    }
+
+
 def _seen(res: SessionResult) -> tuple[Any, ...]:
     return (
+        _node_errors(res),
         [(b.task.key, b.node) for b in res.binds],
         dict(res.pipelined),
         sorted((c.task.key, c.reason, c.message, c.nominated_node) for c in res.pod_conditions),

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
-from itertools import compress
+from itertools import compress, repeat
 from operator import attrgetter, is_not, or_
 
 from scheduler.model.node import NodeInfo
@@ -75,6 +75,22 @@ class _Scalars:
             self.present[name][i] = 1
             self.shifts[name] = min(self.shifts.get(name, _NO_BITS), _twos(int(v)))
         return True
+
+    def set_nodes(self, at: list[int], scalars: list[dict[str, float]], n: int) -> bool:
+        """set_node for position at[k] and scalars[k], each k. A node that changed in its pods
+        (most of them: a session's placements) usually names the same extended resources with the
+        same amounts as before, on one side or both: that is found per name at C level, and then
+        nothing changes (after a 4,000-pod session, 8,000 set_node calls cost ~25 ms)."""
+        if set().union(*scalars) <= self.values.keys():
+            for name, col in self.values.items():
+                present = self.present[name]
+                new = list(map(dict.get, scalars, repeat(name)))
+                # equal amounts: the same ints (an amount equal to an exact one is exact itself)
+                if new != [col[i] if present[i] else None for i in at]:
+                    break
+            else:
+                return True
+        return all(self.set_node(i, sc, n) for i, sc in zip(at, scalars, strict=True))
 
     def total(self, nodes: list[NodeInfo], side: attrgetter) -> dict[str, float] | None:
         """The names some node has, in the order a walk meets them, with their sums (None when a
@@ -187,19 +203,21 @@ def _advance(
         return None
     n = len(nodes)
     for side, sc in zip(_scalars, kept.scalars, strict=True):
-        for i, node in zip(stale, changed, strict=True):
-            # a refusal leaves this side's columns half redone: the caller walks, keeps nothing
-            if not sc.set_node(i, side(node), n):
-                return None
+        # a refusal leaves this side's columns half redone: the caller walks, keeps nothing
+        if not sc.set_nodes(stale, list(map(side, changed)), n):
+            return None
     # ints: exact whatever the order; the kept object is changed only once every column is known
     for k, (col, new) in enumerate(zip(kept.columns, news, strict=True)):
-        total = kept.totals[k]
-        for i, v in zip(stale, new or (), strict=True):
-            total += v - col[i]
+        old = [col[i] for i in stale]
+        if new is None or new == old:
+            # the usual case of the allocatable columns: the factor of the same amounts is in
+            # the bound already
+            continue
+        kept.totals[k] += sum(new) - sum(old)
+        for i, v in zip(stale, new, strict=True):
             col[i] = v
-        kept.totals[k] = total
         # a lower bound that only falls: the old amounts' factor need not be given back
-        kept.shifts[k] = min(kept.shifts[k], _twos(reduce(or_, new or (), 0)))
+        kept.shifts[k] = min(kept.shifts[k], _twos(reduce(or_, new, 0)))
     kept.views, kept.versions = nodes, versions  # lists nobody changes: kept, not copied
     return kept
 

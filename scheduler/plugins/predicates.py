@@ -152,13 +152,51 @@ class _TaskState:
                 self.spread = SpreadState(sp, pod, cs)
 
 
+# Session.carry's name for the plain nodes kept from one session to the next
+CARRY_PLAIN = "predicates/plain"
+
+
+class _PlainKept:
+    """The plain nodes as a session closed, for the next one: what it found plain (by name and
+    by object), over which node list (its name index), and the names whose entries may be out of
+    date (changed since they were asked). Handed over, not copied: the first session to take
+    them owns them (`take`), a later one finds nothing to take."""
+
+    __slots__ = ("by_name", "changed", "index", "objects", "taints", "total")
+
+    def __init__(
+        self,
+        by_name: dict[str, NodeInfo] | None,
+        objects: set[NodeInfo],
+        index: dict[str, int],
+        total: int,
+        taints: bool,
+        changed: set[str],
+    ) -> None:
+        self.by_name = by_name  # None once taken
+        self.objects = objects
+        self.index = index
+        self.total = total
+        self.taints = taints
+        self.changed = changed
+
+    def take(self) -> tuple[dict[str, NodeInfo], set[NodeInfo]] | None:
+        by_name, self.by_name = self.by_name, None
+        return None if by_name is None else (by_name, self.objects)
+
+
 class _PlainNodes:
     """The session's nodes a plain task passes without check() (see plain_many): neither full nor
     cordoned nor, with the taint check on, tainted. The condition reads nothing of the task, so
     every task and shape shares one answer, kept up to date from the session's change log: a
     node's pod count (its tasks, less those evicted in the session) changes only through the
     placement primitives, which log the node; cordons and taints do not change in a session. A
-    cold window of ~400 nodes asked this per shape, 4 attribute reads a node."""
+    cold window of ~400 nodes asked this per shape, 4 attribute reads a node.
+
+    Between sessions the answer is kept too (see `carry`): a node whose view is handed out again
+    shows the same cluster node (its pods, cordon, taints and capacity), so only the nodes the
+    snapshot names as changed, and those changed since they were last asked, are asked again; a
+    walk over every node cost ~3 ms a session at 5,000 nodes."""
 
     __slots__ = ("by_name", "objects", "seq", "sp", "ssn", "taints")
 
@@ -181,20 +219,79 @@ class _PlainNodes:
         """The plain node objects, up to date with the change log."""
         log = self.ssn.node_changes
         if self.seq < 0:
-            self.by_name = {n.name: n for n in self.ssn.node_list if self._plain(n)}
-            self.objects = set(self.by_name.values())
+            if not self._from_kept():
+                self.by_name = {n.name: n for n in self.ssn.node_list if self._plain(n)}
+                self.objects = set(self.by_name.values())
         elif self.seq != len(log):
-            nodes, by_name, objects = self.ssn.nodes, self.by_name, self.objects
-            for name in set(log[self.seq :]):
-                old = by_name.pop(name, None)
-                if old is not None:
-                    objects.discard(old)
-                n = nodes.get(name)
-                if n is not None and self._plain(n):
-                    by_name[name] = n
-                    objects.add(n)
+            self._redo(set(log[self.seq :]))
         self.seq = len(log)
         return self.objects
+
+    def _redo(self, names: set[str]) -> None:
+        """Ask the nodes `names` again (their entries may be out of date)."""
+        nodes, by_name, objects = self.ssn.nodes, self.by_name, self.objects
+        for name in names:
+            old = by_name.pop(name, None)
+            if old is not None:
+                objects.discard(old)
+            n = nodes.get(name)
+            if n is not None and self._plain(n):
+                by_name[name] = n
+                objects.add(n)
+
+    def _kept(self) -> tuple[_PlainKept, set[str]] | None:
+        """The previous session's answer, when it kept one over the same nodes in the same places
+        and the snapshot knows which of them changed since; with the names to ask again: those,
+        the ones changed since that session asked them, and the ones this session changed so far."""
+        ssn = self.ssn
+        got = ssn.carried(CARRY_PLAIN)
+        kept = got[2] if got is not None else None
+        at = ssn.node_changed_at()
+        nodes = ssn.node_list
+        if (
+            not isinstance(kept, _PlainKept)
+            or kept.by_name is None
+            or at is None
+            or kept.taints != self.taints
+            or kept.total != len(nodes)
+            or kept.index is not ssn.node_index()
+        ):
+            return None
+        return kept, {nodes[i].name for i in at} | kept.changed | set(ssn.node_changes)
+
+    def _from_kept(self) -> bool:
+        """Start from the previous session's answer (see _kept), taken over: no copy."""
+        found = self._kept()
+        taken = found[0].take() if found is not None else None
+        if found is None or taken is None:
+            return False
+        self.by_name, self.objects = taken
+        self._redo(found[1])
+        return True
+
+    def carry(self) -> None:
+        """Keep the answer for the next session, which takes it over: this session's record is
+        emptied (were it asked again, it would be walked afresh). A session that never asked hands
+        the previous session's answer on, with the names it would have asked added."""
+        ssn = self.ssn
+        if self.seq < 0:
+            found = self._kept()
+            if found is None:
+                return
+            kept, redo = found
+            by_name: dict[str, NodeInfo] | None = kept.by_name
+            objects, changed = kept.objects, redo
+            kept.by_name = None  # handed on: the new record owns it
+        else:
+            by_name, objects = self.by_name, self.objects
+            # the whole log, not only what came after the last ask: a node the session changed
+            # is handed out anew next time anyway, and its entry shows the session's own state
+            changed = set(ssn.node_changes)
+            self.by_name, self.objects, self.seq = {}, set(), -1
+        ssn.carry(
+            CARRY_PLAIN,
+            _PlainKept(by_name, objects, ssn.node_index(), len(ssn.node_list), self.taints, changed),
+        )
 
 
 class PredicatesPlugin(Plugin):
@@ -207,6 +304,7 @@ class PredicatesPlugin(Plugin):
         self.taints = arguments.get_bool("predicate.TaintTolerationEnable", True)
         self.pod_affinity = arguments.get_bool("predicate.PodAffinityEnable", True)
         self.topology_spread = arguments.get_bool("predicate.PodTopologySpreadEnable", True)
+        self._plain: _PlainNodes | None = None
         for key, default in NO_OP_SWITCHES.items():
             arguments.get_bool(key, default)  # validated, then ignored (see the module docstring)
 
@@ -290,7 +388,7 @@ class PredicatesPlugin(Plugin):
                 return [check(st, task, n) for n in nodes]
             return plain_many(st, task, nodes)
 
-        plain = _PlainNodes(ssn, sp, self.taints)
+        plain = self._plain = _PlainNodes(ssn, sp, self.taints)
 
         def plain_many(st: _TaskState, task: TaskInfo, nodes: list[NodeInfo]) -> list[Unfit | None]:
             # A task without node name, affinity, ports, inter-pod or spread terms can only be
@@ -314,3 +412,8 @@ class PredicatesPlugin(Plugin):
 
         ssn.add_pre_predicate_fn(self.name, pre_predicate)
         ssn.add_predicate_fn(self.name, predicate, predicate_many)
+
+    def on_session_close(self, ssn: Session) -> None:
+        plain = self._plain
+        if plain is not None and not ssn.plugin_errors:
+            plain.carry()

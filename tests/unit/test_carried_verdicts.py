@@ -12,6 +12,7 @@ from typing import Any
 
 from scheduler.conf import SchedulerConfiguration
 from scheduler.framework.cycle import SessionResult, run_session
+from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.placement import CARRY
 from scheduler.framework.session import SessionOptions
 from scheduler.model.cluster import ClusterState
@@ -99,8 +100,19 @@ def _status(manifest: dict[str, Any]) -> dict[str, Any]:
     return {**manifest, "conditions": conds}
 
 
+def _node_errors(res: SessionResult) -> dict[str, list[tuple[str, list[str]]]]:
+    """Each task's per-node reasons, in the order they were recorded (the explain view's)."""
+    return {
+        uid: list(fe.nodes.items())
+        for job in res.jobs.values()
+        for uid, fe in sorted(job.nodes_fit_errors.items())
+        if isinstance(fe, FitErrors)
+    }
+
+
 def _seen(res: SessionResult) -> tuple[Any, ...]:
     return (
+        _node_errors(res),
         [(b.task.key, b.node) for b in res.binds],
         dict(res.pipelined),
         sorted((c.task.key, c.reason, c.message, c.nominated_node) for c in res.pod_conditions),
@@ -184,3 +196,61 @@ def test_a_placement_earlier_in_the_session_is_in_the_misfits_message() -> None:
     assert {c.task.key: c.message for c in res.pod_conditions}["c1/big0-0"] == (
         "0/6 nodes are unavailable: 1 Insufficient memory, 6 Insufficient cpu."
     )
+
+
+def _burst(state: ClusterState, serial: int, size: int = 2) -> None:
+    state.apply_podgroup(podgroup(f"b{serial}", min_member=size))
+    for k in range(size):
+        state.apply_pod(pod(f"b{serial}-{k}", cpu="1", group=f"b{serial}"))
+
+
+def test_sessions_that_bind_keep_the_misfits_errors_and_see_a_node_freed_meanwhile(monkeypatch: Any) -> None:
+    """A burst: every session binds pods (nodes change within it) while a pod fits nowhere. The
+    misfit's errors of every node are kept across such sessions and only the changed nodes are
+    asked again; a node that a running pod leaves (the same view, a new version) is one of them,
+    and the misfit goes there at once, as a full recheck finds."""
+    from scheduler.framework import placement
+
+    filled = [0]
+    fill = placement._Known.fill
+
+    def counted(self: Any, *args: Any) -> bool:
+        ok = fill(self, *args)
+        filled[0] += ok
+        return ok
+
+    monkeypatch.setattr(placement._Known, "fill", counted)
+    on, off = _state(), _state()
+    for state in (on, off):
+        # looked at before the bursts' pods, which would take the freed node first
+        state.apply_priority_class(priority_class("hi", 100))
+        state.apply_podgroup(podgroup("seven", priority_class="hi"))
+        state.apply_pod(pod("seven-0", cpu="7", group="seven", priority_class="hi"))
+    placed = None
+    freed = ""
+    last: set[str] = set()
+    for serial in range(10):
+        for state in (on, off):
+            _burst(state, serial)
+        if serial == 6:
+            # a node the last session left alone empties: room for the 7-cpu pod, on a view
+            # handed out again, which only the snapshot's record of changed nodes tells
+            freed = min(n for n in on.nodes if n not in last)
+            for state in (on, off):
+                for key in sorted(t.key for t in state.tasks.values() if t.node_name == freed):
+                    ns, name = key.split("/")
+                    state.remove_pod(ns, name)
+        got_on = _session(on, CONF, True, serial)
+        got_off = _session(off, CONF, False, serial)
+        assert _seen(got_on) == _seen(got_off), serial
+        assert len(got_on.binds) >= 2, serial  # nodes change in every session
+        for res, state in ((got_on, on), (got_off, off)):
+            for b in res.binds:
+                state.assume_bound(b.task.key, b.node, b.annotations)
+        last = {b.node for b in got_on.binds}
+        if any(b.task.key == "c1/seven-0" for b in got_on.binds):
+            placed = serial
+            assert [b.node for b in got_on.binds if b.task.key == "c1/seven-0"] == [freed]
+    assert placed == 6
+    # the misfits' errors came from the kept ones in the sessions after the first
+    assert filled[0] >= 2 * 8

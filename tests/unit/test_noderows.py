@@ -3,7 +3,12 @@ changed between two shapes' scans answers the second shape from its new resource
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
+from scheduler.framework.cycle import run_session
 from scheduler.framework.fiterrors import FitErrors
+from scheduler.framework.noderows import ResourceRows
 from scheduler.framework.nodewindow import FIT, REFUSED
 from scheduler.framework.placement import (
     PlacementCache,
@@ -14,7 +19,10 @@ from scheduler.framework.placement import (
 )
 from scheduler.framework.session import SessionOptions
 from scheduler.model import resfit
+from scheduler.model.cluster import ClusterState
 from scheduler.model.objects import TaskStatus
+from scheduler.registry import default_configuration
+from tests.builders import node, pod, podgroup, queue
 from tests.unit.test_session_many import _pending, _session
 
 
@@ -74,3 +82,56 @@ def test_a_scan_after_a_placement_is_the_fresh_scan() -> None:
         assert got == want and errors.nodes == want_errors.nodes
         if got:
             ssn.place(task, got[k % len(got)], TaskStatus.ALLOCATED)
+
+
+def test_rows_taken_from_the_last_session_are_the_rows_built_afresh(monkeypatch: Any) -> None:
+    """allocate's cache takes the rows the last session's cache kept and writes again only the
+    nodes that may differ: after running pods came and went, sessions bound pods (some binds not
+    confirmed) and nodes were replaced, they are the rows a build over every node gives."""
+    taken = [0]
+    kept_rows = PlacementCache._kept_rows
+
+    def compared(self: PlacementCache) -> ResourceRows | None:
+        rows = kept_rows(self)
+        if rows is not None:
+            fresh = ResourceRows(self.nodes, rows.seq)
+            fresh.keys = dict(rows.keys)
+            fresh._build()
+            assert rows.nodes is self.nodes
+            assert (rows.values, rows.ok, rows.stride) == (fresh.values, fresh.ok, fresh.stride)
+            taken[0] += 1
+        return rows
+
+    monkeypatch.setattr(PlacementCache, "_kept_rows", compared)
+    rng = random.Random(11)
+    state = ClusterState()
+    state.apply_queue(queue("default"))
+    for i in range(8):
+        state.apply_node(node(f"n{i}", cpu="8", memory="16Gi", extra={"nvidia.com/gpu": "2"}))
+    # never fits: allocate keeps its refusals, and the cache its rows, every session
+    state.apply_podgroup(podgroup("big"))
+    state.apply_pod(pod("big-0", cpu="64", group="big"))
+    conf = default_configuration()
+    for serial in range(50):
+        name = f"n{rng.randrange(8)}"
+        pick = rng.random()
+        if pick < 0.3:
+            state.apply_pod(pod(f"r{serial}", cpu="1", node_name=name, phase="Running"))
+        elif pick < 0.45:
+            on = sorted(t.key for t in state.tasks.values() if t.node_name)
+            if on:
+                ns, pname = rng.choice(on).split("/")
+                state.remove_pod(ns, pname)
+        elif pick < 0.55:
+            state.apply_node(
+                node(name, cpu=rng.choice(["8", "12"]), memory="16Gi", extra={"nvidia.com/gpu": "2"})
+            )
+        else:
+            state.apply_podgroup(podgroup(f"g{serial}", min_member=1))
+            gpu = {"nvidia.com/gpu": "1"} if rng.random() < 0.3 else None
+            state.apply_pod(pod(f"g{serial}-0", cpu=str(rng.randint(1, 3)), group=f"g{serial}", limits=gpu))
+        res = run_session(state.snapshot(), conf, SessionOptions(deterministic=True), random.Random(serial))
+        for b in res.binds:
+            if rng.random() < 0.8:
+                state.assume_bound(b.task.key, b.node, b.annotations)
+    assert taken[0] > 30

@@ -159,3 +159,31 @@ def test_totals_beyond_2_to_the_53_are_kept_while_a_power_of_two_divides_every_a
     alloc, used, again = node_totals(base, kept, [object() for _ in base])
     walked = walk_totals(base)
     assert again is None and (_fields(alloc), _fields(used)) == (_fields(walked[0]), _fields(walked[1]))
+
+
+def test_many_changed_nodes_naming_the_same_extended_resources_are_redone_exactly() -> None:
+    """After a big session most nodes changed only in their pods: they name the same extended
+    resources with the same amounts, which is found for all of them at once; a node among them
+    that gains, loses or changes an amount (0 included) is still redone exactly."""
+    state, _ = _cluster(40)
+    base = _open(state).node_list
+    for node in base:
+        node.allocatable.scalars = {"ephemeral-storage": 500e9, "hugepages-2Mi": 0.0}
+        node.used.scalars = {"ephemeral-storage": 1000.0} if node.name < base[20].name else {}
+    _, _, kept = node_totals(base, None)
+    assert kept is not None
+    rng = random.Random(3)
+    for _ in range(80):
+        for node in rng.sample(base, 15):
+            node.used.milli_cpu += 1000.0
+        if rng.random() < 0.4:
+            node = rng.choice(base)
+            side = rng.choice((node.allocatable, node.used))
+            picked = rng.sample(("ephemeral-storage", "hugepages-2Mi", "nvidia.com/gpu"), rng.randint(0, 2))
+            side.scalars = {name: float(rng.choice((0, 1000, 500e9))) for name in picked}
+        alloc, used, again = node_totals(base, kept, [object() for _ in base])  # all looked at again
+        walked = walk_totals(base)
+        assert (_fields(alloc), _fields(used)) == (_fields(walked[0]), _fields(walked[1]))
+        assert list(alloc.scalars) == list(walked[0].scalars)
+        assert list(used.scalars) == list(walked[1].scalars)
+        assert again is kept

@@ -4,8 +4,17 @@ count, as check() answers it node by node."""
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
+from scheduler.framework.cycle import close_session, open_session, run_actions
+from scheduler.framework.session import SessionOptions
 from scheduler.framework.status import Unfit
+from scheduler.model.cluster import ClusterState
 from scheduler.model.objects import TaskStatus
+from scheduler.plugins import predicates
+from scheduler.registry import default_configuration
+from tests.builders import node, pod, podgroup, queue
 from tests.unit.test_session_many import _pending, _session
 
 
@@ -30,3 +39,67 @@ def test_a_node_filled_between_two_tasks_is_refused_then_freed_again() -> None:
     ssn.mark_releasing(ssn.own(first))
     assert many(third, nodes) == [None] * len(nodes)
     assert [one(third, n) for n in nodes] == [None] * len(nodes)
+
+
+def test_the_plain_nodes_kept_between_sessions_are_those_a_walk_finds(monkeypatch: Any) -> None:
+    """The record is carried from one session to the next and only the nodes that changed are
+    asked again: after every kind of change (a node filling up or emptying through running pods
+    and through the session's own binds, cordoned, tainted, replaced), it is what a walk over
+    every node finds, and plain_many answers as check() does."""
+    kept = [0]
+    from_kept = predicates._PlainNodes._from_kept
+
+    def counted(self: Any) -> bool:
+        ok = from_kept(self)
+        kept[0] += ok
+        return ok
+
+    monkeypatch.setattr(predicates._PlainNodes, "_from_kept", counted)
+    rng = random.Random(20261127)
+    state = ClusterState()
+    state.apply_queue(queue("default"))
+    for i in range(8):
+        state.apply_node(node(f"n{i}", cpu="16", memory="32Gi", pods="3"))
+    conf = default_configuration()
+    for serial in range(60):
+        _change(state, rng, serial)
+        ssn = open_session(state.snapshot(), conf, SessionOptions(deterministic=True), random.Random(serial))
+        plain = ssn.plugins["predicates"]._plain
+        walk = {n for n in ssn.node_list if plain._plain(n)}
+        assert plain.current() == walk, serial
+        assert plain.by_name == {n.name: n for n in walk}, serial
+        task = next(iter(_pending(ssn)), None)
+        if task is not None:
+            many = ssn._predicate_many["predicates"]
+            one = ssn._registered["predicate"]["predicates"]
+            assert _reasons(many(task, ssn.node_list)) == _reasons([one(task, n) for n in ssn.node_list])
+        run_actions(ssn, {})
+        res = close_session(ssn)
+        for b in res.binds:
+            if rng.random() < 0.8:
+                state.assume_bound(b.task.key, b.node, b.annotations)
+    assert kept[0] > 40
+
+
+def _change(state: ClusterState, rng: random.Random, serial: int) -> None:
+    name = f"n{rng.randrange(8)}"
+    pick = rng.random()
+    if pick < 0.3:
+        state.apply_pod(pod(f"r{serial}", cpu="1", node_name=name, phase="Running"))
+    elif pick < 0.5:
+        on = sorted(t.key for t in state.tasks.values() if t.node_name)
+        if on:
+            ns, pname = rng.choice(on).split("/")
+            state.remove_pod(ns, pname)
+    elif pick < 0.6:
+        obj = node(name, cpu="16", memory="32Gi", pods="3")
+        obj["spec"]["unschedulable"] = rng.random() < 0.5
+        state.apply_node(obj)
+    elif pick < 0.7:
+        taints = [{"key": "k", "value": "v", "effect": "NoSchedule"}] if rng.random() < 0.5 else []
+        state.apply_node(node(name, cpu="16", memory="32Gi", pods="3", taints=taints))
+    elif pick < 0.9:
+        size = rng.randint(1, 3)
+        state.apply_podgroup(podgroup(f"g{serial}", min_member=1))
+        for k in range(size):
+            state.apply_pod(pod(f"g{serial}-{k}", cpu="1", group=f"g{serial}"))

@@ -56,6 +56,8 @@ class Binder:
         self._assumed_ms = metrics.task_latency.labels("Assumed")
         self._bound_ms = metrics.task_latency.labels("Bound")
         self._bind_stage_ms = metrics.stage_duration.labels("Bind")
+        self._prebind_ms = metrics.stage_duration.labels("PreBind")
+        self._prebound_ms = metrics.task_latency.labels("PreBound")
         self.dry_run = dry_run
         self.attempts = attempts
         self.concurrency = concurrency
@@ -64,6 +66,9 @@ class Binder:
         # set while no batch is in flight: the next session waits on it (scheduler/pacing.py)
         self.settled = asyncio.Event()
         self.settled.set()
+        # the events' writes wait for the Bindings in flight (see PipelinedQueue)
+        if isinstance(recorder, EventRecorder):
+            recorder.queue.gate = self.settled
         self._dry_seen: set[str] = set()
         # Scheduled events of binds that succeeded, sent once their batch is done: during a burst
         # the Bindings alone use the event loop and the token bucket, the events follow
@@ -214,10 +219,7 @@ class Binder:
 
     def _prebound(self, binds: list[BindDecision], prebind_ms: float, now: float) -> None:
         """Observe the PreBind stage and PreBound latency of binds about to be sent at `now`."""
-        prebind, prebound = (
-            self.metrics.stage_duration.labels("PreBind"),
-            self.metrics.task_latency.labels("PreBound"),
-        )
+        prebind, prebound = self._prebind_ms, self._prebound_ms
         for d in binds:
             prebind.observe(prebind_ms)
             if d.task.pod.creation:

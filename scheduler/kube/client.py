@@ -389,6 +389,53 @@ class KubeClient:
             raise status_error(answer.status, answer.body, {"Retry-After": answer.retry_after})
         return answer
 
+    async def write_pipelined(
+        self, writes: list[tuple[str, str, Any, str | None]], term: int | None = None
+    ) -> list[ApiError | None]:
+        """`(method, path, body, content type)` writes whose answers matter only for their status
+        (events), sent back to back: pipelined on one connection of the keep-alive client
+        (`KeepAliveClient.request_pipelined`), else one by one through `request`. Each write's
+        ApiError, or None when it succeeded.
+
+        The same tokens (each write its own, all taken before the batch goes), credentials,
+        header lines and fence check as `_write`, once for the batch."""
+        if self.writer is None:
+            return [await self._write_one(m, p, b, ct, term) for m, p, b, ct in writes]
+        delay = 0.0
+        for _method, path, _body, _ct in writes:
+            delay = max(delay, self.bucket_for(path).reserve())
+        if delay > 0:
+            await asyncio.sleep(delay)
+        cfg = self.api.configuration
+        bearer = "BearerToken" in cfg.api_key
+        token = await cfg.get_api_key_with_prefix("BearerToken") if bearer else None
+        if self.write_guard is not None and not self.write_guard(term):
+            return [Fenced(m, p) for m, p, _b, _ct in writes]
+        requests: list[tuple[str, str, str, bytes | None]] = []
+        for method, path, body, ct in writes:
+            data = None if body is None else body if isinstance(body, bytes) else json_dumps(body)
+            requests.append((method, path, self._write_lines(ct, body is not None, bearer, token), data))
+        self.requests += len(requests)
+        answers = await self.writer.request_pipelined(requests, self.options.request_timeout)
+        out: list[ApiError | None] = []
+        for (method, path, _body, _ct), answer in zip(writes, answers, strict=True):
+            if isinstance(answer, TransportError):
+                out.append(ApiError(0, "ConnectionError", f"{method} {path}: {answer}"))
+            elif not 200 <= answer.status < 300:
+                out.append(status_error(answer.status, answer.body, {"Retry-After": answer.retry_after}))
+            else:
+                out.append(None)
+        return out
+
+    async def _write_one(
+        self, method: str, path: str, body: Any, content_type: str | None, term: int | None
+    ) -> ApiError | None:
+        try:
+            await self.request(method, path, body=body, content_type=content_type, term=term, decode=False)
+        except ApiError as exc:
+            return exc
+        return None
+
     def _write_lines(self, content_type: str | None, has_body: bool, bearer: bool, token: str | None) -> str:
         """The header lines of a write: `credentials(content_type)`'s headers (a body's type
         JSON unless said), rendered in the same order."""

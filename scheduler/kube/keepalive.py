@@ -51,7 +51,9 @@ class _Connection(asyncio.Protocol):
     waiting request its `Answer` in one step, where streams took a write, a drain, a read of the
     head and a read of the body, each a coroutine of its own, for every request."""
 
-    __slots__ = ("_body_at", "_buf", "_got", "_head", "_waiter", "closed", "deadline", "transport", "used")
+    __slots__ = (
+        "_body_at", "_buf", "_got", "_head", "_queued", "_waiter", "closed", "deadline", "transport", "used",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
@@ -63,6 +65,8 @@ class _Connection(asyncio.Protocol):
         self._head: tuple[int, int | None, bool, bool, str | None] | None = None
         self._body_at = 0
         self.deadline = 0.0  # loop time by which the request in flight must be answered
+        # the waiters of pipelined requests written after the one `_waiter` waits for, in order
+        self._queued: collections.deque[asyncio.Future[tuple[Answer, bool]]] = collections.deque()
 
     # ------------------------------------------------------------------ asyncio.Protocol --
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -76,7 +80,9 @@ class _Connection(asyncio.Protocol):
         self._buf += data
         self._got = True
         try:
-            self._advance()
+            # pipelined answers may come in one read: hand over each that is complete
+            while self._advance() and self._waiter is not None and self._buf:
+                pass
         except TransportError as exc:
             self._fail(exc)
 
@@ -105,41 +111,58 @@ class _Connection(asyncio.Protocol):
         self.transport.write(data)
         return waiter
 
-    def _advance(self) -> None:
-        """Hand over the answer once all of it is in the buffer."""
+    def send_pipelined(self, requests: list[bytes]) -> list[asyncio.Future[tuple[Answer, bool]]]:
+        """Write several requests at once, without waiting for answers in between (HTTP/1.1
+        pipelining: the server answers them in order); their futures, in the same order."""
+        assert self.transport is not None and requests
+        self._buf.clear()
+        self._head, self._got, self._body_at = None, False, 0
+        loop = asyncio.get_running_loop()
+        waiters = [loop.create_future() for _ in requests]
+        self._waiter = waiters[0]
+        self._queued.extend(waiters[1:])
+        self.transport.write(b"".join(requests))
+        return waiters
+
+    def _advance(self) -> bool:
+        """Hand over the answer once all of it is in the buffer; True when it was handed over."""
         buf = self._buf
         if self._head is None:
             end = buf.find(b"\r\n\r\n")
             if end < 0:
                 if len(buf) > _HEAD_LIMIT:
                     raise TransportError("LimitOverrunError: the answer's head is too long")
-                return
+                return False
             self._head = _parse_head(bytes(buf[: end + 4]))
             self._body_at = end + 4
         status, length, chunked, keep, retry_after = self._head
         at = self._body_at
         if chunked:
             try:
-                body = _chunked_body(buf, at)
+                framed = _chunked_body(buf, at)
             except ValueError as exc:
                 raise TransportError(f"the answer's body broke off: {type(exc).__name__}") from None
-            if body is None:
-                return
+            if framed is None:
+                return False
+            body, end_at = framed
         elif length is not None:
-            if len(buf) - at < length:
-                return
-            body = bytes(buf[at : at + length])
+            end_at = at + length
+            if len(buf) < end_at:
+                return False
+            body = bytes(buf[at:end_at])
         elif status in (204, 304) or 100 <= status < 200:
-            body = b""
+            body, end_at = b"", at
         else:
-            return  # no length: the body runs to the end of the connection
-        self._done(Answer(status, body, retry_after), keep)
+            return False  # no length: the body runs to the end of the connection
+        self._done(Answer(status, body, retry_after), keep, end_at)
+        return True
 
     def _ended(self) -> None:
         """The peer closed the connection (or it was lost): what that means for the request."""
         self.closed = True
         waiter = self._waiter
         if waiter is None or waiter.done():
+            self._fail_queued(_Unanswered("the connection closed before an answer"))
             return
         head = self._head
         if not self._got:
@@ -147,32 +170,54 @@ class _Connection(asyncio.Protocol):
         elif head is None:
             waiter.set_exception(TransportError("the answer ended inside its head"))
         elif not head[2] and head[1] is None and not (head[0] in (204, 304) or 100 <= head[0] < 200):
-            self._done(Answer(head[0], bytes(self._buf[self._body_at :]), head[4]), False)
+            self._done(Answer(head[0], bytes(self._buf[self._body_at :]), head[4]), False, len(self._buf))
         else:
             waiter.set_exception(TransportError("the answer's body broke off: IncompleteReadError"))
+        self._fail_queued(_Unanswered("the connection closed before an answer"))
 
-    def _done(self, answer: Answer, keep: bool) -> None:
+    def _done(self, answer: Answer, keep: bool, end: int) -> None:
+        """`answer` (the buffer's first `end` bytes) to its waiter; the next pipelined request's
+        waiter, if any, then waits for the bytes after it."""
         waiter = self._waiter
-        self._waiter = None
-        self._buf.clear()
+        self.used = True
+        if self._queued and keep:
+            del self._buf[:end]
+            self._waiter = self._queued.popleft()
+            self._head, self._body_at = None, 0
+            self._got = bool(self._buf)
+        else:
+            self._waiter = None
+            self._buf.clear()
+            # the server closes after this answer: the requests written after it go unanswered
+            self._fail_queued(_Unanswered("the connection closed before an answer"))
         if waiter is not None and not waiter.done():
             waiter.set_result((answer, keep))
 
+    def _fail_queued(self, exc: Exception) -> None:
+        queued = self._queued
+        while queued:
+            waiter = queued.popleft()
+            if not waiter.done():
+                waiter.set_exception(exc)
+
     def expire(self) -> None:
-        """The request in flight was not answered in time."""
+        """The request in flight (and any pipelined after it) was not answered in time."""
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_exception(TimeoutError())
+        self._fail_queued(TimeoutError())
 
     def _fail(self, exc: Exception) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_exception(exc)
+        self._fail_queued(exc)
         self.close()
 
 
-def _chunked_body(buf: bytearray, at: int) -> bytes | None:
-    """The body of a chunked answer starting at `at`, or None while it is incomplete."""
+def _chunked_body(buf: bytearray, at: int) -> tuple[bytes, int] | None:
+    """The body of a chunked answer starting at `at` and where the answer ends, or None while it
+    is incomplete."""
     parts: list[bytes] = []
     while True:
         eol = buf.find(b"\r\n", at)
@@ -186,7 +231,7 @@ def _chunked_body(buf: bytearray, at: int) -> bytes | None:
                 if eol < 0:
                     return None
                 if eol == at:
-                    return b"".join(parts)
+                    return b"".join(parts), eol + 2
                 at = eol + 2
         if len(buf) < at + size + 2:
             return None
@@ -227,6 +272,9 @@ class KeepAliveClient:
         self._busy: set[_Connection] = set()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
+        # the connection of `request_pipelined`, and its one batch at a time
+        self._pipe: _Connection | None = None
+        self._pipe_slots = Slots(1)
 
     async def request(
         self, method: str, target: str, headers: dict[str, str], body: bytes | None, timeout: float
@@ -239,12 +287,7 @@ class KeepAliveClient:
     ) -> Answer:
         """`request` with the headers already rendered by `header_lines` (callers that send the
         same headers again and again render them once)."""
-        data = (
-            f"{method} {self.prefix}{target} HTTP/1.1\r\n{self._host_line}{lines}"
-            f"Content-Length: {len(body) if body else 0}\r\n\r\n"
-        ).encode("latin-1")
-        if body:
-            data += body
+        data = self._render(method, target, lines, body)
         slots = self._slots
         waiting = slots.take()
         if waiting is not None:
@@ -256,6 +299,104 @@ class KeepAliveClient:
             raise TransportError(f"no answer within {timeout:g}s") from None
         finally:
             slots.give()
+
+    def _render(self, method: str, target: str, lines: str, body: bytes | None) -> bytes:
+        data = (
+            f"{method} {self.prefix}{target} HTTP/1.1\r\n{self._host_line}{lines}"
+            f"Content-Length: {len(body) if body else 0}\r\n\r\n"
+        ).encode("latin-1")
+        return data + body if body else data
+
+    async def request_pipelined(
+        self, requests: list[tuple[str, str, str, bytes | None]], timeout: float
+    ) -> list[Answer | TransportError]:
+        """Send `(method, target, header lines, body)` requests written back to back on one
+        connection of their own (HTTP/1.1 pipelining); each one's answer or TransportError, in order.
+
+        For writes nobody waits on (events): one write system call and one read of the answers
+        for a whole batch, where each request alone costs its own write, wakeup and read. Never
+        for Bindings: a server answers a connection's requests one after another, so binds
+        pipelined would wait for each other instead of running side by side on several
+        connections. One batch at a time (a second caller waits); the connection is kept for the
+        next batch and takes none of the `max_connections` the other requests share.
+
+        Requests the server left unanswered on a connection that had answered before (closed
+        while idle, or closed after an answer it marked `Connection: close`) are sent again once
+        on a new connection, as `request` does for a single one."""
+        if not requests:
+            return []
+        datas = [self._render(*r) for r in requests]
+        waiting = self._pipe_slots.take()
+        if waiting is not None:
+            await self._pipe_slots.wait(waiting)
+        try:
+            deadline = asyncio.get_running_loop().time() + timeout
+            out: list[Answer | TransportError] = []
+            resent = False
+            while len(out) < len(datas):
+                conn = self._pipe if self._pipe is not None and self._pipe.usable() else None
+                if conn is None:
+                    try:
+                        conn = self._pipe = await self._connection(deadline)
+                    except TransportError as exc:
+                        out += [exc] * (len(datas) - len(out))
+                        break
+                was_used = conn.used
+                answers, unanswered = await self._pipelined(conn, datas[len(out) :], deadline, timeout)
+                out += answers
+                if unanswered is None:
+                    continue
+                if (was_used or answers) and not resent:
+                    resent = True  # the rest never reached the server: once more, on a new connection
+                    continue
+                out += [TransportError(str(unanswered))] * (len(datas) - len(out))
+            return out
+        finally:
+            self._pipe_slots.give()
+
+    async def _pipelined(
+        self, conn: _Connection, datas: list[bytes], deadline: float, timeout: float
+    ) -> tuple[list[Answer | TransportError], _Unanswered | None]:
+        """The answers `conn` gives to `datas` (TransportError for each it failed), up to the first
+        request left without a byte of answer, which is returned with the rest unanswered."""
+        waiters = conn.send_pipelined(datas)
+        conn.deadline = deadline
+        self._busy.add(conn)
+        if self._timer is None or deadline < self._timer_at:
+            self._arm(deadline)
+        outcomes: list[Answer | Exception] = []
+        try:
+            for waiter in waiters:  # every one is awaited: each gets its answer or its exception
+                try:
+                    answer, keep = await waiter
+                except (_Unanswered, TimeoutError, TransportError) as exc:
+                    outcomes.append(exc)
+                    continue
+                outcomes.append(answer)
+                if not keep:
+                    conn.close()
+        except BaseException:  # a cancellation: the state of the connection is unknown
+            conn.close()
+            raise
+        finally:
+            self._busy.discard(conn)
+        answers: list[Answer | TransportError] = []
+        for outcome in outcomes:
+            if isinstance(outcome, _Unanswered):  # and so is every request after it
+                conn.close()
+                return answers, outcome
+            if isinstance(outcome, TimeoutError):
+                outcome = TransportError(f"no answer within {timeout:g}s")
+            if isinstance(outcome, Exception):
+                conn.close()
+                answers.append(
+                    outcome if isinstance(outcome, TransportError) else TransportError(str(outcome))
+                )
+            else:
+                answers.append(outcome)
+        if self._closed:
+            conn.close()
+        return answers, None
 
     async def _exchange(self, data: bytes, deadline: float) -> Answer:
         while True:
@@ -340,6 +481,9 @@ class KeepAliveClient:
         idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
+        pipe, self._pipe = self._pipe, None
+        if pipe is not None and pipe not in self._busy:
+            pipe.close()
         if self._timer is not None and not self._busy:  # requests in flight keep their deadline
             self._timer.cancel()
             self._timer = None

@@ -10,12 +10,15 @@ one, and a slow API never blocks a scheduling session.
 
 Events are deduplicated like client-go's EventCorrelator: the same object, type, reason and
 message within a 10-minute window bump `count` on the existing Event instead of creating a new
-one, and the bump is sent at most every 30 s per event.
+one, and the bump is sent at most every 30 s per event. They are sent in the order recorded, in
+batches pipelined on one connection of their own (`PipelinedQueue`), after the Bindings in flight.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import datetime as dt
 import json
 import time
@@ -129,6 +132,108 @@ class ShardedWorkQueue:
         self._workers = []
 
 
+# how long a batch of events waits at most for the Bindings in flight to be answered
+GATE_WAIT_S = 0.5
+
+
+class PipelinedQueue:
+    """The events' writes, in the order recorded, sent in batches pipelined on one connection
+    (`KubeClient.write_pipelined`): `ShardedWorkQueue`'s interface for writes that nobody waits
+    on and whose answers matter only for their status.
+
+    During a burst the binder records a Scheduled event for every pod it bound, thousands a
+    second; through four serial workers each was a queue entry, a coroutine, a write system call
+    and a read of its answer of its own. Here whatever was recorded while the last batch was out
+    goes as the next batch (up to `batch`), one write and, mostly, one read for all of them. One
+    line keeps every object's writes in order (a count bump never overtakes its create).
+
+    With a `gate` (the binder's `settled`), a batch waits while Bindings are in flight, at most
+    `GATE_WAIT_S`: the binds of a burst come first, its events follow between them."""
+
+    def __init__(self, name: str, client: Any, batch: int = 128, maxsize: int = 80000) -> None:
+        self.name = name
+        self.client = client
+        self.batch = batch
+        self.maxsize = maxsize
+        # (what for the log, method, path, body, content type, called once it succeeded)
+        self._items: collections.deque[tuple[Any, str, str, Any, str | None, Callable[[], None]]] = (
+            collections.deque()
+        )
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.dropped = 0
+        self.done = 0
+        self._worker: asyncio.Task[None] | None = None
+        self.gate: asyncio.Event | None = None
+
+    def start(self) -> None:
+        if self._worker is None:
+            self._worker = asyncio.ensure_future(self._work())
+
+    def submit(
+        self,
+        what: Any,
+        method: str,
+        path: str,
+        body: Any,
+        content_type: str | None,
+        on_sent: Callable[[], None],
+    ) -> None:
+        if len(self._items) >= self.maxsize:
+            self.dropped += 1
+            log.warning("write queue full, dropping a write", queue=self.name, object=_named(what))
+            return
+        self._items.append((what, method, path, body, content_type, on_sent))
+        self._idle.clear()
+        self._wake.set()
+
+    async def _work(self) -> None:
+        items = self._items
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while items:
+                gate = self.gate
+                if gate is not None and not gate.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(gate.wait(), GATE_WAIT_S)
+                batch = [items.popleft() for _ in range(min(self.batch, len(items)))]
+                try:
+                    errors: list[Any] = await self.client.write_pipelined([b[1:5] for b in batch])
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # a client bug costs this batch, never the queue
+                    errors = [exc] * len(batch)
+                for item, exc in zip(batch, errors, strict=True):
+                    if exc is None:
+                        item[5]()
+                        self.done += 1
+                    elif not isinstance(exc, Fenced):  # the fence said why once, when it closed
+                        log.warning("write failed", queue=self.name, object=_named(item[0]), error=str(exc))
+            self._idle.set()
+
+    def pending(self) -> int:
+        return len(self._items)
+
+    async def join(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    async def stop(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.cancel()
+            await asyncio.gather(worker, return_exceptions=True)
+
+
+def _named(what: Any) -> str:
+    return "|".join(what) if isinstance(what, tuple) else str(what)
+
+
 async def with_retry(fn: Callable[[], Awaitable[Any]], attempts: int = 3, base: float = 0.2) -> Any:
     """Retry throttled / failed-server / unanswered calls; anything else is final."""
     for i in range(attempts):
@@ -229,7 +334,7 @@ class EventRecorder:
         self.instance = instance
         self.dry_run = dry_run
         self.correlator = EventCorrelator()
-        self.queue = ShardedWorkQueue("events", shards=4)
+        self.queue = PipelinedQueue("events", client)
         self._clock = clock or (lambda: asyncio.get_running_loop().time())
         self.created = 0
         self.patched = 0
@@ -243,7 +348,6 @@ class EventRecorder:
             return
         ns = ref.namespace or "default"
         ts = now_rfc3339()
-        client = self.client
         if action == "create":
             body = {
                 "apiVersion": "v1",
@@ -260,21 +364,17 @@ class EventRecorder:
                 "lastTimestamp": ts,
                 "count": 1,
             }
-
-            async def create() -> None:
-                await client.request("POST", resource_path("/api/v1", "events", ns), body=body, decode=False)
-                self.created += 1
-
-            self.queue.submit("|".join(key), create, replace=False)
+            self.queue.submit(key, "POST", resource_path("/api/v1", "events", ns), body, None, self._created)
         else:
             patch = {"count": seen.sent_count, "lastTimestamp": ts}
             path = resource_path("/api/v1", "events", ns, seen.event_name)
+            self.queue.submit(key, "PATCH", path, patch, MERGE_PATCH, self._patched)
 
-            async def bump() -> None:
-                await client.request("PATCH", path, body=patch, content_type=MERGE_PATCH, decode=False)
-                self.patched += 1
+    def _created(self) -> None:
+        self.created += 1
 
-            self.queue.submit("|".join(key), bump, replace=False)
+    def _patched(self) -> None:
+        self.patched += 1
 
 
 def pod_ref(task: TaskInfo) -> ObjectRef:

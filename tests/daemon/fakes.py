@@ -41,6 +41,18 @@ class FakeClient:
                 return fn(body, query)
         return {}
 
+    async def write_pipelined(
+        self, writes: list[tuple[str, str, Any, str | None]], term: int | None = None
+    ) -> list[ApiError | None]:
+        out: list[ApiError | None] = []
+        for method, path, body, content_type in writes:
+            try:
+                await self.request(method, path, body=body, content_type=content_type, term=term)
+                out.append(None)
+            except ApiError as exc:
+                out.append(exc)
+        return out
+
     async def bind(self, namespace: str, name: str, body: dict[str, Any], term: int | None = None) -> None:
         self.binds.append(body)
         await asyncio.sleep(0)

@@ -183,12 +183,8 @@ class SchedulerCache:
             if seen:
                 # the informer's key is the one upsert_pod works out where it has one (a
                 # namespace that is a non-empty string), without a second string per pod
-                look = None
-                if type(obj) is not dict:
-                    pass
-                elif key is not None:
-                    look = key
-                else:
+                look = key if type(obj) is dict else None
+                if look is None and type(obj) is dict:
                     md = obj.get("metadata")
                     if type(md) is dict:
                         look = f"{md.get('namespace') or 'default'}/{md.get('name')}"

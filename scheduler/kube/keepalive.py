@@ -81,8 +81,9 @@ class _Connection(asyncio.Protocol):
         self._got = True
         try:
             # pipelined answers may come in one read: hand over each that is complete
-            while self._advance() and self._waiter is not None and self._buf:
-                pass
+            handed = self._advance()
+            while handed and self._waiter is not None and self._buf:
+                handed = self._advance()
         except TransportError as exc:
             self._fail(exc)
 

@@ -1,7 +1,7 @@
 """(apiGroup, resource[/sub], verb) of every Kubernetes API call the daemon's code makes.
 
 A static reading of scheduler/kube/*.py and scheduler/daemon.py: `client.request(METHOD, path)`
-where path is `resource_path(prefix, plural, namespace, name, sub)` inline or the nearest earlier
+(or a write queued for a pipelined batch, `queue.submit(key, METHOD, path, ...)`) where path is `resource_path(prefix, plural, namespace, name, sub)` inline or the nearest earlier
 assignment of that name (optionally `+ "/status"`), `client.bind()` (pods/binding create), and
 every informer `Resource(kind, path)` (list + watch). GET of a named object is `get`, of a
 collection `list`. Calls it cannot resolve are returned separately, so a test can fail on them
@@ -72,6 +72,19 @@ def _is_call(node: ast.AST, name: str) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
 
 
+def _method_and_path(node: ast.Call) -> tuple[str, ast.expr] | None:
+    """(METHOD, path expression) of `client.request(METHOD, path, ...)`, or of a write queued
+    for a pipelined batch, `queue.submit(key, METHOD, path, ...)`; None for any other call."""
+    assert isinstance(node.func, ast.Attribute)
+    a = node.args
+    if node.func.attr == "request" and len(a) >= 2 and isinstance(a[0], ast.Constant):
+        return str(a[0].value), a[1]
+    queued = node.func.attr == "submit" and len(a) >= 3 and isinstance(a[1], ast.Constant)
+    if queued and a[1].value in METHOD_VERB:  # type: ignore[attr-defined]
+        return str(a[1].value), a[2]  # type: ignore[attr-defined]
+    return None
+
+
 def scan(files: list[Path]) -> tuple[set[tuple[str, str, str]], list[str]]:
     found: set[tuple[str, str, str]] = set()
     unresolved: list[str] = []
@@ -104,13 +117,10 @@ def scan(files: list[Path]) -> tuple[set[tuple[str, str, str]], list[str]]:
             if node.func.attr == "bind":
                 found.add(("", "pods/binding", "create"))
                 continue
-            if (
-                node.func.attr != "request"
-                or len(node.args) < 2
-                or not isinstance(node.args[0], ast.Constant)
-            ):
+            call = _method_and_path(node)
+            if call is None:
                 continue
-            method, target, sub = node.args[0].value, node.args[1], ""
+            method, target, sub = call[0], call[1], ""
             if isinstance(target, ast.BinOp):
                 sub = _str(target.right, consts) or ""
                 target = target.left

@@ -174,6 +174,23 @@ _REASONS = {
 }
 
 
+def _transport_error(method: str, path: str, exc: TransportError) -> ApiError:
+    """A keep-alive write that got no answer, as the API error `_send` gives for it."""
+    return ApiError(0, "ConnectionError", f"{method} {path}: {exc}")
+
+
+def _answer_error(answer: Answer) -> ApiError:
+    """A keep-alive write's answer that is not 2xx, as the API error `_send` gives for it."""
+    return status_error(answer.status, answer.body, {"Retry-After": answer.retry_after})
+
+
+def _outcome(method: str, path: str, answer: Answer | TransportError) -> ApiError | None:
+    """A pipelined write's outcome: None for a 2xx answer, else the API error `_send` gives."""
+    if isinstance(answer, TransportError):
+        return _transport_error(method, path, answer)
+    return None if 200 <= answer.status < 300 else _answer_error(answer)
+
+
 def _resolve_env_once(api: k8s.ApiClient) -> None:
     """Read the proxy environment once instead of on every request.
 
@@ -367,10 +384,7 @@ class KubeClient:
         delay = (bucket or self.bucket_for(path)).reserve()
         if delay > 0:
             await asyncio.sleep(delay)
-        cfg = self.api.configuration
-        # an exec/OIDC token is refreshed by this call when due (as `credentials` does)
-        bearer = "BearerToken" in cfg.api_key
-        token = await cfg.get_api_key_with_prefix("BearerToken") if bearer else None
+        bearer, token = await self._bearer()
         lines = self._write_lines(content_type, body is not None, bearer, token)
         # checked after every wait (the token, a token refresh) and with none before the send: a
         # write held up across a pause must not go
@@ -384,9 +398,10 @@ class KubeClient:
         try:
             answer = await writer.request_lines(method, target, lines, data, timeout)
         except TransportError as exc:
-            raise ApiError(0, "ConnectionError", f"{method} {path}: {exc}") from None
+            raise _transport_error(method, path, exc) from None
+        # raised where it is built: an exception kept in a local would hold this frame (a cycle)
         if not 200 <= answer.status < 300:
-            raise status_error(answer.status, answer.body, {"Retry-After": answer.retry_after})
+            raise _answer_error(answer)
         return answer
 
     async def write_pipelined(
@@ -406,9 +421,7 @@ class KubeClient:
             delay = max(delay, self.bucket_for(path).reserve())
         if delay > 0:
             await asyncio.sleep(delay)
-        cfg = self.api.configuration
-        bearer = "BearerToken" in cfg.api_key
-        token = await cfg.get_api_key_with_prefix("BearerToken") if bearer else None
+        bearer, token = await self._bearer()
         if self.write_guard is not None and not self.write_guard(term):
             return [Fenced(m, p) for m, p, _b, _ct in writes]
         requests: list[tuple[str, str, str, bytes | None]] = []
@@ -417,15 +430,7 @@ class KubeClient:
             requests.append((method, path, self._write_lines(ct, body is not None, bearer, token), data))
         self.requests += len(requests)
         answers = await self.writer.request_pipelined(requests, self.options.request_timeout)
-        out: list[ApiError | None] = []
-        for (method, path, _body, _ct), answer in zip(writes, answers, strict=True):
-            if isinstance(answer, TransportError):
-                out.append(ApiError(0, "ConnectionError", f"{method} {path}: {answer}"))
-            elif not 200 <= answer.status < 300:
-                out.append(status_error(answer.status, answer.body, {"Retry-After": answer.retry_after}))
-            else:
-                out.append(None)
-        return out
+        return [_outcome(m, p, a) for (m, p, _b, _ct), a in zip(writes, answers, strict=True)]
 
     async def _write_one(
         self, method: str, path: str, body: Any, content_type: str | None, term: int | None
@@ -435,6 +440,13 @@ class KubeClient:
         except ApiError as exc:
             return exc
         return None
+
+    async def _bearer(self) -> tuple[bool, str | None]:
+        """Whether writes carry a bearer token, and the token: an exec/OIDC token is refreshed by
+        this call when due (as `credentials` does)."""
+        cfg = self.api.configuration
+        bearer = "BearerToken" in cfg.api_key
+        return bearer, await cfg.get_api_key_with_prefix("BearerToken") if bearer else None
 
     def _write_lines(self, content_type: str | None, has_body: bool, bearer: bool, token: str | None) -> str:
         """The header lines of a write: `credentials(content_type)`'s headers (a body's type

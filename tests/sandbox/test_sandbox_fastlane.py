@@ -83,9 +83,11 @@ async def _both(chunks: list[bytes]) -> tuple[bytes, bytes, list[dict], list[dic
     answered = 0
     original = fastlane.FastLaneHandler._answer_here
 
-    def counting(self: fastlane.FastLaneHandler, req: fastlane.Framed, buf: bytes) -> bool:
+    def counting(
+        self: fastlane.FastLaneHandler, req: fastlane.Framed, buf: bytes, answers: list[bytes]
+    ) -> bool:
         nonlocal answered
-        ok = original(self, req, buf)
+        ok = original(self, req, buf, answers)
         answered += ok
         return ok
 

@@ -83,9 +83,11 @@ async def _both(chunks: list[bytes]) -> tuple[bytes, bytes, list[dict], list[dic
     answered = 0
     original = fastlane.FastLaneHandler._answer_here
 
-    def counting(self: fastlane.FastLaneHandler, req: fastlane.Framed, buf: bytes) -> bool:
+    def counting(
+        self: fastlane.FastLaneHandler, req: fastlane.Framed, buf: bytes, answers: list[bytes]
+    ) -> bool:
         nonlocal answered
-        ok = original(self, req, buf)
+        ok = original(self, req, buf, answers)
         answered += ok
         return ok
 
@@ -196,3 +198,19 @@ async def test_an_aiohttp_without_the_parts_the_lane_uses_gets_aiohttps_path(
     assert fast == slow and fast_log == slow_log
     assert fast.count(b"HTTP/1.1 ") == len(SCRIPT)
     assert "_gone_in_this_release" in caplog.text
+
+
+def test_a_header_block_seen_before_frames_as_the_first_time() -> None:
+    """frame() keeps the parse of a header block: a repeated block (a client's next request)
+    gives the same headers and body length, and one it hands over is handed over every time."""
+    first = fastlane.frame(request("POST", PODS, {"a": 1}, extra="X-Seen: once\r\n"))
+    again = fastlane.frame(request("PATCH", PODS + "/a", {"b": 2}, extra="X-Seen: once\r\n") + b"next")
+    assert first is not None and again is not None
+    assert (again.method, again.target) == ("PATCH", PODS + "/a")
+    assert again.headers == first.headers and again.headers.get("x-seen") == "once"
+    assert again.size - again.body_start == len(b'{"b": 2}')
+    chunked = b"POST /api/v1/pods HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    for _ in range(2):
+        with pytest.raises(fastlane.HandOver):
+            fastlane.frame(chunked)
+    assert fastlane.frame(b"POST /api/v1/pods HTTP/1.1\r\n\r\n") is not None  # no headers at all

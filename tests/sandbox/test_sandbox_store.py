@@ -69,11 +69,12 @@ def test_priority_resolved_from_class_unknown_class_forbidden_global_default(sto
 
 def test_pods_of_one_template_are_admitted_alike_and_follow_priority_class_changes(store: Store) -> None:
     """The pods of a template reuse the first one's admission (defaults, priority, QoS): each gets
-    what a first admission gives, as its own objects; a PriorityClass write is seen at once; a
-    different spec, even a bad one, is checked in full."""
+    what a first admission gives; a PriorityClass write is seen at once; a different spec, even a
+    bad one, is checked in full."""
     first = store.create(pod("t0"))
     again = store.create(pod("t1"))
     assert again["spec"] == first["spec"] and again["status"] == first["status"]
+    # the first pod keeps the spec built from its caller's objects; the later ones share a copy
     assert again["spec"] is not first["spec"]
     assert again["spec"]["tolerations"] is not first["spec"]["tolerations"]
     assert first["spec"]["priority"] == 0 and "priorityClassName" not in first["spec"]
@@ -91,6 +92,23 @@ def test_pods_of_one_template_are_admitted_alike_and_follow_priority_class_chang
     with pytest.raises(ApiError) as exc:
         store.create(bad)
     assert exc.value.code == 400
+
+
+def test_a_callers_later_change_to_its_pod_reaches_no_other_pod(store: Store) -> None:
+    """In-process callers hand the store their own dicts: what one of them changes afterwards in
+    the pod it created must not show in the later pods of the same template (which share the
+    admitted spec), nor in what they send."""
+    mine = pod("mine", nodeSelector={"zone": "a"})
+    store.create(mine)
+    second = store.create(pod("second", nodeSelector={"zone": "a"}))
+    mine["spec"]["nodeSelector"]["zone"] = "b"  # admission copies only the top of a spec
+    third = store.create(pod("third", nodeSelector={"zone": "a"}))
+    for p in (second, third, store.get("pods", "default", "third")):
+        assert p is not None and p["spec"]["nodeSelector"] == {"zone": "a"}
+    bound = store.bind("default", "third", {"target": {"name": "n1"}})
+    assert (
+        bound["spec"]["nodeName"] == "n1" and "nodeName" not in store.get("pods", "default", "second")["spec"]
+    )
 
 
 def test_system_priority_classes_exist(store: Store) -> None:

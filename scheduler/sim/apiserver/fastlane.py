@@ -124,27 +124,24 @@ class HandOver(Exception):
     """The bytes are not a request this module frames: aiohttp takes the connection from here."""
 
 
-def frame(buf: bytes) -> Framed | None:
-    """The head of the first request in `buf`, None when the head is not all there yet.
+# header block (everything after the request line) -> its headers and body length: a client's
+# requests repeat a few blocks (its token, host and content type; a body length of a few sizes),
+# parsed once each here instead of line by line per request. Emptied when full.
+_BLOCKS: dict[bytes, tuple[Headers, int]] = {}
+_BLOCKS_SIZE = 4096
 
-    Raises `HandOver` for anything but a plain HTTP/1.1 request with at most a Content-Length body.
+
+def _parse_block(block: bytes) -> tuple[Headers, int]:
+    """The headers of a head's lines after the request line and its Content-Length (-1: none).
+
+    Raises `HandOver` for anything but plain `Name: value` lines with at most one decimal
+    Content-Length and no framing or connection semantics this module does not handle.
     """
-    end = buf.find(b"\r\n\r\n")
-    if end < 0:
-        if len(buf) > MAX_HEAD:
-            raise HandOver
-        return None
-    raw = buf[:end]
-    # a non-ASCII head (aiohttp decodes it its own way) or an oversized one: aiohttp's
-    if end > MAX_HEAD or not raw.isascii():
-        raise HandOver
-    lines = raw.decode("ascii").split("\r\n")
-    request_line = lines[0].split(" ")
-    if len(request_line) != 3 or request_line[2] != "HTTP/1.1":
-        raise HandOver
     headers = Headers()
     length = -1
-    for line in lines[1:]:
+    if not block:
+        return headers, length
+    for line in block.decode("ascii").split("\r\n"):
         name, sep, value = line.partition(":")
         if not sep or not name or name[-1] in " \t" or name[0] in " \t":
             raise HandOver
@@ -157,6 +154,38 @@ def frame(buf: bytes) -> Framed | None:
         elif lname == "connection" and value.lower() != "keep-alive":
             raise HandOver
         headers.setdefault(lname, value)  # the first of repeated headers, as aiohttp's `get` answers
+    return headers, length
+
+
+def frame(buf: bytes) -> Framed | None:
+    """The head of the first request in `buf`, None when the head is not all there yet.
+
+    Raises `HandOver` for anything but a plain HTTP/1.1 request with at most a Content-Length body.
+    The `headers` of the answer may be shared with other requests: read them, never change them.
+    """
+    end = buf.find(b"\r\n\r\n")
+    if end < 0:
+        if len(buf) > MAX_HEAD:
+            raise HandOver
+        return None
+    raw = buf[:end]
+    # a non-ASCII head (aiohttp decodes it its own way) or an oversized one: aiohttp's
+    if end > MAX_HEAD or not raw.isascii():
+        raise HandOver
+    line_end = raw.find(b"\r\n")
+    if line_end < 0:
+        line_end = end
+    request_line = raw[:line_end].decode("ascii").split(" ")
+    if len(request_line) != 3 or request_line[2] != "HTTP/1.1":
+        raise HandOver
+    block = raw[line_end + 2 :]
+    known = _BLOCKS.get(block)
+    if known is None:
+        known = _parse_block(block)
+        if len(_BLOCKS) >= _BLOCKS_SIZE:
+            _BLOCKS.clear()
+        _BLOCKS[block] = known
+    headers, length = known
     return Framed(end + 4, end + 4 + max(length, 0), request_line[0], request_line[1], headers)
 
 
@@ -247,10 +276,22 @@ class FastLaneHandler(RequestHandler):
         if not self._lane:
             super().data_received(data)
             return
+        # the answers to the requests of this read, sent in one write (one system call for a
+        # client's pipelined batch instead of one per answer) before anything else goes out
+        answers: list[bytes] = []
+        try:
+            self._take(data, answers)
+        finally:
+            if answers and self.transport is not None:
+                self.transport.write(answers[0] if len(answers) == 1 else b"".join(answers))
+
+    def _take(self, data: bytes, answers: list[bytes]) -> None:
+        """Frame and answer what `data` completes; what the lane does not answer goes to aiohttp,
+        after the answers before it (`answers` is flushed first, so the order holds)."""
         if self._passing:
             passed, data = data[: self._passing], data[self._passing :]
             self._passing -= len(passed)
-            super().data_received(passed)
+            self._to_aiohttp(passed, answers)
         buf = self._pending + data if self._pending else data
         self._pending = b""
         while buf and not (self._force_close or self._close):
@@ -258,7 +299,7 @@ class FastLaneHandler(RequestHandler):
                 req = frame(buf)
             except HandOver:
                 self._lane = False
-                super().data_received(buf)
+                self._to_aiohttp(buf, answers)
                 return
             if req is None:
                 self._pending = buf
@@ -266,15 +307,23 @@ class FastLaneHandler(RequestHandler):
             if req.size - req.body_start > MAX_LANE_BODY:
                 # aiohttp streams a large body (and applies the size limit) as it arrives
                 self._passing = max(0, req.size - len(buf))
-                super().data_received(buf[: req.size])
+                self._to_aiohttp(buf[: req.size], answers)
             elif len(buf) < req.size:
                 self._pending = buf
                 return
-            elif not (req.method in _WRITES and self._aiohttp_idle() and self._answer_here(req, buf)):
-                super().data_received(buf[: req.size])
+            elif not (
+                req.method in _WRITES and self._aiohttp_idle() and self._answer_here(req, buf, answers)
+            ):
+                self._to_aiohttp(buf[: req.size], answers)
             buf = buf[req.size :]
 
-    def _answer_here(self, req: Framed, buf: bytes) -> bool:
+    def _to_aiohttp(self, data: bytes, answers: list[bytes]) -> None:
+        if answers and self.transport is not None:
+            self.transport.write(b"".join(answers))
+        answers.clear()
+        super().data_received(data)
+
+    def _answer_here(self, req: Framed, buf: bytes, answers: list[bytes]) -> bool:
         target = _fast_target(req.target)
         transport = self.transport
         manager = self._manager
@@ -287,7 +336,7 @@ class FastLaneHandler(RequestHandler):
             out = render(answer)
         except ValueError as exc:  # aiohttp refuses such a header too; the write has happened
             out = render(error_answer(internal(str(exc))))
-        transport.write(out)
+        answers.append(out)
         # the bookkeeping aiohttp's start() does after each keep-alive request
         self._request_count += 1
         manager.requests_count += 1

@@ -203,6 +203,80 @@ def nth_tie(const double[:] scores, const unsigned char[:] flags, double top, bi
     raise IndexError(k)
 
 
+def run_missing(const unsigned char[:] codes, const unsigned char[:] known, Py_ssize_t start,
+                Py_ssize_t n):
+    cdef Py_ssize_t total = codes.shape[0]
+    cdef Py_ssize_t k, i
+    cdef list fits = []
+    cdef list scores = []
+    if n <= 0:
+        return fits, scores
+    i = start % total  # then stepped round the ring: no division per position
+    for k in range(n):
+        if codes[i] == C_UNKNOWN:
+            fits.append(i)
+        if not known[i]:
+            scores.append(i)
+        i += 1
+        if i == total:
+            i = 0
+    return fits, scores
+
+
+def run_top(const double[:] values, const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t n):
+    cdef Py_ssize_t total = codes.shape[0]
+    cdef Py_ssize_t k, i
+    cdef Py_ssize_t nflag = 0
+    cdef Py_ssize_t first = -1
+    cdef Py_ssize_t count = 0
+    cdef bint only
+    cdef double m = 0.0
+    cdef double v
+    if n > 0:
+        i = start % total
+        for k in range(n):
+            if codes[i] == C_FIT:
+                nflag += 1
+            i += 1
+            if i == total:
+                i = 0
+    only = 0 < nflag < n
+    if n > 0:
+        i = start % total
+        for k in range(n):
+            if not only or codes[i] == C_FIT:
+                v = values[i]
+                if first < 0 or v > m:
+                    m = v
+                    first = k
+                    count = 1
+                elif v == m:
+                    count += 1
+            i += 1
+            if i == total:
+                i = 0
+    if first >= 0 and m != m:
+        return None
+    return count, first, m, only
+
+
+def run_nth_tie(const double[:] values, const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t n,
+                double top, bint only, Py_ssize_t k):
+    cdef Py_ssize_t total = codes.shape[0]
+    cdef Py_ssize_t p, i
+    if n > 0:
+        i = start % total
+        for p in range(n):
+            if (not only or codes[i] == C_FIT) and values[i] == top:
+                if k == 0:
+                    return p
+                k -= 1
+            i += 1
+            if i == total:
+                i = 0
+    raise IndexError(k)
+
+
 def forget(unsigned char[:] codes, list at):
     cdef Py_ssize_t k, i
     cdef Py_ssize_t n = len(at)

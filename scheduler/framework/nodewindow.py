@@ -167,6 +167,60 @@ def nth_tie(scores: array, flags: bytearray, top: float, only: bool, k: int) -> 
     raise IndexError(k)
 
 
+def run_missing(codes: bytearray, known: bytearray, start: int, n: int) -> tuple[list[int], list[int]]:
+    """For the run start, start + 1, ... (n positions round the ring): the node indices whose
+    Idle-fit code is UNKNOWN and those whose score is not known, each in run order."""
+    total = len(codes)
+    fits: list[int] = []
+    scores: list[int] = []
+    for k in range(n):
+        i = (start + k) % total
+        if codes[i] == UNKNOWN:
+            fits.append(i)
+        if not known[i]:
+            scores.append(i)
+    return fits, scores
+
+
+def run_top(values: array, codes: bytearray, start: int, n: int) -> tuple[int, int, float, bool] | None:
+    """top_ties over the run read in place: the scores values[i] and the flags codes[i] == FIT of
+    its positions, as gather_scores_run and gather_flags_run would have listed them (every code
+    known); the first tie as its place in the run."""
+    total = len(codes)
+    nflag = 0
+    for k in range(n):
+        if codes[(start + k) % total] == FIT:
+            nflag += 1
+    only = 0 < nflag < n
+    m = 0.0
+    first = -1
+    count = 0
+    for k in range(n):
+        i = (start + k) % total
+        if only and codes[i] != FIT:
+            continue
+        v = values[i]
+        if first < 0 or v > m:
+            m, first, count = v, k, 1
+        elif v == m:
+            count += 1
+    if first >= 0 and m != m:
+        return None
+    return count, first, m, only
+
+
+def run_nth_tie(values: array, codes: bytearray, start: int, n: int, top: float, only: bool, k: int) -> int:
+    """nth_tie over the run read in place (as run_top reads it): the place in the run of the k-th tie."""
+    total = len(codes)
+    for p in range(n):
+        i = (start + p) % total
+        if (not only or codes[i] == FIT) and values[i] == top:
+            if k == 0:
+                return p
+            k -= 1
+    raise IndexError(k)
+
+
 def forget(codes: bytearray, at: list[int]) -> None:
     """Set the answers at positions `at` back to UNKNOWN (repeats allowed; a position outside the
     codes is an IndexError, before or after the others are set)."""

@@ -368,6 +368,10 @@ class _Entry:
         self.ordered = False
 
 
+# best()'s in-place pick over a run could not decide (NaN top, BestNodeFn, deterministic pick)
+_NAN_TOP = object()
+
+
 class _Run:
     """The positions start, start + 1, ... (n of them) round the ring of `total` nodes: a scan
     window's positions when every node in it fits, as a sequence that is not listed (a list of
@@ -1156,6 +1160,11 @@ class PlacementCache:
         for sp in splits:  # any(), without a generator per pod
             if sp.rest(task, candidates):
                 return prioritize(self.ssn, task, candidates, self)
+        run = entry.at
+        if type(run) is _Run and candidates is entry.cands and len(candidates) == run.n:
+            picked = self._best_in_run(task, vals, entry, run)
+            if picked is not _NAN_TOP:
+                return cast("NodeInfo | None", picked)
         order = entry.order
         if (
             order is None
@@ -1222,6 +1231,43 @@ class PlacementCache:
             i = int(window_impl.nth_tie(scores, flags, m, only, ssn.rng.choice(range(count))))
         node = order[i]
         entry.picked = (node, i)
+        return node
+
+    def _best_in_run(self, task: TaskInfo, vals: _NodeValues, entry: _Entry, run: _Run) -> object:
+        """best() for a window where every node fits (the candidates are the run of the ring):
+        the choice read in place from the shape's per-node arrays, the unknown Idle fits and
+        scores computed first and kept (as _gathered computes them), without gathering the run
+        into arrays of its own: a one-pod job's entry is asked once, and a job's later pods find
+        the nodes changed in between unknown in the shape's arrays (_fresh forgot them), as the
+        touched path would recompute them. _NAN_TOP when the top is NaN, a BestNodeFn applies or
+        the pick is deterministic: best()'s lists decide then."""
+        ssn = self.ssn
+        if ssn.options.deterministic or ssn.has("best_node"):
+            return _NAN_TOP
+        codes = self._fit_array(vals)
+        final, known = self._score_arrays(vals.sc)
+        start, n = run.start, run.n
+        fit_missing, score_missing = window_impl.run_missing(codes, known, start, n)
+        nodes = self.nodes
+        if fit_missing:
+            self._fits_at(task, codes, [nodes[i] for i in fit_missing], fit_missing)
+        if len(score_missing) == 1:
+            self._fill_split(vals, task, nodes[score_missing[0]])
+        elif score_missing:
+            self._fill_split_many(vals, task, [nodes[i] for i in score_missing])
+        entry.touched.clear()
+        top = window_impl.run_top(final, codes, start, n)
+        if top is None:
+            return _NAN_TOP
+        count, first, m, only = top
+        if count == 0:
+            return None
+        if count == 1:
+            k = first
+        else:
+            k = int(window_impl.run_nth_tie(final, codes, start, n, m, only, ssn.rng.choice(range(count))))
+        node = entry.cands[k]
+        entry.picked = (node, k)
         return node
 
     @staticmethod

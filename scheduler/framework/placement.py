@@ -20,7 +20,7 @@ from scheduler.framework.nodewindow_impl import window_impl
 from scheduler.framework.session import Session, SessionOptions
 from scheduler.framework.status import Unfit
 from scheduler.model.node import NodeInfo
-from scheduler.model.objects import TaskInfo
+from scheduler.model.objects import TaskInfo, TaskStatus
 from scheduler.model.resfit_impl import resfit_impl
 
 _name = attrgetter("name")
@@ -1161,7 +1161,12 @@ class PlacementCache:
             if sp.rest(task, candidates):
                 return prioritize(self.ssn, task, candidates, self)
         run = entry.at
-        if type(run) is _Run and candidates is entry.cands and len(candidates) == run.n:
+        if (
+            type(run) is _Run
+            and candidates is entry.cands
+            and len(candidates) == run.n
+            and self._last_pending(task)
+        ):
             picked = self._best_in_run(task, vals, entry, run)
             if picked is not _NAN_TOP:
                 return cast("NodeInfo | None", picked)
@@ -1233,13 +1238,23 @@ class PlacementCache:
         entry.picked = (node, i)
         return node
 
+    def _last_pending(self, task: TaskInfo) -> bool:
+        """Whether `task` is its job's last pending task: its entry is then not asked again for
+        another pod, and the window's aligned arrays (which a gang's later pods update in place
+        at the one node that changed, cheaper than a pass over the whole window) are not needed."""
+        job = self.ssn.jobs.get(task.job)
+        if job is None:
+            return False
+        pending = job.task_status_index.get(TaskStatus.PENDING)
+        return pending is not None and len(pending) <= 1
+
     def _best_in_run(self, task: TaskInfo, vals: _NodeValues, entry: _Entry, run: _Run) -> object:
         """best() for a window where every node fits (the candidates are the run of the ring):
         the choice read in place from the shape's per-node arrays, the unknown Idle fits and
         scores computed first and kept (as _gathered computes them), without gathering the run
-        into arrays of its own: a one-pod job's entry is asked once, and a job's later pods find
-        the nodes changed in between unknown in the shape's arrays (_fresh forgot them), as the
-        touched path would recompute them. _NAN_TOP when the top is NaN, a BestNodeFn applies or
+        into arrays of its own: a one-pod job's entry is asked once. (Were the entry asked again,
+        the nodes changed in between are unknown in the shape's arrays, which _fresh forgot, and
+        are recomputed as the touched path recomputes them.) _NAN_TOP when the top is NaN, a BestNodeFn applies or
         the pick is deterministic: best()'s lists decide then."""
         ssn = self.ssn
         if ssn.options.deterministic or ssn.has("best_node"):

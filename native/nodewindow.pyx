@@ -168,28 +168,39 @@ def top_indices(const double[:] scores, const unsigned char[:] flags):
     return out
 
 
+cdef struct Top:
+    double m
+    Py_ssize_t first
+    Py_ssize_t count
+
+
+cdef inline void _fold(Top* t, double v, Py_ssize_t pos) noexcept nogil:
+    """Count value `v` at `pos` into the running top (a NaN first value stays the top, as max does)."""
+    if t.first < 0 or v > t.m:
+        t.m = v
+        t.first = pos
+        t.count = 1
+    elif v == t.m:
+        t.count += 1
+
+
+cdef object _ties(Top t, bint only):
+    """top_ties' answer from the folded top: None when the top is NaN."""
+    if t.first >= 0 and t.m != t.m:
+        return None
+    return t.count, t.first, t.m, only
+
+
 def top_ties(const double[:] scores, const unsigned char[:] flags):
     cdef Py_ssize_t n = scores.shape[0]
     cdef Py_ssize_t i
-    cdef Py_ssize_t first = -1
-    cdef Py_ssize_t count = 0
-    cdef bint only
-    cdef double m = 0.0
-    cdef double v
-    only = _only(flags, n)
+    cdef Top t = Top(0.0, -1, 0)
+    cdef bint only = _only(flags, n)
     for i in range(n):
         if only and not flags[i]:
             continue
-        v = scores[i]
-        if first < 0 or v > m:
-            m = v
-            first = i
-            count = 1
-        elif v == m:
-            count += 1
-    if first >= 0 and m != m:
-        return None
-    return count, first, m, only
+        _fold(&t, scores[i], i)
+    return _ties(t, only)
 
 
 def nth_tie(const double[:] scores, const unsigned char[:] flags, double top, bint only, Py_ssize_t k):
@@ -227,11 +238,8 @@ def run_top(const double[:] values, const unsigned char[:] codes, Py_ssize_t sta
     cdef Py_ssize_t total = codes.shape[0]
     cdef Py_ssize_t k, i
     cdef Py_ssize_t nflag = 0
-    cdef Py_ssize_t first = -1
-    cdef Py_ssize_t count = 0
+    cdef Top t = Top(0.0, -1, 0)
     cdef bint only
-    cdef double m = 0.0
-    cdef double v
     if n > 0:
         i = start % total
         for k in range(n):
@@ -245,19 +253,11 @@ def run_top(const double[:] values, const unsigned char[:] codes, Py_ssize_t sta
         i = start % total
         for k in range(n):
             if not only or codes[i] == C_FIT:
-                v = values[i]
-                if first < 0 or v > m:
-                    m = v
-                    first = k
-                    count = 1
-                elif v == m:
-                    count += 1
+                _fold(&t, values[i], k)
             i += 1
             if i == total:
                 i = 0
-    if first >= 0 and m != m:
-        return None
-    return count, first, m, only
+    return _ties(t, only)
 
 
 def run_nth_tie(const double[:] values, const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t n,

@@ -182,43 +182,26 @@ def run_missing(codes: bytearray, known: bytearray, start: int, n: int) -> tuple
     return fits, scores
 
 
+def _gathered_run(values: array, codes: bytearray, start: int, n: int) -> tuple[array, bytearray]:
+    """The run's scores and Idle-fit flags gathered (every code known): what best() gathered."""
+    scores = array("d", bytes(8 * n))
+    gather_scores_run(values, bytearray([1]) * len(codes), start, scores)
+    flags = bytearray(n)
+    gather_flags_run(codes, start, flags)
+    return scores, flags
+
+
 def run_top(values: array, codes: bytearray, start: int, n: int) -> tuple[int, int, float, bool] | None:
-    """top_ties over the run read in place: the scores values[i] and the flags codes[i] == FIT of
-    its positions, as gather_scores_run and gather_flags_run would have listed them (every code
-    known); the first tie as its place in the run."""
-    total = len(codes)
-    nflag = 0
-    for k in range(n):
-        if codes[(start + k) % total] == FIT:
-            nflag += 1
-    only = 0 < nflag < n
-    m = 0.0
-    first = -1
-    count = 0
-    for k in range(n):
-        i = (start + k) % total
-        if only and codes[i] != FIT:
-            continue
-        v = values[i]
-        if first < 0 or v > m:
-            m, first, count = v, k, 1
-        elif v == m:
-            count += 1
-    if first >= 0 and m != m:
-        return None
-    return count, first, m, only
+    """top_ties over the run: the scores values[i] and the flags codes[i] == FIT of its positions
+    (every code known), the first tie as its place in the run. The compiled module reads them in
+    place; this twin gathers them, which is the definition."""
+    return top_ties(*_gathered_run(values, codes, start, n))
 
 
 def run_nth_tie(values: array, codes: bytearray, start: int, n: int, top: float, only: bool, k: int) -> int:
-    """nth_tie over the run read in place (as run_top reads it): the place in the run of the k-th tie."""
-    total = len(codes)
-    for p in range(n):
-        i = (start + p) % total
-        if (not only or codes[i] == FIT) and values[i] == top:
-            if k == 0:
-                return p
-            k -= 1
-    raise IndexError(k)
+    """nth_tie over the run as run_top reads it: the place in the run of the k-th tie."""
+    scores, flags = _gathered_run(values, codes, start, n)
+    return nth_tie(scores, flags, top, only, k)
 
 
 def forget(codes: bytearray, at: list[int]) -> None:

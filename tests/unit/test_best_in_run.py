@@ -16,7 +16,7 @@ from scheduler.framework.session import SessionOptions
 from scheduler.model.cluster import ClusterState
 from scheduler.registry import parse
 from scheduler.sim.devicebench import FLOOR_SESSION_CONF
-from scheduler.sim.nodegen import make_nodes, parse_node_spec
+from tests import builders
 
 # nodeorder alone scores mostly ties (the draws from the session rng must be the same)
 NODEORDER_CONF = FLOOR_SESSION_CONF.replace("  - name: binpack\n", "")
@@ -27,32 +27,17 @@ def _cluster(seed: int) -> ClusterState:
     (their windows hold refusals and are not runs) and enough of them to fill some nodes."""
     rng = random.Random(seed)
     state = ClusterState()
-    specs = [
-        parse_node_spec(f"{rng.randrange(8, 14)}:cpu=8,memory=32Gi"),
-        parse_node_spec(f"{rng.randrange(4, 8)}:cpu=16,memory=64Gi"),
-    ]
-    for node in make_nodes(specs):
-        state.apply_node(node)
-    state.apply_queue(
-        {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}}
-    )
+    state.apply_queue(builders.queue("default"))
+    sizes = [("8", "32Gi")] * rng.randrange(8, 14) + [("16", "64Gi")] * rng.randrange(4, 8)
+    for i, (cpu, memory) in enumerate(sizes):
+        state.apply_node(builders.node(f"n{i:02d}", cpu=cpu, memory=memory))
     for j in range(rng.randrange(70, 100)):
         name = f"job-{j:03d}"
         size = rng.choice((1, 1, 1, 1, 2, 3))
         cpu = rng.choice(("100m", "500m", "1", "6"))
-        meta = {"name": name, "namespace": "ml", "creationTimestamp": float(j)}
-        state.apply_podgroup({"kind": "PodGroup", "metadata": meta, "spec": {"minMember": size, "queue": "default"},
-                              "status": {"phase": "Inqueue"}})  # fmt: skip
+        state.apply_podgroup(builders.podgroup(name, min_member=size, ns="ml"))
         for k in range(size):
-            pod = f"{name}-{k}"
-            state.apply_pod({
-                "kind": "Pod",
-                "metadata": {"name": pod, "namespace": "ml", "uid": f"uid-{pod}", "creationTimestamp": float(j),
-                             "annotations": {"scheduling.k8s.io/group-name": name}},
-                "spec": {"schedulerName": "volcano", "containers": [
-                    {"name": "main", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]},
-                "status": {"phase": "Pending"},
-            })  # fmt: skip
+            state.apply_pod(builders.pod(f"{name}-{k}", cpu=cpu, memory="1Gi", ns="ml", group=name))
     return state
 
 

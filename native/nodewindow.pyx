@@ -168,28 +168,39 @@ def top_indices(const double[:] scores, const unsigned char[:] flags):
     return out
 
 
+cdef struct Top:
+    double m
+    Py_ssize_t first
+    Py_ssize_t count
+
+
+cdef inline void _fold(Top* t, double v, Py_ssize_t pos) noexcept nogil:
+    """Count value `v` at `pos` into the running top (a NaN first value stays the top, as max does)."""
+    if t.first < 0 or v > t.m:
+        t.m = v
+        t.first = pos
+        t.count = 1
+    elif v == t.m:
+        t.count += 1
+
+
+cdef object _ties(Top t, bint only):
+    """top_ties' answer from the folded top: None when the top is NaN."""
+    if t.first >= 0 and t.m != t.m:
+        return None
+    return t.count, t.first, t.m, only
+
+
 def top_ties(const double[:] scores, const unsigned char[:] flags):
     cdef Py_ssize_t n = scores.shape[0]
     cdef Py_ssize_t i
-    cdef Py_ssize_t first = -1
-    cdef Py_ssize_t count = 0
-    cdef bint only
-    cdef double m = 0.0
-    cdef double v
-    only = _only(flags, n)
+    cdef Top t = Top(0.0, -1, 0)
+    cdef bint only = _only(flags, n)
     for i in range(n):
         if only and not flags[i]:
             continue
-        v = scores[i]
-        if first < 0 or v > m:
-            m = v
-            first = i
-            count = 1
-        elif v == m:
-            count += 1
-    if first >= 0 and m != m:
-        return None
-    return count, first, m, only
+        _fold(&t, scores[i], i)
+    return _ties(t, only)
 
 
 def nth_tie(const double[:] scores, const unsigned char[:] flags, double top, bint only, Py_ssize_t k):
@@ -200,6 +211,69 @@ def nth_tie(const double[:] scores, const unsigned char[:] flags, double top, bi
             if k == 0:
                 return i
             k -= 1
+    raise IndexError(k)
+
+
+def run_missing(const unsigned char[:] codes, const unsigned char[:] known, Py_ssize_t start,
+                Py_ssize_t n):
+    cdef Py_ssize_t total = codes.shape[0]
+    cdef Py_ssize_t k, i
+    cdef list fits = []
+    cdef list scores = []
+    if n <= 0:
+        return fits, scores
+    i = start % total  # then stepped round the ring: no division per position
+    for k in range(n):
+        if codes[i] == C_UNKNOWN:
+            fits.append(i)
+        if not known[i]:
+            scores.append(i)
+        i += 1
+        if i == total:
+            i = 0
+    return fits, scores
+
+
+def run_top(const double[:] values, const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t n):
+    cdef Py_ssize_t total = codes.shape[0]
+    cdef Py_ssize_t k, i
+    cdef Py_ssize_t nflag = 0
+    cdef Top t = Top(0.0, -1, 0)
+    cdef bint only
+    if n > 0:
+        i = start % total
+        for k in range(n):
+            if codes[i] == C_FIT:
+                nflag += 1
+            i += 1
+            if i == total:
+                i = 0
+    only = 0 < nflag < n
+    if n > 0:
+        i = start % total
+        for k in range(n):
+            if not only or codes[i] == C_FIT:
+                _fold(&t, values[i], k)
+            i += 1
+            if i == total:
+                i = 0
+    return _ties(t, only)
+
+
+def run_nth_tie(const double[:] values, const unsigned char[:] codes, Py_ssize_t start, Py_ssize_t n,
+                double top, bint only, Py_ssize_t k):
+    cdef Py_ssize_t total = codes.shape[0]
+    cdef Py_ssize_t p, i
+    if n > 0:
+        i = start % total
+        for p in range(n):
+            if (not only or codes[i] == C_FIT) and values[i] == top:
+                if k == 0:
+                    return p
+                k -= 1
+            i += 1
+            if i == total:
+                i = 0
     raise IndexError(k)
 
 

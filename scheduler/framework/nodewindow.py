@@ -167,6 +167,43 @@ def nth_tie(scores: array, flags: bytearray, top: float, only: bool, k: int) -> 
     raise IndexError(k)
 
 
+def run_missing(codes: bytearray, known: bytearray, start: int, n: int) -> tuple[list[int], list[int]]:
+    """For the run start, start + 1, ... (n positions round the ring): the node indices whose
+    Idle-fit code is UNKNOWN and those whose score is not known, each in run order."""
+    total = len(codes)
+    fits: list[int] = []
+    scores: list[int] = []
+    for k in range(n):
+        i = (start + k) % total
+        if codes[i] == UNKNOWN:
+            fits.append(i)
+        if not known[i]:
+            scores.append(i)
+    return fits, scores
+
+
+def _gathered_run(values: array, codes: bytearray, start: int, n: int) -> tuple[array, bytearray]:
+    """The run's scores and Idle-fit flags gathered (every code known): what best() gathered."""
+    scores = array("d", bytes(8 * n))
+    gather_scores_run(values, bytearray([1]) * len(codes), start, scores)
+    flags = bytearray(n)
+    gather_flags_run(codes, start, flags)
+    return scores, flags
+
+
+def run_top(values: array, codes: bytearray, start: int, n: int) -> tuple[int, int, float, bool] | None:
+    """top_ties over the run: the scores values[i] and the flags codes[i] == FIT of its positions
+    (every code known), the first tie as its place in the run. The compiled module reads them in
+    place; this twin gathers them, which is the definition."""
+    return top_ties(*_gathered_run(values, codes, start, n))
+
+
+def run_nth_tie(values: array, codes: bytearray, start: int, n: int, top: float, only: bool, k: int) -> int:
+    """nth_tie over the run as run_top reads it: the place in the run of the k-th tie."""
+    scores, flags = _gathered_run(values, codes, start, n)
+    return nth_tie(scores, flags, top, only, k)
+
+
 def forget(codes: bytearray, at: list[int]) -> None:
     """Set the answers at positions `at` back to UNKNOWN (repeats allowed; a position outside the
     codes is an IndexError, before or after the others are set)."""

@@ -20,7 +20,7 @@ from scheduler.framework.nodewindow_impl import window_impl
 from scheduler.framework.session import Session, SessionOptions
 from scheduler.framework.status import Unfit
 from scheduler.model.node import NodeInfo
-from scheduler.model.objects import TaskInfo
+from scheduler.model.objects import TaskInfo, TaskStatus
 from scheduler.model.resfit_impl import resfit_impl
 
 _name = attrgetter("name")
@@ -366,6 +366,10 @@ class _Entry:
         # whether `errors` names every node in the scan's order from `start` (a scan in which
         # every node refused, nothing popped since): the next session may then copy it as it is
         self.ordered = False
+
+
+# best()'s in-place pick over a run could not decide (NaN top, BestNodeFn, deterministic pick)
+_NAN_TOP = object()
 
 
 class _Run:
@@ -1156,6 +1160,16 @@ class PlacementCache:
         for sp in splits:  # any(), without a generator per pod
             if sp.rest(task, candidates):
                 return prioritize(self.ssn, task, candidates, self)
+        run = entry.at
+        if (
+            type(run) is _Run
+            and candidates is entry.cands
+            and len(candidates) == run.n
+            and self._last_pending(task)
+        ):
+            picked = self._best_in_run(task, vals, entry, run)
+            if picked is not _NAN_TOP:
+                return cast("NodeInfo | None", picked)
         order = entry.order
         if (
             order is None
@@ -1222,6 +1236,53 @@ class PlacementCache:
             i = int(window_impl.nth_tie(scores, flags, m, only, ssn.rng.choice(range(count))))
         node = order[i]
         entry.picked = (node, i)
+        return node
+
+    def _last_pending(self, task: TaskInfo) -> bool:
+        """Whether `task` is its job's last pending task: its entry is then not asked again for
+        another pod, and the window's aligned arrays (which a gang's later pods update in place
+        at the one node that changed, cheaper than a pass over the whole window) are not needed."""
+        job = self.ssn.jobs.get(task.job)
+        if job is None:
+            return False
+        pending = job.task_status_index.get(TaskStatus.PENDING)
+        return pending is not None and len(pending) <= 1
+
+    def _best_in_run(self, task: TaskInfo, vals: _NodeValues, entry: _Entry, run: _Run) -> object:
+        """best() for a window where every node fits (the candidates are the run of the ring):
+        the choice read in place from the shape's per-node arrays, the unknown Idle fits and
+        scores computed first and kept (as _gathered computes them), without gathering the run
+        into arrays of its own: a one-pod job's entry is asked once. (Were the entry asked again,
+        the nodes changed in between are unknown in the shape's arrays, which _fresh forgot, and
+        are recomputed as the touched path recomputes them.) _NAN_TOP when the top is NaN, a BestNodeFn applies or
+        the pick is deterministic: best()'s lists decide then."""
+        ssn = self.ssn
+        if ssn.options.deterministic or ssn.has("best_node"):
+            return _NAN_TOP
+        codes = self._fit_array(vals)
+        final, known = self._score_arrays(vals.sc)
+        start, n = run.start, run.n
+        fit_missing, score_missing = window_impl.run_missing(codes, known, start, n)
+        nodes = self.nodes
+        if fit_missing:
+            self._fits_at(task, codes, [nodes[i] for i in fit_missing], fit_missing)
+        if len(score_missing) == 1:
+            self._fill_split(vals, task, nodes[score_missing[0]])
+        elif score_missing:
+            self._fill_split_many(vals, task, [nodes[i] for i in score_missing])
+        entry.touched.clear()
+        top = window_impl.run_top(final, codes, start, n)
+        if top is None:
+            return _NAN_TOP
+        count, first, m, only = top
+        if count == 0:
+            return None
+        if count == 1:
+            k = first
+        else:
+            k = int(window_impl.run_nth_tie(final, codes, start, n, m, only, ssn.rng.choice(range(count))))
+        node = entry.cands[k]
+        entry.picked = (node, k)
         return node
 
     @staticmethod

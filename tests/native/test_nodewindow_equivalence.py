@@ -236,3 +236,60 @@ def test_forget_sets_the_listed_positions_unknown(ring: tuple[bytearray, int, in
     if inside:
         assert results[0][1] == bytes(twin.UNKNOWN if i in set(at) else c for i, c in enumerate(codes))
     assert all(r == results[0] for r in results)
+
+
+@st.composite
+def run_arrays(draw: st.DrawFn) -> tuple[array, bytearray, bytearray, int, int]:
+    """A shape's per-node scores (some known, NaN and infinities among them), its Idle-fit codes,
+    and a run of positions round the ring (it may start past the end and wrap)."""
+    total = draw(st.integers(1, 30))
+    pick = st.sampled_from([0.0, 1.5, 2.0, 2.0, 7.25, -3.0, 1e300, -math.inf, math.inf, math.nan])
+    values = array("d", draw(st.lists(pick, min_size=total, max_size=total)))
+    known = bytearray(draw(st.lists(st.sampled_from([0, 1, 1]), min_size=total, max_size=total)))
+    codes = bytearray(draw(st.lists(st.sampled_from([0, 1, 1, 2]), min_size=total, max_size=total)))
+    return values, known, codes, draw(st.integers(0, 2 * total)), draw(st.integers(0, total))
+
+
+def _run_pick(mod, values: array, codes: bytearray, start: int, n: int) -> tuple | None:
+    """The top of the run read in place and every tie listed by its place in the run."""
+    top = mod.run_top(values, codes, start, n)
+    if top is None:
+        return None
+    count, first, m, only = top
+    ties = [mod.run_nth_tie(values, codes, start, n, m, only, k) for k in range(count)]
+    with pytest.raises(IndexError):
+        mod.run_nth_tie(values, codes, start, n, m, only, count)
+    return count, first, only, ties
+
+
+@settings(max_examples=400, deadline=None)
+@given(run_arrays())
+def test_a_run_picks_in_place_what_its_gathered_arrays_pick(
+    case: tuple[array, bytearray, bytearray, int, int],
+) -> None:
+    """run_missing names the unknown codes and scores of the run (node indices, run order), and
+    once they are known run_top / run_nth_tie find the ties top_ties / nth_tie find over the
+    gathered arrays: the pick best() makes in place is the one it made over the gathered lists."""
+    values, known, codes, start, n = case
+    total = len(codes)
+    ring = [(start + k) % total for k in range(n)]
+    for mod in (twin, native) if native is not None else (twin,):
+        fits, scores = mod.run_missing(codes, known, start, n)
+        assert fits == [i for i in ring if codes[i] == twin.UNKNOWN]
+        assert scores == [i for i in ring if not known[i]]
+    # the missing ones filled in (as best() computes them) before the pick is read
+    filled = bytearray(
+        c if c != twin.UNKNOWN else (twin.FIT if i % 2 else twin.REFUSED) for i, c in enumerate(codes)
+    )
+    flags = bytearray(n)
+    assert twin.gather_flags_run(filled, start, flags) == []
+    gathered = array("d", bytes(8 * n))
+    twin.gather_scores_run(values, bytearray([1]) * total, start, gathered)
+    ties = twin.top_ties(gathered, flags)
+    want = None
+    if ties is not None:
+        count, first, m, only = ties
+        want = (count, first, only, [twin.nth_tie(gathered, flags, m, only, k) for k in range(count)])
+    assert _run_pick(twin, values, filled, start, n) == want
+    if native is not None:
+        assert _run_pick(native, values, filled, start, n) == want

@@ -6,6 +6,8 @@ Python module for the layout and the rules. Only the inner loops differ: the per
 copy and the card order live in C scratch buffers instead of Python lists.
 """
 
+from cpython cimport array
+from cpython.object cimport Py_SIZE
 from libc.stdlib cimport free, malloc
 
 FIT = 0
@@ -50,14 +52,14 @@ cdef inline double _score(int policy, long long count, long long dm, long long n
 
 cdef int _fit_node(
     Py_ssize_t i,
-    const long long[::1] starts,
-    const long long[::1] count,
-    const long long[::1] devmem,
-    const long long[::1] used_num,
-    const long long[::1] used_mem,
-    const long long[::1] used_cores,
-    const long long[::1] usable,
-    const long long[::1] req,
+    const long long *starts,
+    const long long *count,
+    const long long *devmem,
+    const long long *used_num,
+    const long long *used_mem,
+    const long long *used_cores,
+    const long long *usable,
+    const long long *req,
     Py_ssize_t n_req,
     int policy,
     long long *buf,
@@ -130,6 +132,11 @@ cdef int _fit_node(
     return C_FIT
 
 
+cdef inline const long long *_p(const long long[::1] a) noexcept nogil:
+    # the first element's address; NULL for an empty view (a node without cards reads none)
+    return NULL if a.shape[0] == 0 else &a[0]
+
+
 cdef long long *_scratch(Py_ssize_t maxn) except NULL:
     cdef long long *buf = <long long *> malloc(sizeof(long long) * (5 * maxn + 1))
     if buf == NULL:
@@ -164,6 +171,14 @@ def fit_nodes(
     for i in range(lo, hi):
         if starts[i + 1] - starts[i] > maxn:
             maxn = starts[i + 1] - starts[i]
+    cdef const long long *ps = _p(starts)
+    cdef const long long *pc = _p(count)
+    cdef const long long *pd = _p(devmem)
+    cdef const long long *pn = _p(used_num)
+    cdef const long long *pm = _p(used_mem)
+    cdef const long long *pu = _p(used_cores)
+    cdef const long long *pk = _p(usable)
+    cdef const long long *pr = _p(req)
     cdef long long *buf = _scratch(maxn)
     try:
         with nogil:
@@ -172,8 +187,8 @@ def fit_nodes(
                 if node_flags[i] != 0:
                     out_code[i] = C_NEEDS_PYTHON
                     continue
-                code = _fit_node(i, starts, count, devmem, used_num, used_mem, used_cores, usable, req,
-                                 n_req, policy, buf, maxn, &score, &out_cards[(i - lo) * total])
+                code = _fit_node(i, ps, pc, pd, pn, pm, pu, pk, pr, n_req, policy, buf, maxn, &score,
+                                 &out_cards[(i - lo) * total])
                 out_code[i] = code
                 if code == C_FIT:
                     out_score[i] = score
@@ -215,6 +230,14 @@ def fit_listed(
             raise IndexError(f"no room for node {i}'s cards")
         if starts[i + 1] - starts[i] > maxn:
             maxn = starts[i + 1] - starts[i]
+    cdef const long long *ps = _p(starts)
+    cdef const long long *pc = _p(count)
+    cdef const long long *pd = _p(devmem)
+    cdef const long long *pn = _p(used_num)
+    cdef const long long *pm = _p(used_mem)
+    cdef const long long *pu = _p(used_cores)
+    cdef const long long *pk = _p(usable)
+    cdef const long long *pr = _p(req)
     cdef long long *buf = _scratch(maxn)
     try:
         with nogil:
@@ -224,8 +247,8 @@ def fit_listed(
                 if node_flags[i] != 0:
                     out_code[i] = C_NEEDS_PYTHON
                     continue
-                code = _fit_node(i, starts, count, devmem, used_num, used_mem, used_cores, usable, req,
-                                 n_req, policy, buf, maxn, &score, &out_cards[i * total])
+                code = _fit_node(i, ps, pc, pd, pn, pm, pu, pk, pr, n_req, policy, buf, maxn, &score,
+                                 &out_cards[i * total])
                 out_code[i] = code
                 if code == C_FIT:
                     out_score[i] = score
@@ -243,3 +266,103 @@ def best_node(const long long[::1] out_code, const double[::1] out_score, Py_ssi
             best = i
             top = out_score[i]
     return best
+
+
+cdef inline const long long *_q(array.array a, Py_ssize_t need, str what) except NULL:
+    # an int64 array of at least `need` entries, as a pointer (never NULL: the except value)
+    if a.ob_descr.itemsize != 8 or a.ob_descr.typecode == b'd':
+        raise TypeError(f"{what}: an int64 array is needed")
+    if Py_SIZE(a) < need:
+        raise IndexError(f"{what}: {Py_SIZE(a)} entries, {need} needed")
+    return <const long long *> a.data.as_voidptr if need > 0 else &_ONE
+
+
+cdef long long _ONE = 0
+
+
+def refresh_nodes(
+    list nodes,
+    dict at_of,
+    array.array starts,
+    array.array node_flags,
+    array.array count,
+    array.array devmem,
+    array.array used_num,
+    array.array used_mem,
+    array.array used_cores,
+    array.array usable,
+    array.array req,
+    int policy,
+    array.array node_ver,
+    array.array fitted_ver,
+    array.array out_code,
+    array.array out_score,
+    array.array out_cards,
+):
+    # see fit.refresh_nodes: positions by at_of (or `nodes` are positions), stale ones refitted
+    cdef Py_ssize_t n_nodes = Py_SIZE(starts) - 1
+    cdef Py_ssize_t m, i, k, maxn = 0, n_at = len(nodes)
+    cdef Py_ssize_t n_req = Py_SIZE(req) // 4
+    cdef long long total = 0
+    cdef int code, misfits = 0
+    cdef double score
+    cdef object got
+    if n_nodes < 0:
+        raise IndexError("starts is empty")
+    if out_score.ob_descr.typecode != b'd':
+        raise TypeError("out_score: a float64 array is needed")
+    cdef const long long *ps = _q(starts, n_nodes + 1, "starts")
+    cdef const long long *pf = _q(node_flags, n_nodes, "node_flags")
+    cdef Py_ssize_t n_cards = ps[n_nodes]
+    cdef const long long *pc = _q(count, n_cards, "count")
+    cdef const long long *pd = _q(devmem, n_cards, "devmem")
+    cdef const long long *pn = _q(used_num, n_cards, "used_num")
+    cdef const long long *pm = _q(used_mem, n_cards, "used_mem")
+    cdef const long long *pu = _q(used_cores, n_cards, "used_cores")
+    cdef const long long *pk = _q(usable, n_cards, "usable")
+    cdef const long long *pr = _q(req, 4 * n_req, "req")
+    cdef const long long *pv = _q(node_ver, n_nodes, "node_ver")
+    cdef long long *pw = <long long *> _q(fitted_ver, n_nodes, "fitted_ver")
+    cdef long long *po = <long long *> _q(out_code, n_nodes, "out_code")
+    if Py_SIZE(out_score) < n_nodes:
+        raise IndexError("out_score is shorter than the nodes")
+    cdef double *pscore = out_score.data.as_doubles
+    for k in range(n_req):
+        total += pr[4 * k]
+    cdef long long *pcards = <long long *> _q(out_cards, max(n_nodes * total, 1), "out_cards")
+    cdef Py_ssize_t *at = <Py_ssize_t *> malloc(sizeof(Py_ssize_t) * (n_at + 1))
+    if at == NULL:
+        raise MemoryError()
+    cdef long long *buf = NULL
+    try:
+        for m in range(n_at):
+            got = nodes[m] if at_of is None else at_of.get(nodes[m])
+            if got is None:
+                return -1
+            i = got
+            if i < 0 or i >= n_nodes:
+                raise IndexError(f"node {i} out of range")
+            at[m] = i
+            if ps[i + 1] - ps[i] > maxn:
+                maxn = ps[i + 1] - ps[i]
+        buf = _scratch(maxn)
+        with nogil:
+            for m in range(n_at):
+                i = at[m]
+                if pw[i] != pv[i]:
+                    pscore[i] = 0.0
+                    if pf[i] != 0:
+                        po[i] = C_NEEDS_PYTHON
+                    else:
+                        code = _fit_node(i, ps, pc, pd, pn, pm, pu, pk, pr, n_req, policy, buf, maxn,
+                                         &score, &pcards[i * total])
+                        po[i] = code
+                        if code == C_FIT:
+                            pscore[i] = score
+                    pw[i] = pv[i]
+                if po[i] != C_FIT:
+                    misfits += 1
+    finally:
+        free(at)
+        free(buf)
+    return misfits

@@ -468,15 +468,19 @@ class DeviceSharePlugin(Plugin):
     def predicate_many(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[Unfit | None]:
         """predicate() for each node: a plain vGPU request reads every node's answer from one
         whole-table scan; a refusal, an unusable node and any other request ask node by node."""
-        at, req = self._plain_positions(task, nodes)
-        if at is None or req is None or self._unusable:
+        req = self._plain_vgpu(task)
+        if req is None or self._unusable:
+            return [self.predicate(task, n) for n in nodes]
+        # the session's node objects first: one compiled call finds their positions, brings the
+        # changed ones up to date and counts the misfits (a pod asks ~50 nodes, mostly all fitting)
+        misfits = self._scans.misfits(self.table, req, self.args.policy, nodes, self._vgpu_at_node)
+        if misfits == 0:
+            return [None] * len(nodes)
+        at, _ = self._plain_positions(task, nodes)
+        if at is None:
             return [self.predicate(task, n) for n in nodes]
         codes, _ = self._scans.answers(self.table, req, self.args.policy, at)
-        got = list(map(codes.__getitem__, at))
-        if got.count(FIT) == len(got):
-            # every node fits (the usual case): the answers without a Python step per node
-            return [None] * len(got)
-        return [None if c == FIT else self.predicate(task, n) for c, n in zip(got, nodes, strict=True)]
+        return [None if codes[i] == FIT else self.predicate(task, n) for i, n in zip(at, nodes, strict=True)]
 
     def node_order_many(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
         """node_order() for each node, a plain vGPU request's from one whole-table scan."""

@@ -67,11 +67,11 @@ class VgpuTable:
         self.python_nodes = 0  # MIG nodes: fitted in Python after the hot path
         # the fit implementation (compiled or Python twin); the bench swaps it to compare
         self.impl = fit_impl
-        # bumped on every charge change of any card: a whole-table scan is valid while it holds
+        # bumped on every charge change of any card
         self.generation = 0
-        # the node (ledger index) of each charge change, in order: a scan is brought up to date by
-        # rescanning only the nodes named after its position
-        self.changes: list[int] = []
+        # per node (ledger index): bumped on every change of its charges or cap; a scan's answer
+        # for a node is current while the version it was fitted at is this one
+        self.node_ver = array("q")
 
     @property
     def n_cards(self) -> int:
@@ -110,6 +110,7 @@ class VgpuTable:
         self.python_nodes += 1 if mig else 0
         self.out_code.append(0)
         self.out_score.append(0.0)
+        self.node_ver.append(0)
         return idx
 
     def mask_for(self, req: VgpuRequest, lo: int, hi: int) -> array:
@@ -133,7 +134,7 @@ class VgpuTable:
     def touch(self, idx: int) -> None:
         """Node `idx` changed its charges (or its cap): scans of the table are out of date there."""
         self.generation += 1
-        self.changes.append(idx)
+        self.node_ver[idx] += 1
 
     def fit_all(self, req: VgpuRequest, policy: int) -> tuple[array, array]:
         """(codes, scores) of every node for `req`: the batch form of `VgpuLedger.fit`."""
@@ -203,15 +204,17 @@ class VgpuTable:
 @dataclass(slots=True)
 class _Scan:
     table: VgpuTable
-    seq: int  # length of the table's change log when codes and scores were last brought up to date
     codes: array
     scores: array
     # node i's chosen cards at cards[i * total ...], valid where codes[i] is FIT and the fit was the
     # compiled one (node_flags[i] == 0, no required mode)
     cards: array
     total: int
-    # nodes changed (up to `seq`) and not fitted again since: their entries are out of date
-    dirty: set[int]
+    # node i's entries are current while fitted[i] == table.node_ver[i] (the version they were fitted at)
+    fitted: array
+    # no node the hot path leaves to Python, no card filter, no required mode: the compiled
+    # refresh (`refresh_nodes`) alone brings the answers up to date
+    plain: bool
 
 
 def _scan_key(req: VgpuRequest, policy: int, containers: tuple | None = None) -> tuple:
@@ -239,9 +242,9 @@ class ScanCache:
 
     The predicate and node-order hooks ask node by node; one compiled scan of every card of every
     node answers all of them at once. Pods asking the same (one-pod jobs of a few sizes, the pods
-    of a job) share it, and after a placement only the nodes whose charges changed since are
-    scanned again (`VgpuTable.changes`), so a pod usually costs a few one-node fits instead of a
-    whole-table scan. Answers (fit, score, reason) are those of `VgpuLedger.fit` for requests
+    of a job) share it, and after a placement only the asked nodes whose charges changed since
+    are scanned again (`VgpuTable.node_ver`), so a pod usually costs a few one-node fits instead
+    of a whole-table scan. Answers (fit, score, reason) are those of `VgpuLedger.fit` for requests
     without a required mode.
     """
 
@@ -276,30 +279,60 @@ class ScanCache:
         """(codes, scores) of every node of `table` for `req`, up to date with every charge at
         the positions `at` (None: at every node). The other changed nodes wait until asked: a
         scan is asked about a few nodes at a time, while ~30 other nodes changed since its last."""
+        scan = self._current(table, req, policy)
+        fitted, ver = scan.fitted, table.node_ver
+        if at is None:
+            stale = [i for i in range(len(fitted)) if fitted[i] != ver[i]]
+        else:
+            stale = [i for i in at if fitted[i] != ver[i]]
+        if stale:
+            self._refit(scan, req, policy, stale)
+        return scan.codes, scan.scores
+
+    def misfits(
+        self, table: VgpuTable, req: VgpuRequest, policy: int, nodes: list, at_of: dict | None
+    ) -> int:
+        """How many of the nodes do not fit `req`, their answers brought up to date; -1 when one
+        is not in `at_of` (node -> position; None: `nodes` are positions). One compiled call
+        (`refresh_nodes`) for a scan the hot path answers alone, else `answers`."""
+        scan = self._current(table, req, policy)
+        if scan.plain:
+            return table.impl.refresh_nodes(
+                nodes, at_of, table.starts, table.node_flags, table.count, table.devmem, table.used_num,
+                table.used_mem, table.used_cores, table.static_ok, _flat(req), policy, table.node_ver,
+                scan.fitted, scan.codes, scan.scores, scan.cards,
+            )  # fmt: skip
+        at = list(nodes) if at_of is None else list(map(at_of.get, nodes))
+        if None in at:
+            return -1
+        codes, _ = self.answers(table, req, policy, at)
+        return sum(1 for i in at if codes[i] != FIT)
+
+    def _current(self, table: VgpuTable, req: VgpuRequest, policy: int) -> _Scan:
+        """The request's scan, `_last` first."""
         last_req, last_policy, scan = self._last
         if last_req is not req or last_policy != policy or scan is None or scan.table is not table:
             scan = self._scan_of(table, req, policy)
             self._last = (req, policy, scan)
-        dirty = self._dirty(scan)
-        if dirty:
-            stale = dirty if at is None else dirty.intersection(at)
-            if stale:
-                self._refit(scan, req, policy, stale)
-        return scan.codes, scan.scores
+        return scan
 
     def _scan_of(self, table: VgpuTable, req: VgpuRequest, policy: int) -> _Scan:
         """The request's scan, made by a whole-table scan when there is none yet."""
         by_req = self._by_req
         got = by_req.get((id(req), policy))
-        if got is not None and got[0] is req and got[1].table is table:
+        n = len(table.ledgers)
+        if got is not None and got[0] is req and got[1].table is table and len(got[1].fitted) == n:
             return got[1]
         key = self._key(req, policy)
         scan = self._scans.get(key)
-        if scan is None or scan.table is not table:
+        # a scan made before the table took more nodes has no entry for them: made again
+        if scan is None or scan.table is not table or len(scan.fitted) != n:
             total = req.total_cards
-            cards = array("q", bytes(8 * max(1, len(table.ledgers) * total)))
+            cards = array("q", bytes(8 * max(1, n * total)))
+            fitted = array("q", table.node_ver)
             codes, scores = table.scan_cards(req, policy, cards)
-            scan = _Scan(table, len(table.changes), codes, scores, cards, total, set())
+            plain = not (table.python_nodes or req.has_card_filters or req.mode)
+            scan = _Scan(table, codes, scores, cards, total, fitted, plain)
             if len(self._scans) >= self.LIMIT:
                 del self._scans[next(iter(self._scans))]
                 by_req.clear()
@@ -320,16 +353,7 @@ class ScanCache:
         return _scan_key(req, policy, got[1])
 
     @staticmethod
-    def _dirty(scan: _Scan) -> set[int]:
-        """The nodes changed since the scan last fitted them, with the change log read up to now."""
-        log = scan.table.changes
-        if scan.seq != len(log):
-            scan.dirty.update(log[scan.seq :])
-            scan.seq = len(log)
-        return scan.dirty
-
-    @staticmethod
-    def _refit(scan: _Scan, req: VgpuRequest, policy: int, stale: set[int]) -> None:
+    def _refit(scan: _Scan, req: VgpuRequest, policy: int, stale: list[int]) -> None:
         """Fit the stale nodes again in one call; the whole table when they are most of it (a
         listed node costs about what a node of a range costs, plus the list)."""
         table = scan.table
@@ -337,13 +361,12 @@ class ScanCache:
             codes, scores = table.fit_range(req, policy, 0, len(table.ledgers), scan.cards)
             scan.codes[:] = codes
             scan.scores[:] = scores
-            scan.dirty.clear()
+            scan.fitted[:] = table.node_ver
             return
-        table.refit(req, policy, list(stale), scan.codes, scan.scores, scan.cards)
-        if stale is scan.dirty:
-            scan.dirty.clear()
-        else:
-            scan.dirty.difference_update(stale)
+        table.refit(req, policy, stale, scan.codes, scan.scores, scan.cards)
+        fitted, ver = scan.fitted, table.node_ver
+        for i in stale:
+            fitted[i] = ver[i]
 
     def kept_fit(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> FitResult | None:
         """`led.fit(req, policy)` when it fits, read from a scan of the request's shape whose
@@ -372,10 +395,10 @@ class ScanCache:
         if last_req is not req or last_policy != policy:
             scan = self._scans.get(self._key(req, policy))
         t = led.table
-        if scan is None or scan.table is not t:
-            return None
         i = led.idx
-        if t.node_flags[i] or scan.codes[i] != FIT or i in self._dirty(scan):
+        if scan is None or scan.table is not t or i >= len(scan.fitted):
+            return None
+        if t.node_flags[i] or scan.codes[i] != FIT or scan.fitted[i] != t.node_ver[i]:
             return None
         k = i * scan.total
         return scan.cards[k : k + scan.total], scan.scores[i]

@@ -23,7 +23,7 @@ from scheduler.plugins.deviceshare.config import DeviceConfig
 from scheduler.plugins.deviceshare.fit import FIT, NEEDS_PYTHON, NOT_FITTED, TOO_MANY_CARDS, Pick
 from scheduler.plugins.deviceshare.hotpath import fit_impl, register_impl
 from scheduler.plugins.deviceshare.mig import MigCard, fit_mig_node
-from scheduler.plugins.deviceshare.requests import VgpuRequest
+from scheduler.plugins.deviceshare.requests import VgpuContainerRequest, VgpuRequest
 
 KIND = "hamivgpu"
 _NODE_RESOURCES = (ann.VGPU_NUMBER, ann.VGPU_CORES, ann.VGPU_MEMORY)
@@ -80,7 +80,7 @@ class VgpuTable:
     def add_node(
         self,
         ledger: VgpuLedger,
-        cards: list[ann.RegisteredCard],
+        cards: Sequence[ann.RegisteredCard],
         ok: list[bool],
         mig: bool,
         derived: CardLists | None = None,
@@ -215,6 +215,7 @@ class _Scan:
     # no node the hot path leaves to Python, no card filter, no required mode: the compiled
     # refresh (`refresh_nodes`) alone brings the answers up to date
     plain: bool
+    flat: array  # the request's containers as the fit reads them (_flat)
 
 
 def _scan_key(req: VgpuRequest, policy: int, containers: tuple | None = None) -> tuple:
@@ -299,7 +300,7 @@ class ScanCache:
         if scan.plain:
             return table.impl.refresh_nodes(
                 nodes, at_of, table.starts, table.node_flags, table.count, table.devmem, table.used_num,
-                table.used_mem, table.used_cores, table.static_ok, _flat(req), policy, table.node_ver,
+                table.used_mem, table.used_cores, table.static_ok, scan.flat, policy, table.node_ver,
                 scan.fitted, scan.codes, scan.scores, scan.cards,
             )  # fmt: skip
         at = list(nodes) if at_of is None else list(map(at_of.get, nodes))
@@ -332,7 +333,7 @@ class ScanCache:
             fitted = array("q", table.node_ver)
             codes, scores = table.scan_cards(req, policy, cards)
             plain = not (table.python_nodes or req.has_card_filters or req.mode)
-            scan = _Scan(table, codes, scores, cards, total, fitted, plain)
+            scan = _Scan(table, codes, scores, cards, total, fitted, plain, _flat(req))
             if len(self._scans) >= self.LIMIT:
                 del self._scans[next(iter(self._scans))]
                 by_req.clear()
@@ -387,8 +388,23 @@ class ScanCache:
         got = self._kept_cards(led, req, policy)
         return None if got is None else led.card_segments(req, got[0])
 
+    def kept_card(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> int:
+        """The one card of kept_fit's answer for a request of one card (its local index), or -1
+        when kept_fit gives none."""
+        got = self._kept_at(led, req, policy)
+        return -1 if got is None else got[0].cards[got[1] * got[0].total]
+
     def _kept_cards(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[array, float] | None:
         """The cards and score of kept_fit's answer (see there), or None."""
+        got = self._kept_at(led, req, policy)
+        if got is None:
+            return None
+        scan, i = got
+        k = i * scan.total
+        return scan.cards[k : k + scan.total], scan.scores[i]
+
+    def _kept_at(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[_Scan, int] | None:
+        """The scan holding kept_fit's answer and the node's position in it, or None."""
         if req.mode:
             return None
         last_req, last_policy, scan = self._last
@@ -400,8 +416,7 @@ class ScanCache:
             return None
         if t.node_flags[i] or scan.codes[i] != FIT or scan.fitted[i] != t.node_ver[i]:
             return None
-        k = i * scan.total
-        return scan.cards[k : k + scan.total], scan.scores[i]
+        return scan, i
 
     def node_fit(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[bool, str, float]:
         if req.mode and req.mode != led.mode:
@@ -428,6 +443,7 @@ class CardLists:
     node was most of the ledger's construction at every session open."""
 
     __slots__ = (
+        "clean",
         "count",
         "devmem",
         "in_range",
@@ -443,6 +459,9 @@ class CardLists:
         self.uuids = [c.uuid for c in cards]
         self.types = [c.type for c in cards]
         self.uuid_index = {u: i for i, u in enumerate(self.uuids)}
+        # every card is found by its own UUID, which no annotation separator splits: a charge of
+        # card c is read back from `vgpu-ids-new` as card c (see VgpuLedger.charge_one)
+        self.clean = len(self.uuid_index) == len(self.uuids) and not any(map(_has_separator, self.uuids))
         # healthy NVIDIA cards, before the node's unhealthy list is applied
         self.nvidia_ok = [bool(c.health and "NVIDIA" in c.type) for c in cards]
         self.nvidia_ok_row = array("q", map(int, self.nvidia_ok))
@@ -462,7 +481,7 @@ _REGISTRATIONS: dict[str, tuple[tuple[ann.RegisteredCard, ...] | None, str, Card
 _REGISTRATIONS_LIMIT = 65536
 
 
-def _registered_cards(value: str) -> tuple[list[ann.RegisteredCard] | None, str, CardLists | None]:
+def _registered_cards(value: str) -> tuple[Sequence[ann.RegisteredCard] | None, str, CardLists | None]:
     got = _REGISTRATIONS.get(value)
     if got is None:
         cards, why = register_impl.decode_vgpu_register(value)
@@ -470,8 +489,7 @@ def _registered_cards(value: str) -> tuple[list[ann.RegisteredCard] | None, str,
             _REGISTRATIONS.clear()  # registrations of nodes long gone, or churning: start again
         derived = CardLists(cards) if cards else None
         got = _REGISTRATIONS[value] = (None if cards is None else tuple(cards), why, derived)
-    cards_t, why, derived = got
-    return (None if cards_t is None else list(cards_t)), why, derived
+    return got
 
 
 # id(containers) -> (the containers, their flat form, their total cards): a request's containers
@@ -508,6 +526,7 @@ class VgpuLedger:
 
     __slots__ = (
         "base",
+        "clean",
         "factor",
         "idx",
         "memo",
@@ -526,7 +545,7 @@ class VgpuLedger:
     def __init__(
         self,
         node_name: str,
-        cards: list[ann.RegisteredCard],
+        cards: Sequence[ann.RegisteredCard],
         cfg: DeviceConfig,
         table: VgpuTable | None = None,
         unhealthy: tuple[set[int], set[str]] = (set(), set()),
@@ -540,6 +559,7 @@ class VgpuLedger:
         self.uuids = d.uuids
         self.types = d.types
         self.uuid_index = d.uuid_index
+        self.clean = d.clean
         self.factor = cfg.gpu_memory_factor
         last = cards[-1].mode
         self.mode = (
@@ -587,8 +607,10 @@ class VgpuLedger:
         cards, why, derived = _registered_cards(value)
         if cards is None:
             return None, why
-        unhealthy = ann.decode_unhealthy_ids(node.annotations.get(ann.GPU_UNHEALTHY_IDS))
-        return cls(node.name, cards, cfg, table, unhealthy, derived), ""
+        listed = node.annotations.get(ann.GPU_UNHEALTHY_IDS)
+        if listed is None:  # the usual node: no card to leave out
+            return cls(node.name, cards, cfg, table, derived=derived), ""
+        return cls(node.name, cards, cfg, table, ann.decode_unhealthy_ids(listed), derived), ""
 
     # -- card filters (spec 3.4 rules 1, 3, 8) ----------------------------------------------------
     def uuid_filter_miss(self, req: VgpuRequest) -> str:
@@ -660,6 +682,29 @@ class VgpuLedger:
         self.version += 1
         self.table.touch(self.idx)
         return True
+
+    def charge_one(
+        self, uid: str, group_key: str, cr: VgpuContainerRequest, c: int
+    ) -> tuple[str, tuple[int, int] | None]:
+        """add_pod(uid, group_key, segments) of a pod whose one container asks one card, given
+        card c, without building the segments; (encode_pod_devices(segments),
+        usage_of_segments(segments)). For a `clean` ledger without MIG cards that does not hold
+        the pod yet (then add_pod reads the entry back as card c and charges it)."""
+        t = self.table
+        g = self.base + c
+        mem, cores = cr.demand(t.devmem[g]), cr.cores
+        t.used_num[g] += 1
+        t.used_mem[g] += mem
+        t.used_cores[g] += cores
+        if group_key and (mem or cores):
+            held = t.group_cards.setdefault(group_key, {})
+            held[g] = held.get(g, 0) + 1
+        self.pods[uid] = (group_key, [_Charge(c, mem, cores, None)])
+        self.version += 1
+        t.touch(self.idx)
+        top = ann.REGISTER_INT_MAX
+        use = (mem, cores) if 0 <= mem <= top and 0 <= cores <= top else None
+        return f"{self.uuids[c]},{ann.VGPU_REQUEST_TYPE},{mem},{cores}:", use
 
     def remove_pod(self, uid: str) -> bool:
         held = self.pods.pop(uid, None)

@@ -6,6 +6,8 @@ Python module for the layout and the rules. Only the inner loops differ: the chi
 scan order and the taken chips live in C scratch buffers instead of Python lists and sets.
 """
 
+from cpython cimport array
+from cpython.object cimport Py_SIZE
 from libc.stdlib cimport free, malloc
 
 FIT = 0
@@ -47,37 +49,70 @@ cdef inline bint _refuses(
     return total != 0 and used_cores == total and cores == 0
 
 
+cdef long long _NOTHING = 0
+
+
+cdef inline const long long *_int64s(array.array a, Py_ssize_t need, str what) except NULL:
+    # the data of an int64 array holding at least `need` entries (never NULL: the except value)
+    if a.ob_descr.itemsize != 8 or a.ob_descr.typecode == b'd':
+        raise TypeError(f"{what}: an int64 array is needed")
+    if Py_SIZE(a) < need:
+        raise IndexError(f"{what}: {Py_SIZE(a)} entries, {need} needed")
+    return <const long long *> a.data.as_voidptr if Py_SIZE(a) > 0 else &_NOTHING
+
+
 def fit_nodes(
-    const long long[::1] starts,
-    const long long[::1] node_flags,
-    const long long[::1] count,
-    const long long[::1] devmem,
-    const long long[::1] devcore,
-    const long long[::1] used,
-    const long long[::1] used_mem,
-    const long long[::1] used_cores,
-    const long long[::1] usable,
-    const long long[::1] req,
+    array.array a_starts,
+    array.array a_node_flags,
+    array.array a_count,
+    array.array a_devmem,
+    array.array a_devcore,
+    array.array a_used,
+    array.array a_used_mem,
+    array.array a_used_cores,
+    array.array a_usable,
+    array.array a_req,
     int hami_core,
     int policy,
-    const long long[::1] templates,
+    array.array a_templates,
     long long mem_allocatable,
     long long mem_capacity,
     Py_ssize_t lo,
     Py_ssize_t hi,
-    long long[::1] out_code,
-    double[::1] out_score,
-    long long[::1] out_chips,
+    array.array a_out_code,
+    array.array a_out_score,
+    array.array a_out_chips,
 ):
-    cdef Py_ssize_t n_req = req.shape[0] // 3
-    cdef Py_ssize_t n_tmpl = templates.shape[0]
+    # int64 arrays (array('q')), read through pointers: typed memoryviews cost ~0.2 us each to
+    # acquire, ~4 us a call for these twenty arguments, and a node's fit is called per node
+    if lo < 0 or hi < lo:
+        raise IndexError(f"nodes {lo}..{hi} are not a range")
+    cdef Py_ssize_t n_req = Py_SIZE(a_req) // 3
+    cdef Py_ssize_t n_tmpl = Py_SIZE(a_templates)
     cdef Py_ssize_t i, k, c, j, t, n, base, g, slot, nord, maxn = 0
     cdef long long total = 0, nums, mem, cores, m, d, got
     cdef long long flags
     cdef int code, fitting = 0
     cdef double score, s
+    cdef const long long *starts = _int64s(a_starts, hi + 1, "starts")
+    cdef Py_ssize_t n_chips = starts[hi]
+    cdef const long long *node_flags = _int64s(a_node_flags, hi, "node_flags")
+    cdef const long long *count = _int64s(a_count, n_chips, "count")
+    cdef const long long *devmem = _int64s(a_devmem, n_chips, "devmem")
+    cdef const long long *devcore = _int64s(a_devcore, n_chips, "devcore")
+    cdef const long long *used = _int64s(a_used, n_chips, "used")
+    cdef const long long *used_mem = _int64s(a_used_mem, n_chips, "used_mem")
+    cdef const long long *used_cores = _int64s(a_used_cores, n_chips, "used_cores")
+    cdef const long long *usable = _int64s(a_usable, n_chips, "usable")
+    cdef const long long *req = _int64s(a_req, 3 * n_req, "req")
+    cdef const long long *templates = _int64s(a_templates, n_tmpl, "templates")
+    cdef long long *out_code = <long long *> _int64s(a_out_code, hi, "out_code")
+    if a_out_score.ob_descr.typecode != b'd' or Py_SIZE(a_out_score) < hi:
+        raise TypeError(f"out_score: a float64 array of at least {hi} entries is needed")
+    cdef double *out_score = a_out_score.data.as_doubles
     for k in range(n_req):
         total += req[3 * k]
+    cdef long long *out_chips = <long long *> _int64s(a_out_chips, (hi - lo) * total, "out_chips")
     for i in range(lo, hi):
         if starts[i + 1] - starts[i] > maxn:
             maxn = starts[i + 1] - starts[i]

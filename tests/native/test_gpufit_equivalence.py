@@ -44,7 +44,7 @@ def test_both_modules_expose_the_same_interface() -> None:
         "POLICY_SPREAD",
     ):
         assert hasattr(native, name) and hasattr(python_fit, name)
-        if not name.startswith("fit_"):
+        if name.isupper():  # the constants are equal; the functions are compared by their answers
             assert getattr(native, name) == getattr(python_fit, name)
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 from array import array
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from scheduler.model.node import NodeInfo
@@ -183,18 +182,35 @@ def _registered_chips(value: str) -> tuple[list[ann.AscendCard] | None, str]:
     return (None if cards_t is None else list(cards_t)), why
 
 
-@lru_cache(maxsize=4096)
+# id(containers) -> (the containers, their flat form, whether each asks a chip, the chips asked):
+# read by every fit of a node, and keying a cache by the request itself hashed and compared the
+# whole frozen request each time (~2 us a fit). The entry keeps the tuple alive (its id is not
+# reused while here); the array is only read.
+_SHAPES: dict[int, tuple[tuple[AscendContainerRequest, ...], array, bool, int]] = {}
+_SHAPES_LIMIT = 4096
+
+
+def _shape(req: AscendRequest) -> tuple[array, bool, int]:
+    cs = req.containers
+    got = _SHAPES.get(id(cs))
+    if got is None or got[0] is not cs:
+        out = array("q")
+        for c in cs:
+            out.extend((c.nums, c.mem, c.cores))
+        if len(_SHAPES) >= _SHAPES_LIMIT:
+            _SHAPES.clear()
+        # the compiled scan stops a container once it holds `nums` chips; a container asking none
+        # is left to the Python fit, which keeps its historical answer (the parser never builds one)
+        got = _SHAPES[id(cs)] = (cs, out, all(c.nums > 0 for c in cs), sum(c.nums for c in cs))
+    return got[1], got[2], got[3]
+
+
 def _flat(req: AscendRequest) -> array:
-    out = array("q")
-    for c in req.containers:
-        out.extend((c.nums, c.mem, c.cores))
-    return out
+    return _shape(req)[0]
 
 
 def _all_ask_chips(req: AscendRequest) -> bool:
-    # the compiled scan stops a container once it holds `nums` chips; a container asking none is
-    # left to the Python fit, which keeps its historical answer (the parser never builds one)
-    return all(c.nums > 0 for c in req.containers)
+    return _shape(req)[1]
 
 
 class AscendLedger:
@@ -361,10 +377,11 @@ class AscendLedger:
         return f
 
     def _fit(self, req: AscendRequest, policy: int) -> AscendFit:
-        if self.topology or not _all_ask_chips(req):
+        _, all_ask, total = _shape(req)
+        if self.topology or not all_ask:
             return self.fit_in_python(req, policy)
         t, i = self.table, self.idx
-        chips = array("q", bytes(8 * max(1, req.total_chips)))
+        chips = array("q", bytes(8 * max(1, total)))
         t.run(req, policy, i, i + 1, chips)
         code = t.out_code[i]
         if code == NO_HAMI_CORE:

@@ -100,22 +100,24 @@ class AscendTable:
         self.impl = npu_fit_impl
 
     def add_node(self, ledger: AscendLedger) -> int:
-        for c in ledger.chips:  # checked before any append: a half-added node would misalign every array
-            if not all(0 <= v <= ann.REGISTER_INT_MAX for v in (c.count, c.devmem, c.devcore)):
+        chips, top = ledger.chips, ann.REGISTER_INT_MAX
+        # checked before any append: a half-added node would misalign every array
+        for c in chips:
+            if not (0 <= c.count <= top and 0 <= c.devmem <= top and 0 <= c.devcore <= top):
                 raise ValueError(
                     f"chip {c.id[:40]!r}: count {c.count}, devmem {c.devmem} or devcore {c.devcore} "
-                    f"is not within 0..{ann.REGISTER_INT_MAX}"
+                    f"is not within 0..{top}"
                 )
         idx = len(self.ledgers)
         self.ledgers.append(ledger)
-        for c in ledger.chips:
-            self.count.append(c.count)
-            self.devmem.append(c.devmem)
-            self.devcore.append(c.devcore)
-            self.used.append(c.used)
-            self.used_mem.append(c.used_mem)
-            self.used_cores.append(c.used_cores)
-            self.healthy.append(1 if c.health else 0)
+        # a row per array (a node's chips are read at every session open: 8 chips took 56 appends)
+        self.count.extend([c.count for c in chips])
+        self.devmem.extend([c.devmem for c in chips])
+        self.devcore.extend([c.devcore for c in chips])
+        self.used.extend([c.used for c in chips])
+        self.used_mem.extend([c.used_mem for c in chips])
+        self.used_cores.extend([c.used_cores for c in chips])
+        self.healthy.extend([1 if c.health else 0 for c in chips])
         self.starts.append(len(self.count))
         self.node_flags.append((TOPOLOGY if ledger.topology else 0) | (HAMI_CORE if ledger.hami_core else 0))
         self.out_code.append(0)
@@ -472,29 +474,26 @@ class AscendLedger:
             [ann.DeviceEntry(self.chips[p.chip].id, p.mem, p.cores, self.kind) for p in seg] for seg in picks
         ]
 
-    def annotations(self, req: AscendRequest, picks: list[list[NpuPick]], now: float) -> dict[str, str]:
+    def annotations(
+        self,
+        req: AscendRequest,
+        picks: list[list[NpuPick]],
+        now: float,
+        segments: list[list[ann.DeviceEntry]] | None = None,
+    ) -> dict[str, str]:
         """The pod annotations of spec 5.2, as upstream writes them (HAMi's generic encoding,
-        `huawei.com/<commonWord>` runtime info as Go's json.Marshal with omitempty writes it)."""
+        `huawei.com/<commonWord>` runtime info as Go's json.Marshal with omitempty writes it).
+        `segments`, when given, are segments(picks), already built for the charge."""
         word = self.kind
-        encoded = ann.encode_generic_devices(word, self.segments(picks))
-        runtime: list[dict[str, Any]] = []
-        for seg in picks:
-            for p in seg:
-                info: dict[str, Any] = {"UUID": self.chips[p.chip].id}
-                if req.hami_core:
-                    if p.mem:
-                        info["memory"] = p.mem
-                    if p.cores:
-                        info["core"] = p.cores
-                elif p.template:
-                    info["temp"] = p.template
-                runtime.append(info)
+        encoded = ann.encode_generic_devices(word, self.segments(picks) if segments is None else segments)
+        chips = self.chips
+        runtime = tuple((chips[p.chip].id, p.mem, p.cores, p.template) for seg in picks for p in seg)
         secs = str(int(now))
         return {
             ann.ascend_to_allocate_key(word): encoded,
             ann.ascend_allocated_key(word): encoded,
             ann.ASCEND_PREDICATE_TIME: secs,
-            ann.ascend_huawei_key(word): json.dumps(runtime, separators=(",", ":")),
+            ann.ascend_huawei_key(word): _runtime_json(req.hami_core, runtime),
             ann.HAMI_ASSIGNED_NODE: self.node_name,
             ann.HAMI_ASSIGNED_TIME: secs,
             ann.HAMI_BIND_PHASE: ann.BIND_PHASE_ALLOCATING,
@@ -508,6 +507,34 @@ class AscendLedger:
             tuple((c.used, c.used_mem, c.used_cores) for c in self.chips),
             tuple(sorted((uid, tuple(ch)) for uid, ch in self.pods.items())),
         )
+
+
+# (hami-core, the chips' (id, memory, cores, template)) -> their runtime JSON: pods of one shape
+# placed on the chips of one node write the same text, and encoding it was a quarter of a commit
+_RUNTIME: dict[tuple[bool, tuple[tuple[str, int, int, str], ...]], str] = {}
+_RUNTIME_LIMIT = 4096
+
+
+def _runtime_json(hami_core: bool, chips: tuple[tuple[str, int, int, str], ...]) -> str:
+    key = (hami_core, chips)
+    got = _RUNTIME.get(key)
+    if got is not None:
+        return got
+    runtime: list[dict[str, Any]] = []
+    for uuid, mem, cores, template in chips:
+        info: dict[str, Any] = {"UUID": uuid}
+        if hami_core:
+            if mem:
+                info["memory"] = mem
+            if cores:
+                info["core"] = cores
+        elif template:
+            info["temp"] = template
+        runtime.append(info)
+    if len(_RUNTIME) >= _RUNTIME_LIMIT:
+        _RUNTIME.clear()
+    got = _RUNTIME[key] = json.dumps(runtime, separators=(",", ":"))
+    return got
 
 
 def ascend_card_metrics(ledger: AscendLedger) -> list[dict[str, object]]:

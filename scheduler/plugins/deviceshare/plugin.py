@@ -218,7 +218,8 @@ class DeviceSharePlugin(Plugin):
         usage = self._usage
         for job in ssn.jobs.values():
             for task in job.tasks.values():
-                if task.status not in ALLOCATED_STATUSES or ann.VGPU_IDS_NEW not in task.bind_annotations:
+                # the annotation first: a dict lookup, where the status's is a Python-level enum hash
+                if ann.VGPU_IDS_NEW not in task.bind_annotations or task.status not in ALLOCATED_STATUSES:
                     continue
                 kept = usage.get(task.uid)
                 if kept is not None and kept[0] is task.bind_annotations[ann.VGPU_IDS_NEW]:
@@ -728,8 +729,9 @@ class DeviceSharePlugin(Plugin):
         f = led.fit(req, self._policy)
         if not f.ok:
             raise AllocateError(f"{ASCEND_ERROR}: {chip.common_word} {f.reason}")
-        led.add_pod(task.uid, led.segments(f.picks))
-        task.bind_annotations.update(led.annotations(req, f.picks, self._now()))
+        segments = led.segments(f.picks)
+        led.add_pod(task.uid, segments)
+        task.bind_annotations.update(led.annotations(req, f.picks, self._now(), segments))
 
     def on_deallocate(self, event: Event) -> None:
         task = event.task

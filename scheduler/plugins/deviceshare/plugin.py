@@ -149,6 +149,8 @@ class DeviceSharePlugin(Plugin):
         self._scans = ScanCache()
         # task uid -> its vGPU request when the predicate may take the short path (_plain_vgpu)
         self._plain: dict[str, VgpuRequest | None] = {}
+        # task uid -> its HAMi Ascend asks when the predicate may take the short path (_plain_ascend)
+        self._plain_npu: dict[str, tuple[tuple[VnpuChip, AscendRequest], ...] | None] = {}
         # chip kind -> flat chip state of the session's nodes of that kind (the compiled fit reads it)
         self._npu_tables: dict[str, AscendTable] = {}
         # node name -> device kind -> why its registration cannot be used
@@ -407,6 +409,24 @@ class DeviceSharePlugin(Plugin):
         self._plain[uid] = req if plain else None
         return self._plain[uid]
 
+    def _plain_ascend(self, task: TaskInfo) -> tuple[tuple[VnpuChip, AscendRequest], ...] | None:
+        """The task's HAMi Ascend asks when that is all it asks (no other kind, no error): the
+        predicate then reads only those chip kinds' ledgers."""
+        uid = task.uid
+        got = self._plain_npu.get(uid, _UNASKED)
+        if got is not _UNASKED:
+            return got  # type: ignore[return-value]
+        r = self._shared_requests(task)
+        plain = (
+            bool(r.ascend)
+            and r.share is None
+            and (r.vgpu is None or not r.vgpu.containers)
+            and not (r.share_error or r.vgpu_error or r.ascend_error)
+            and r.gpu_types is None
+        )
+        self._plain_npu[uid] = r.ascend if plain else None
+        return self._plain_npu[uid]
+
     def predicate(self, task: TaskInfo, node: NodeInfo) -> Unfit | None:
         req = self._plain_vgpu(task)
         if req is not None:  # the general path below, with what cannot apply left out
@@ -418,6 +438,9 @@ class DeviceSharePlugin(Plugin):
                 return None
             ok, why, _ = self._scans.node_fit(vled, req, self._policy)
             return None if ok else Unfit(f"{VGPU_ERROR}: {why}")
+        asks = self._plain_ascend(task)
+        if asks is not None:  # the same, for a pod asking HAMi Ascend chips only
+            return self._ascend_misfit(asks, node)
         r = self._shared_requests(task)
         if r is _NO_REQUEST:
             return None
@@ -449,7 +472,21 @@ class DeviceSharePlugin(Plugin):
                 ok, why, _ = self._vgpu_node_fit(vled, task, r.vgpu)
                 if not ok:
                     return Unfit(f"{VGPU_ERROR}: {why}")
-        for chip, areq in r.ascend:
+        return self._ascend_misfit(r.ascend, node, checked=True)
+
+    def _ascend_misfit(
+        self, asks: tuple[tuple[VnpuChip, AscendRequest], ...], node: NodeInfo, checked: bool = False
+    ) -> Unfit | None:
+        """Why the Ascend asks do not fit the node (an unusable registration first unless
+        `checked`), or None."""
+        if not checked:
+            broken = self._unusable.get(node.name)
+            if broken:
+                for chip, _ in asks:
+                    if chip.common_word in broken:
+                        return Unfit(f"{ASCEND_ERROR}: {broken[chip.common_word]}", resolvable=False)
+        devs = node.devices
+        for chip, areq in asks:
             aled = devs.get(chip.common_word)
             # no ledger: the node has no such chip; the resource-fit predicate rejects it (spec 6.5)
             if isinstance(aled, AscendLedger):

@@ -8,6 +8,8 @@ copy and the card order live in C scratch buffers instead of Python lists.
 
 from cpython cimport array
 from cpython.object cimport Py_SIZE
+
+from int64arrays cimport float64s, int64s
 from libc.stdlib cimport free, malloc
 
 FIT = 0
@@ -132,27 +134,6 @@ cdef int _fit_node(
     return C_FIT
 
 
-cdef long long _NOTHING = 0
-
-
-cdef inline const long long *_int64s(array.array a, Py_ssize_t need, str what) except NULL:
-    # the data of an int64 array holding at least `need` entries (never NULL: the except value);
-    # arrays rather than typed memoryviews: those cost ~0.2 us each to acquire, ~3 us a call
-    if a.ob_descr.itemsize != 8 or a.ob_descr.typecode == b'd':
-        raise TypeError(f"{what}: an int64 array is needed")
-    if Py_SIZE(a) < need:
-        raise IndexError(f"{what}: {Py_SIZE(a)} entries, {need} needed")
-    return <const long long *> a.data.as_voidptr if Py_SIZE(a) > 0 else &_NOTHING
-
-
-cdef inline double *_float64s(array.array a, Py_ssize_t need, str what) except NULL:
-    if a.ob_descr.typecode != b'd':
-        raise TypeError(f"{what}: a float64 array is needed")
-    if Py_SIZE(a) < need:
-        raise IndexError(f"{what}: {Py_SIZE(a)} entries, {need} needed")
-    return a.data.as_doubles if Py_SIZE(a) > 0 else <double *> &_NOTHING
-
-
 cdef class _Table:
     # the card arrays and request of one call, checked once and read through pointers
     cdef const long long *starts
@@ -174,17 +155,17 @@ cdef class _Table:
         array.array req, int policy, Py_ssize_t n_nodes,
     ) except -1:
         cdef Py_ssize_t k
-        self.starts = _int64s(starts, n_nodes + 1, "starts")
+        self.starts = int64s(starts, n_nodes + 1, "starts")
         cdef Py_ssize_t n_cards = self.starts[n_nodes]
-        self.flags = _int64s(node_flags, n_nodes, "node_flags")
-        self.count = _int64s(count, n_cards, "count")
-        self.devmem = _int64s(devmem, n_cards, "devmem")
-        self.used_num = _int64s(used_num, n_cards, "used_num")
-        self.used_mem = _int64s(used_mem, n_cards, "used_mem")
-        self.used_cores = _int64s(used_cores, n_cards, "used_cores")
-        self.usable = _int64s(usable, n_cards, "usable")
+        self.flags = int64s(node_flags, n_nodes, "node_flags")
+        self.count = int64s(count, n_cards, "count")
+        self.devmem = int64s(devmem, n_cards, "devmem")
+        self.used_num = int64s(used_num, n_cards, "used_num")
+        self.used_mem = int64s(used_mem, n_cards, "used_mem")
+        self.used_cores = int64s(used_cores, n_cards, "used_cores")
+        self.usable = int64s(usable, n_cards, "usable")
         self.n_req = Py_SIZE(req) // 4
-        self.req = _int64s(req, 4 * self.n_req, "req")
+        self.req = int64s(req, 4 * self.n_req, "req")
         self.total = 0
         for k in range(self.n_req):
             self.total += self.req[4 * k]
@@ -271,9 +252,9 @@ def fit_nodes(
         raise IndexError(f"nodes {lo}..{hi} are not a range")
     cdef _Table t = _Table.__new__(_Table)
     t.load(starts, node_flags, count, devmem, used_num, used_mem, used_cores, usable, req, policy, hi)
-    cdef long long *codes = <long long *> _int64s(out_code, hi, "out_code")
-    cdef double *scores = _float64s(out_score, hi, "out_score")
-    cdef long long *cards = <long long *> _int64s(out_cards, (hi - lo) * t.total, "out_cards")
+    cdef long long *codes = <long long *> int64s(out_code, hi, "out_code")
+    cdef double *scores = float64s(out_score, hi, "out_score")
+    cdef long long *cards = <long long *> int64s(out_cards, (hi - lo) * t.total, "out_cards")
     cdef Py_ssize_t i, maxn = 0
     cdef int fitting = 0
     for i in range(lo, hi):
@@ -313,9 +294,9 @@ def fit_listed(
     cdef _Table t = _Table.__new__(_Table)
     t.load(starts, node_flags, count, devmem, used_num, used_mem, used_cores, usable, req, policy,
            max(n_nodes, 0))
-    cdef long long *codes = <long long *> _int64s(out_code, n_nodes, "out_code")
-    cdef double *scores = _float64s(out_score, n_nodes, "out_score")
-    cdef long long *cards = <long long *> _int64s(out_cards, 0, "out_cards")
+    cdef long long *codes = <long long *> int64s(out_code, n_nodes, "out_code")
+    cdef double *scores = float64s(out_score, n_nodes, "out_score")
+    cdef long long *cards = <long long *> int64s(out_cards, 0, "out_cards")
     cdef Py_ssize_t *at = _positions(nodes.tolist(), None, n_nodes, &missing)
     cdef long long *buf = NULL
     try:
@@ -362,11 +343,11 @@ def refresh_nodes(
         raise IndexError("starts is empty")
     cdef _Table t = _Table.__new__(_Table)
     t.load(starts, node_flags, count, devmem, used_num, used_mem, used_cores, usable, req, policy, n_nodes)
-    cdef const long long *ver = _int64s(node_ver, n_nodes, "node_ver")
-    cdef long long *fitted = <long long *> _int64s(fitted_ver, n_nodes, "fitted_ver")
-    cdef long long *codes = <long long *> _int64s(out_code, n_nodes, "out_code")
-    cdef double *scores = _float64s(out_score, n_nodes, "out_score")
-    cdef long long *cards = <long long *> _int64s(out_cards, max(n_nodes * t.total, 1), "out_cards")
+    cdef const long long *ver = int64s(node_ver, n_nodes, "node_ver")
+    cdef long long *fitted = <long long *> int64s(fitted_ver, n_nodes, "fitted_ver")
+    cdef long long *codes = <long long *> int64s(out_code, n_nodes, "out_code")
+    cdef double *scores = float64s(out_score, n_nodes, "out_score")
+    cdef long long *cards = <long long *> int64s(out_cards, max(n_nodes * t.total, 1), "out_cards")
     cdef Py_ssize_t *at = _positions(nodes, at_of, n_nodes, &missing)
     cdef long long *buf = NULL
     try:

@@ -8,6 +8,8 @@ scan order and the taken chips live in C scratch buffers instead of Python lists
 
 from cpython cimport array
 from cpython.object cimport Py_SIZE
+
+from int64arrays cimport int64s
 from libc.stdlib cimport free, malloc
 
 FIT = 0
@@ -49,18 +51,6 @@ cdef inline bint _refuses(
     return total != 0 and used_cores == total and cores == 0
 
 
-cdef long long _NOTHING = 0
-
-
-cdef inline const long long *_int64s(array.array a, Py_ssize_t need, str what) except NULL:
-    # the data of an int64 array holding at least `need` entries (never NULL: the except value)
-    if a.ob_descr.itemsize != 8 or a.ob_descr.typecode == b'd':
-        raise TypeError(f"{what}: an int64 array is needed")
-    if Py_SIZE(a) < need:
-        raise IndexError(f"{what}: {Py_SIZE(a)} entries, {need} needed")
-    return <const long long *> a.data.as_voidptr if Py_SIZE(a) > 0 else &_NOTHING
-
-
 def fit_nodes(
     array.array a_starts,
     array.array a_node_flags,
@@ -94,25 +84,25 @@ def fit_nodes(
     cdef long long flags
     cdef int code, fitting = 0
     cdef double score, s
-    cdef const long long *starts = _int64s(a_starts, hi + 1, "starts")
+    cdef const long long *starts = int64s(a_starts, hi + 1, "starts")
     cdef Py_ssize_t n_chips = starts[hi]
-    cdef const long long *node_flags = _int64s(a_node_flags, hi, "node_flags")
-    cdef const long long *count = _int64s(a_count, n_chips, "count")
-    cdef const long long *devmem = _int64s(a_devmem, n_chips, "devmem")
-    cdef const long long *devcore = _int64s(a_devcore, n_chips, "devcore")
-    cdef const long long *used = _int64s(a_used, n_chips, "used")
-    cdef const long long *used_mem = _int64s(a_used_mem, n_chips, "used_mem")
-    cdef const long long *used_cores = _int64s(a_used_cores, n_chips, "used_cores")
-    cdef const long long *usable = _int64s(a_usable, n_chips, "usable")
-    cdef const long long *req = _int64s(a_req, 3 * n_req, "req")
-    cdef const long long *templates = _int64s(a_templates, n_tmpl, "templates")
-    cdef long long *out_code = <long long *> _int64s(a_out_code, hi, "out_code")
+    cdef const long long *node_flags = int64s(a_node_flags, hi, "node_flags")
+    cdef const long long *count = int64s(a_count, n_chips, "count")
+    cdef const long long *devmem = int64s(a_devmem, n_chips, "devmem")
+    cdef const long long *devcore = int64s(a_devcore, n_chips, "devcore")
+    cdef const long long *used = int64s(a_used, n_chips, "used")
+    cdef const long long *used_mem = int64s(a_used_mem, n_chips, "used_mem")
+    cdef const long long *used_cores = int64s(a_used_cores, n_chips, "used_cores")
+    cdef const long long *usable = int64s(a_usable, n_chips, "usable")
+    cdef const long long *req = int64s(a_req, 3 * n_req, "req")
+    cdef const long long *templates = int64s(a_templates, n_tmpl, "templates")
+    cdef long long *out_code = <long long *> int64s(a_out_code, hi, "out_code")
     if a_out_score.ob_descr.typecode != b'd' or Py_SIZE(a_out_score) < hi:
         raise TypeError(f"out_score: a float64 array of at least {hi} entries is needed")
     cdef double *out_score = a_out_score.data.as_doubles
     for k in range(n_req):
         total += req[3 * k]
-    cdef long long *out_chips = <long long *> _int64s(a_out_chips, (hi - lo) * total, "out_chips")
+    cdef long long *out_chips = <long long *> int64s(a_out_chips, (hi - lo) * total, "out_chips")
     for i in range(lo, hi):
         if starts[i + 1] - starts[i] > maxn:
             maxn = starts[i + 1] - starts[i]

@@ -324,3 +324,22 @@ def test_refresh_of_a_node_it_cannot_place_writes_nothing(mod) -> None:
             mod.refresh_nodes(bad, None, *args)
     assert mod.refresh_nodes([known], {known: 0}, *args) == 0
     assert (list(code), list(fitted), list(cards)) == ([0], [1], [0])
+
+
+@needs_native
+def test_compiled_fit_refuses_arrays_it_would_read_past_or_misread() -> None:
+    """The compiled fit reads its arrays through pointers: a float array where int64 ones are
+    read, or an array shorter than the nodes need, is refused before anything is read."""
+    assert native is not None
+    p = {"starts": [0, 2], "node_flags": [0], "count": [1, 1], "devmem": [100, 100], "used_num": [0, 0],
+         "used_mem": [0, 0], "used_cores": [0, 0], "usable": [1, 1], "req": [1, 10, 101, 0]}  # fmt: skip
+    ints = {k: array("q", v) for k, v in p.items()}
+    out = (array("q", [0]), array("d", [0.0]), array("q", [0]))
+    args = [ints[k] for k in p]
+    assert native.fit_nodes(*args, 1, 0, 1, *out) == 1
+    with pytest.raises(TypeError):
+        native.fit_nodes(*args[:3], array("d", [100.0, 100.0]), *args[4:], 1, 0, 1, *out)
+    with pytest.raises(IndexError):
+        native.fit_nodes(*args[:2], array("q", [1]), *args[3:], 1, 0, 1, *out)
+    with pytest.raises(TypeError):
+        native.fit_nodes(*args, 1, 0, 1, out[0], array("q", [0]), out[2])

@@ -6,6 +6,10 @@ Python module for the layout and the rules. Only the inner loops differ: the per
 copy and the card order live in C scratch buffers instead of Python lists.
 """
 
+from cpython cimport array
+from cpython.object cimport Py_SIZE
+
+from int64arrays cimport float64s, int64s
 from libc.stdlib cimport free, malloc
 
 FIT = 0
@@ -50,14 +54,14 @@ cdef inline double _score(int policy, long long count, long long dm, long long n
 
 cdef int _fit_node(
     Py_ssize_t i,
-    const long long[::1] starts,
-    const long long[::1] count,
-    const long long[::1] devmem,
-    const long long[::1] used_num,
-    const long long[::1] used_mem,
-    const long long[::1] used_cores,
-    const long long[::1] usable,
-    const long long[::1] req,
+    const long long *starts,
+    const long long *count,
+    const long long *devmem,
+    const long long *used_num,
+    const long long *used_mem,
+    const long long *used_cores,
+    const long long *usable,
+    const long long *req,
     Py_ssize_t n_req,
     int policy,
     long long *buf,
@@ -130,6 +134,71 @@ cdef int _fit_node(
     return C_FIT
 
 
+cdef class _Table:
+    # the card arrays and request of one call, checked once and read through pointers
+    cdef const long long *starts
+    cdef const long long *flags
+    cdef const long long *count
+    cdef const long long *devmem
+    cdef const long long *used_num
+    cdef const long long *used_mem
+    cdef const long long *used_cores
+    cdef const long long *usable
+    cdef const long long *req
+    cdef Py_ssize_t n_req
+    cdef long long total
+    cdef int policy
+
+    cdef int load(
+        self, array.array starts, array.array node_flags, array.array count, array.array devmem,
+        array.array used_num, array.array used_mem, array.array used_cores, array.array usable,
+        array.array req, int policy, Py_ssize_t n_nodes,
+    ) except -1:
+        cdef Py_ssize_t k
+        self.starts = int64s(starts, n_nodes + 1, "starts")
+        cdef Py_ssize_t n_cards = self.starts[n_nodes]
+        self.flags = int64s(node_flags, n_nodes, "node_flags")
+        self.count = int64s(count, n_cards, "count")
+        self.devmem = int64s(devmem, n_cards, "devmem")
+        self.used_num = int64s(used_num, n_cards, "used_num")
+        self.used_mem = int64s(used_mem, n_cards, "used_mem")
+        self.used_cores = int64s(used_cores, n_cards, "used_cores")
+        self.usable = int64s(usable, n_cards, "usable")
+        self.n_req = Py_SIZE(req) // 4
+        self.req = int64s(req, 4 * self.n_req, "req")
+        self.total = 0
+        for k in range(self.n_req):
+            self.total += self.req[4 * k]
+        self.policy = policy
+        return 0
+
+    cdef Py_ssize_t widest(self, const Py_ssize_t *nodes, Py_ssize_t n_at) noexcept nogil:
+        cdef Py_ssize_t m, i, maxn = 0
+        for m in range(n_at):
+            i = nodes[m]
+            if self.starts[i + 1] - self.starts[i] > maxn:
+                maxn = self.starts[i + 1] - self.starts[i]
+        return maxn
+
+    cdef int fit(self, Py_ssize_t i, long long *buf, Py_ssize_t maxn, long long *codes,
+                 double *scores, long long *cards_out) noexcept nogil:
+        # node i's code (and score where it fits) written; 1 when it fits
+        cdef double score
+        cdef int code
+        scores[i] = 0.0
+        if self.flags[i] != 0:
+            codes[i] = C_NEEDS_PYTHON
+            return 0
+        code = _fit_node(i, self.starts, self.count, self.devmem, self.used_num, self.used_mem,
+                         self.used_cores, self.usable, self.req, self.n_req, self.policy, buf, maxn,
+                         &score, cards_out)
+        codes[i] = code
+        if code == C_FIT:
+            scores[i] = score
+            return 1
+        return 0
+
+
 cdef long long *_scratch(Py_ssize_t maxn) except NULL:
     cdef long long *buf = <long long *> malloc(sizeof(long long) * (5 * maxn + 1))
     if buf == NULL:
@@ -137,102 +206,167 @@ cdef long long *_scratch(Py_ssize_t maxn) except NULL:
     return buf
 
 
+cdef Py_ssize_t *_positions(object listed, dict at_of, Py_ssize_t n_nodes, bint *missing) except NULL:
+    # the listed nodes' positions (at_of[n] for each n, or the items themselves when at_of is
+    # None), each within 0..n_nodes-1; missing[0] set when one is not in at_of
+    cdef Py_ssize_t n_at = len(listed), m, i
+    cdef Py_ssize_t *at = <Py_ssize_t *> malloc(sizeof(Py_ssize_t) * (n_at + 1))
+    cdef object got
+    if at == NULL:
+        raise MemoryError()
+    missing[0] = False
+    try:
+        for m in range(n_at):
+            got = listed[m] if at_of is None else at_of.get(listed[m])
+            if got is None:
+                missing[0] = True
+                break
+            i = got
+            if i < 0 or i >= n_nodes:
+                raise IndexError(f"node {i} out of range")
+            at[m] = i
+    except BaseException:
+        free(at)
+        raise
+    return at
+
+
 def fit_nodes(
-    const long long[::1] starts,
-    const long long[::1] node_flags,
-    const long long[::1] count,
-    const long long[::1] devmem,
-    const long long[::1] used_num,
-    const long long[::1] used_mem,
-    const long long[::1] used_cores,
-    const long long[::1] usable,
-    const long long[::1] req,
+    array.array starts,
+    array.array node_flags,
+    array.array count,
+    array.array devmem,
+    array.array used_num,
+    array.array used_mem,
+    array.array used_cores,
+    array.array usable,
+    array.array req,
     int policy,
     Py_ssize_t lo,
     Py_ssize_t hi,
-    long long[::1] out_code,
-    double[::1] out_score,
-    long long[::1] out_cards,
+    array.array out_code,
+    array.array out_score,
+    array.array out_cards,
 ):
-    cdef Py_ssize_t n_req = req.shape[0] // 4
-    cdef Py_ssize_t i, k, maxn = 0
-    cdef long long total = 0
-    cdef int code, fitting = 0
-    cdef double score
-    for k in range(n_req):
-        total += req[4 * k]
+    if lo < 0 or hi < lo:
+        raise IndexError(f"nodes {lo}..{hi} are not a range")
+    cdef _Table t = _Table.__new__(_Table)
+    t.load(starts, node_flags, count, devmem, used_num, used_mem, used_cores, usable, req, policy, hi)
+    cdef long long *codes = <long long *> int64s(out_code, hi, "out_code")
+    cdef double *scores = float64s(out_score, hi, "out_score")
+    cdef long long *cards = <long long *> int64s(out_cards, (hi - lo) * t.total, "out_cards")
+    cdef Py_ssize_t i, maxn = 0
+    cdef int fitting = 0
     for i in range(lo, hi):
-        if starts[i + 1] - starts[i] > maxn:
-            maxn = starts[i + 1] - starts[i]
+        if t.starts[i + 1] - t.starts[i] > maxn:
+            maxn = t.starts[i + 1] - t.starts[i]
     cdef long long *buf = _scratch(maxn)
     try:
         with nogil:
             for i in range(lo, hi):
-                out_score[i] = 0.0
-                if node_flags[i] != 0:
-                    out_code[i] = C_NEEDS_PYTHON
-                    continue
-                code = _fit_node(i, starts, count, devmem, used_num, used_mem, used_cores, usable, req,
-                                 n_req, policy, buf, maxn, &score, &out_cards[(i - lo) * total])
-                out_code[i] = code
-                if code == C_FIT:
-                    out_score[i] = score
-                    fitting += 1
+                fitting += t.fit(i, buf, maxn, codes, scores, &cards[(i - lo) * t.total])
     finally:
         free(buf)
     return fitting
 
 
 def fit_listed(
-    const long long[::1] starts,
-    const long long[::1] node_flags,
-    const long long[::1] count,
-    const long long[::1] devmem,
-    const long long[::1] used_num,
-    const long long[::1] used_mem,
-    const long long[::1] used_cores,
-    const long long[::1] usable,
-    const long long[::1] req,
+    array.array starts,
+    array.array node_flags,
+    array.array count,
+    array.array devmem,
+    array.array used_num,
+    array.array used_mem,
+    array.array used_cores,
+    array.array usable,
+    array.array req,
     int policy,
-    const long long[::1] nodes,
-    long long[::1] out_code,
-    double[::1] out_score,
-    long long[::1] out_cards,
+    array.array nodes,
+    array.array out_code,
+    array.array out_score,
+    array.array out_cards,
 ):
     # node i's chosen cards go to out_cards[i * total ...], where fit_nodes over 0..n puts them
-    cdef Py_ssize_t n_req = req.shape[0] // 4
-    cdef Py_ssize_t i, k, m, maxn = 0
-    cdef long long total = 0
-    cdef int code, fitting = 0
-    cdef double score
-    for k in range(n_req):
-        total += req[4 * k]
-    for m in range(nodes.shape[0]):
-        i = nodes[m]
-        if i < 0 or i + 1 >= starts.shape[0] or i >= out_code.shape[0] or i >= out_score.shape[0]:
-            raise IndexError(f"node {i} out of range")
-        if (i + 1) * total > out_cards.shape[0] or out_cards.shape[0] == 0:
-            raise IndexError(f"no room for node {i}'s cards")
-        if starts[i + 1] - starts[i] > maxn:
-            maxn = starts[i + 1] - starts[i]
-    cdef long long *buf = _scratch(maxn)
+    cdef Py_ssize_t n_nodes = min(Py_SIZE(starts) - 1, Py_SIZE(out_code), Py_SIZE(out_score))
+    cdef Py_ssize_t m, i, maxn, n_at = Py_SIZE(nodes)
+    cdef int fitting = 0
+    cdef bint missing
+    cdef _Table t = _Table.__new__(_Table)
+    t.load(starts, node_flags, count, devmem, used_num, used_mem, used_cores, usable, req, policy,
+           max(n_nodes, 0))
+    cdef long long *codes = <long long *> int64s(out_code, n_nodes, "out_code")
+    cdef double *scores = float64s(out_score, n_nodes, "out_score")
+    cdef long long *cards = <long long *> int64s(out_cards, 0, "out_cards")
+    cdef Py_ssize_t *at = _positions(nodes.tolist(), None, n_nodes, &missing)
+    cdef long long *buf = NULL
     try:
+        for m in range(n_at):
+            if (at[m] + 1) * t.total > Py_SIZE(out_cards) or Py_SIZE(out_cards) == 0:
+                raise IndexError(f"no room for node {at[m]}'s cards")
+        maxn = t.widest(at, n_at)
+        buf = _scratch(maxn)
         with nogil:
-            for m in range(nodes.shape[0]):
-                i = nodes[m]
-                out_score[i] = 0.0
-                if node_flags[i] != 0:
-                    out_code[i] = C_NEEDS_PYTHON
-                    continue
-                code = _fit_node(i, starts, count, devmem, used_num, used_mem, used_cores, usable, req,
-                                 n_req, policy, buf, maxn, &score, &out_cards[i * total])
-                out_code[i] = code
-                if code == C_FIT:
-                    out_score[i] = score
-                    fitting += 1
+            for m in range(n_at):
+                i = at[m]
+                fitting += t.fit(i, buf, maxn, codes, scores, &cards[i * t.total])
     finally:
+        free(at)
         free(buf)
     return fitting
+
+
+def refresh_nodes(
+    list nodes,
+    dict at_of,
+    array.array starts,
+    array.array node_flags,
+    array.array count,
+    array.array devmem,
+    array.array used_num,
+    array.array used_mem,
+    array.array used_cores,
+    array.array usable,
+    array.array req,
+    int policy,
+    array.array node_ver,
+    array.array fitted_ver,
+    array.array out_code,
+    array.array out_score,
+    array.array out_cards,
+):
+    # see fit.refresh_nodes: positions by at_of (or `nodes` are positions), stale ones refitted
+    cdef Py_ssize_t n_nodes = Py_SIZE(starts) - 1
+    cdef Py_ssize_t m, i, maxn, n_at = len(nodes)
+    cdef int misfits = 0
+    cdef bint missing
+    if n_nodes < 0:
+        raise IndexError("starts is empty")
+    cdef _Table t = _Table.__new__(_Table)
+    t.load(starts, node_flags, count, devmem, used_num, used_mem, used_cores, usable, req, policy, n_nodes)
+    cdef const long long *ver = int64s(node_ver, n_nodes, "node_ver")
+    cdef long long *fitted = <long long *> int64s(fitted_ver, n_nodes, "fitted_ver")
+    cdef long long *codes = <long long *> int64s(out_code, n_nodes, "out_code")
+    cdef double *scores = float64s(out_score, n_nodes, "out_score")
+    cdef long long *cards = <long long *> int64s(out_cards, max(n_nodes * t.total, 1), "out_cards")
+    cdef Py_ssize_t *at = _positions(nodes, at_of, n_nodes, &missing)
+    cdef long long *buf = NULL
+    try:
+        if missing:
+            return -1
+        maxn = t.widest(at, n_at)
+        buf = _scratch(maxn)
+        with nogil:
+            for m in range(n_at):
+                i = at[m]
+                if fitted[i] != ver[i]:
+                    t.fit(i, buf, maxn, codes, scores, &cards[i * t.total])
+                    fitted[i] = ver[i]
+                if codes[i] != C_FIT:
+                    misfits += 1
+    finally:
+        free(at)
+        free(buf)
+    return misfits
 
 
 def best_node(const long long[::1] out_code, const double[::1] out_score, Py_ssize_t lo, Py_ssize_t hi):

@@ -33,6 +33,7 @@ def test_both_modules_expose_the_same_interface() -> None:
     for name in (
         "fit_nodes",
         "fit_listed",
+        "refresh_nodes",
         "FIT",
         "TOO_MANY_CARDS",
         "NOT_FITTED",
@@ -43,7 +44,7 @@ def test_both_modules_expose_the_same_interface() -> None:
         "POLICY_SPREAD",
     ):
         assert hasattr(native, name) and hasattr(python_fit, name)
-        if not name.startswith("fit_"):
+        if name.isupper():  # the constants are equal; the functions are compared by their answers
             assert getattr(native, name) == getattr(python_fit, name)
 
 
@@ -243,3 +244,102 @@ def test_listed_nodes_out_of_range_are_refused(mod) -> None:
     for bad in ([1], [-1]):
         with pytest.raises(IndexError):
             run_listed(mod, p, bad)
+
+
+class _Node:
+    """A node object as the plugin hands them over: hashed by identity."""
+
+
+def run_refresh(mod, p: dict, asked: list[int], changed: list[int], by_object: bool) -> tuple:
+    """refresh_nodes over `asked` after a scan of every node whose entries at `changed` are stale
+    (their node version bumped): (misfits, codes, scores, cards of fitting nodes, fitted versions)."""
+    ints = {k: array("q", v) for k, v in p.items() if isinstance(v, list)}
+    before = {k: list(v) for k, v in ints.items()}
+    n = len(p["node_flags"])
+    total = sum(p["req"][0::4])
+    code, score = array("q", [-1] * n), array("d", [-7.0] * n)
+    cards = array("q", [-1] * max(1, n * total))
+    mod.fit_nodes(
+        ints["starts"], ints["node_flags"], ints["count"], ints["devmem"], ints["used_num"], ints["used_mem"],
+        ints["used_cores"], ints["usable"], ints["req"], p["policy"], 0, n, code, score, cards,
+    )  # fmt: skip
+    node_ver, fitted = array("q", [3] * n), array("q", [3] * n)
+    for i in changed:
+        node_ver[i] += 1
+        code[i], score[i] = 99, -1.0  # what a stale entry may hold: it must be fitted again
+    objects = [_Node() for _ in range(n)]
+    at_of = {o: i for i, o in enumerate(objects)} if by_object else None
+    nodes = [objects[i] for i in asked] if by_object else list(asked)
+    misfits = mod.refresh_nodes(
+        nodes, at_of, ints["starts"], ints["node_flags"], ints["count"], ints["devmem"], ints["used_num"],
+        ints["used_mem"], ints["used_cores"], ints["usable"], ints["req"], p["policy"], node_ver, fitted,
+        code, score, cards,
+    )  # fmt: skip
+    assert {k: list(v) for k, v in ints.items()} == before
+    chosen = [list(cards[i * total : (i + 1) * total]) if code[i] == 0 else None for i in range(n)]
+    return misfits, list(code), list(score), chosen, list(fitted)
+
+
+@settings(max_examples=200, deadline=None)
+@given(problems(), st.data())
+def test_refreshed_nodes_get_the_answers_of_a_fresh_scan(p: dict, data: st.DataObject) -> None:
+    """refresh_nodes fits again exactly the asked nodes whose version moved, giving them what a
+    scan of every node gives, counts the asked nodes that do not fit, and leaves the stale nodes
+    nobody asked as they were; the compiled module equals the twin, by node objects or positions."""
+    n = len(p["node_flags"])
+    asked = data.draw(st.lists(st.integers(0, n - 1), max_size=2 * n))
+    changed = data.draw(st.lists(st.integers(0, n - 1), max_size=n, unique=True))
+    by_object = data.draw(st.booleans())
+    _, codes, scores, chosen = run(python_fit, p, 0, n)
+    got = run_refresh(python_fit, p, asked, changed, by_object)
+    misfits, got_codes, got_scores, got_cards, fitted = got
+    stale = set(changed) - set(asked)
+    assert got_codes == [99 if i in stale else codes[i] for i in range(n)]
+    assert got_scores == [-1.0 if i in stale else scores[i] for i in range(n)]
+    assert [got_cards[i] for i in range(n) if i not in stale] == [
+        chosen[i] for i in range(n) if i not in stale
+    ]
+    assert fitted == [3 if i in stale else (4 if i in changed else 3) for i in range(n)]
+    assert misfits == sum(1 for i in asked if codes[i] != python_fit.FIT)
+    if native is not None:
+        assert run_refresh(native, p, asked, changed, by_object) == got
+
+
+@pytest.mark.parametrize("mod", [python_fit, *([native] if native is not None else [])])
+def test_refresh_of_a_node_it_cannot_place_writes_nothing(mod) -> None:
+    """A node missing from the positions gives -1 with nothing fitted; a position out of range
+    is refused."""
+    p = {"starts": [0, 2], "node_flags": [0], "count": [1, 1], "devmem": [100, 100], "used_num": [0, 0],
+         "used_mem": [0, 0], "used_cores": [0, 0], "usable": [1, 1], "req": [1, 10, 101, 0], "policy": 1}  # fmt: skip
+    ints = {k: array("q", v) for k, v in p.items() if isinstance(v, list)}
+    known, unknown = _Node(), _Node()
+    code, score, cards = array("q", [7]), array("d", [0.0]), array("q", [0])
+    node_ver, fitted = array("q", [1]), array("q", [0])
+    args = (ints["starts"], ints["node_flags"], ints["count"], ints["devmem"], ints["used_num"], ints["used_mem"],
+            ints["used_cores"], ints["usable"], ints["req"], 1, node_ver, fitted, code, score, cards)  # fmt: skip
+    assert mod.refresh_nodes([known, unknown], {known: 0}, *args) == -1
+    assert (list(code), list(fitted)) == ([7], [0])
+    for bad in ([1], [-1]):
+        with pytest.raises(IndexError):
+            mod.refresh_nodes(bad, None, *args)
+    assert mod.refresh_nodes([known], {known: 0}, *args) == 0
+    assert (list(code), list(fitted), list(cards)) == ([0], [1], [0])
+
+
+@needs_native
+def test_compiled_fit_refuses_arrays_it_would_read_past_or_misread() -> None:
+    """The compiled fit reads its arrays through pointers: a float array where int64 ones are
+    read, or an array shorter than the nodes need, is refused before anything is read."""
+    assert native is not None
+    p = {"starts": [0, 2], "node_flags": [0], "count": [1, 1], "devmem": [100, 100], "used_num": [0, 0],
+         "used_mem": [0, 0], "used_cores": [0, 0], "usable": [1, 1], "req": [1, 10, 101, 0]}  # fmt: skip
+    ints = {k: array("q", v) for k, v in p.items()}
+    out = (array("q", [0]), array("d", [0.0]), array("q", [0]))
+    args = [ints[k] for k in p]
+    assert native.fit_nodes(*args, 1, 0, 1, *out) == 1
+    with pytest.raises(TypeError):
+        native.fit_nodes(*args[:3], array("d", [100.0, 100.0]), *args[4:], 1, 0, 1, *out)
+    with pytest.raises(IndexError):
+        native.fit_nodes(*args[:2], array("q", [1]), *args[3:], 1, 0, 1, *out)
+    with pytest.raises(TypeError):
+        native.fit_nodes(*args, 1, 0, 1, out[0], array("q", [0]), out[2])

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 from array import array
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from scheduler.model.node import NodeInfo
@@ -101,22 +100,24 @@ class AscendTable:
         self.impl = npu_fit_impl
 
     def add_node(self, ledger: AscendLedger) -> int:
-        for c in ledger.chips:  # checked before any append: a half-added node would misalign every array
-            if not all(0 <= v <= ann.REGISTER_INT_MAX for v in (c.count, c.devmem, c.devcore)):
+        chips, top = ledger.chips, ann.REGISTER_INT_MAX
+        # checked before any append: a half-added node would misalign every array
+        for c in chips:
+            if not (0 <= c.count <= top and 0 <= c.devmem <= top and 0 <= c.devcore <= top):
                 raise ValueError(
                     f"chip {c.id[:40]!r}: count {c.count}, devmem {c.devmem} or devcore {c.devcore} "
-                    f"is not within 0..{ann.REGISTER_INT_MAX}"
+                    f"is not within 0..{top}"
                 )
         idx = len(self.ledgers)
         self.ledgers.append(ledger)
-        for c in ledger.chips:
-            self.count.append(c.count)
-            self.devmem.append(c.devmem)
-            self.devcore.append(c.devcore)
-            self.used.append(c.used)
-            self.used_mem.append(c.used_mem)
-            self.used_cores.append(c.used_cores)
-            self.healthy.append(1 if c.health else 0)
+        # a row per array (a node's chips are read at every session open: 8 chips took 56 appends)
+        self.count.extend([c.count for c in chips])
+        self.devmem.extend([c.devmem for c in chips])
+        self.devcore.extend([c.devcore for c in chips])
+        self.used.extend([c.used for c in chips])
+        self.used_mem.extend([c.used_mem for c in chips])
+        self.used_cores.extend([c.used_cores for c in chips])
+        self.healthy.extend([1 if c.health else 0 for c in chips])
         self.starts.append(len(self.count))
         self.node_flags.append((TOPOLOGY if ledger.topology else 0) | (HAMI_CORE if ledger.hami_core else 0))
         self.out_code.append(0)
@@ -183,18 +184,35 @@ def _registered_chips(value: str) -> tuple[list[ann.AscendCard] | None, str]:
     return (None if cards_t is None else list(cards_t)), why
 
 
-@lru_cache(maxsize=4096)
+# id(containers) -> (the containers, their flat form, whether each asks a chip, the chips asked):
+# read by every fit of a node, and keying a cache by the request itself hashed and compared the
+# whole frozen request each time (~2 us a fit). The entry keeps the tuple alive (its id is not
+# reused while here); the array is only read.
+_SHAPES: dict[int, tuple[tuple[AscendContainerRequest, ...], array, bool, int]] = {}
+_SHAPES_LIMIT = 4096
+
+
+def _shape(req: AscendRequest) -> tuple[array, bool, int]:
+    cs = req.containers
+    got = _SHAPES.get(id(cs))
+    if got is None or got[0] is not cs:
+        out = array("q")
+        for c in cs:
+            out.extend((c.nums, c.mem, c.cores))
+        if len(_SHAPES) >= _SHAPES_LIMIT:
+            _SHAPES.clear()
+        # the compiled scan stops a container once it holds `nums` chips; a container asking none
+        # is left to the Python fit, which keeps its historical answer (the parser never builds one)
+        got = _SHAPES[id(cs)] = (cs, out, all(c.nums > 0 for c in cs), sum(c.nums for c in cs))
+    return got[1], got[2], got[3]
+
+
 def _flat(req: AscendRequest) -> array:
-    out = array("q")
-    for c in req.containers:
-        out.extend((c.nums, c.mem, c.cores))
-    return out
+    return _shape(req)[0]
 
 
 def _all_ask_chips(req: AscendRequest) -> bool:
-    # the compiled scan stops a container once it holds `nums` chips; a container asking none is
-    # left to the Python fit, which keeps its historical answer (the parser never builds one)
-    return all(c.nums > 0 for c in req.containers)
+    return _shape(req)[1]
 
 
 class AscendLedger:
@@ -361,10 +379,11 @@ class AscendLedger:
         return f
 
     def _fit(self, req: AscendRequest, policy: int) -> AscendFit:
-        if self.topology or not _all_ask_chips(req):
+        _, all_ask, total = _shape(req)
+        if self.topology or not all_ask:
             return self.fit_in_python(req, policy)
         t, i = self.table, self.idx
-        chips = array("q", bytes(8 * max(1, req.total_chips)))
+        chips = array("q", bytes(8 * max(1, total)))
         t.run(req, policy, i, i + 1, chips)
         code = t.out_code[i]
         if code == NO_HAMI_CORE:
@@ -455,29 +474,26 @@ class AscendLedger:
             [ann.DeviceEntry(self.chips[p.chip].id, p.mem, p.cores, self.kind) for p in seg] for seg in picks
         ]
 
-    def annotations(self, req: AscendRequest, picks: list[list[NpuPick]], now: float) -> dict[str, str]:
+    def annotations(
+        self,
+        req: AscendRequest,
+        picks: list[list[NpuPick]],
+        now: float,
+        segments: list[list[ann.DeviceEntry]] | None = None,
+    ) -> dict[str, str]:
         """The pod annotations of spec 5.2, as upstream writes them (HAMi's generic encoding,
-        `huawei.com/<commonWord>` runtime info as Go's json.Marshal with omitempty writes it)."""
+        `huawei.com/<commonWord>` runtime info as Go's json.Marshal with omitempty writes it).
+        `segments`, when given, are segments(picks), already built for the charge."""
         word = self.kind
-        encoded = ann.encode_generic_devices(word, self.segments(picks))
-        runtime: list[dict[str, Any]] = []
-        for seg in picks:
-            for p in seg:
-                info: dict[str, Any] = {"UUID": self.chips[p.chip].id}
-                if req.hami_core:
-                    if p.mem:
-                        info["memory"] = p.mem
-                    if p.cores:
-                        info["core"] = p.cores
-                elif p.template:
-                    info["temp"] = p.template
-                runtime.append(info)
+        encoded = ann.encode_generic_devices(word, self.segments(picks) if segments is None else segments)
+        chips = self.chips
+        runtime = tuple((chips[p.chip].id, p.mem, p.cores, p.template) for seg in picks for p in seg)
         secs = str(int(now))
         return {
             ann.ascend_to_allocate_key(word): encoded,
             ann.ascend_allocated_key(word): encoded,
             ann.ASCEND_PREDICATE_TIME: secs,
-            ann.ascend_huawei_key(word): json.dumps(runtime, separators=(",", ":")),
+            ann.ascend_huawei_key(word): _runtime_json(req.hami_core, runtime),
             ann.HAMI_ASSIGNED_NODE: self.node_name,
             ann.HAMI_ASSIGNED_TIME: secs,
             ann.HAMI_BIND_PHASE: ann.BIND_PHASE_ALLOCATING,
@@ -491,6 +507,34 @@ class AscendLedger:
             tuple((c.used, c.used_mem, c.used_cores) for c in self.chips),
             tuple(sorted((uid, tuple(ch)) for uid, ch in self.pods.items())),
         )
+
+
+# (hami-core, the chips' (id, memory, cores, template)) -> their runtime JSON: pods of one shape
+# placed on the chips of one node write the same text, and encoding it was a quarter of a commit
+_RUNTIME: dict[tuple[bool, tuple[tuple[str, int, int, str], ...]], str] = {}
+_RUNTIME_LIMIT = 4096
+
+
+def _runtime_json(hami_core: bool, chips: tuple[tuple[str, int, int, str], ...]) -> str:
+    key = (hami_core, chips)
+    got = _RUNTIME.get(key)
+    if got is not None:
+        return got
+    runtime: list[dict[str, Any]] = []
+    for uuid, mem, cores, template in chips:
+        info: dict[str, Any] = {"UUID": uuid}
+        if hami_core:
+            if mem:
+                info["memory"] = mem
+            if cores:
+                info["core"] = cores
+        elif template:
+            info["temp"] = template
+        runtime.append(info)
+    if len(_RUNTIME) >= _RUNTIME_LIMIT:
+        _RUNTIME.clear()
+    got = _RUNTIME[key] = json.dumps(runtime, separators=(",", ":"))
+    return got
 
 
 def ascend_card_metrics(ledger: AscendLedger) -> list[dict[str, object]]:

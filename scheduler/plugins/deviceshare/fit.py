@@ -19,6 +19,7 @@ functions; tests prove both give identical answers on random inputs.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -214,6 +215,56 @@ def fit_listed(
             policy, out_code, out_score, out_cards,
         )  # fmt: skip
     return fitting
+
+
+def refresh_nodes(
+    nodes: list[Any],
+    at_of: dict[Any, int] | None,
+    starts: Any,
+    node_flags: Any,
+    count: Any,
+    devmem: Any,
+    used_num: Any,
+    used_mem: Any,
+    used_cores: Any,
+    usable: Any,
+    req: Any,
+    policy: int,
+    node_ver: Any,
+    fitted_ver: Any,
+    out_code: Any,
+    out_score: Any,
+    out_cards: Any,
+) -> int:
+    """Bring a kept whole-table answer up to date at some nodes and count their misfits.
+
+    The nodes are `at_of[n]` for each n of `nodes` (with `at_of` None, `nodes` are the positions
+    themselves); -1, nothing written, when one is not in `at_of`. A node whose `node_ver` entry
+    differs from its `fitted_ver` entry changed since its answer was written: it is fitted again
+    (as fit_listed writes it) and `fitted_ver` takes its version. Returns how many of the nodes
+    (counted as often as listed) have a code other than FIT. One call per pod's candidate list:
+    the per-node Python steps of finding what changed were most of the vGPU predicate."""
+    at = list(nodes) if at_of is None else list(map(at_of.get, nodes))
+    if None in at:
+        return -1
+    n_nodes = len(starts) - 1
+    for i in at:
+        if not 0 <= operator.index(i) < n_nodes:
+            raise IndexError(f"node {i} out of range")
+    total = 0
+    for k in range(len(req) // 4):
+        total += req[4 * k]
+    misfits = 0
+    for i in at:
+        if fitted_ver[i] != node_ver[i]:
+            _fit_one(
+                i, i * total, starts, node_flags, count, devmem, used_num, used_mem, used_cores, usable,
+                req, policy, out_code, out_score, out_cards,
+            )  # fmt: skip
+            fitted_ver[i] = node_ver[i]
+        if out_code[i] != FIT:
+            misfits += 1
+    return misfits
 
 
 def best_node(out_code: Any, out_score: Any, lo: int, hi: int) -> int:

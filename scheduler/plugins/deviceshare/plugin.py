@@ -56,6 +56,8 @@ _name = attrgetter("name")
 # the annotations that name a pod's group: pods of one template differ there (one-pod jobs)
 _GROUP_NAMES = frozenset((ann.GROUP_NAME, ann.GROUP_NAME_VOLCANO))
 _TEMPLATES_LIMIT = 4096
+# the other annotations of a pod that has none but its group name (never changed)
+_NO_ANNOTATIONS: dict[str, str] = {}
 
 
 @dataclass(slots=True)
@@ -85,6 +87,7 @@ class PodDeviceRequests:
 
 
 _NO_REQUEST = PodDeviceRequests()
+_UNASKED = object()
 
 
 def _share_memory(pod: PodInfo) -> int:
@@ -125,6 +128,8 @@ class DeviceSharePlugin(Plugin):
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.args = DeviceShareArgs.parse(arguments)
+        # the arguments' policy, read once: the hooks read it for every pod
+        self._policy = self.args.policy
         self.config: DeviceConfig = DEFAULT_CONFIG
         self.table = VgpuTable()
         self._requests: dict[str, PodDeviceRequests] = {}
@@ -144,6 +149,8 @@ class DeviceSharePlugin(Plugin):
         self._scans = ScanCache()
         # task uid -> its vGPU request when the predicate may take the short path (_plain_vgpu)
         self._plain: dict[str, VgpuRequest | None] = {}
+        # task uid -> its HAMi Ascend asks when the predicate may take the short path (_plain_ascend)
+        self._plain_npu: dict[str, tuple[tuple[VnpuChip, AscendRequest], ...] | None] = {}
         # chip kind -> flat chip state of the session's nodes of that kind (the compiled fit reads it)
         self._npu_tables: dict[str, AscendTable] = {}
         # node name -> device kind -> why its registration cannot be used
@@ -213,7 +220,8 @@ class DeviceSharePlugin(Plugin):
         usage = self._usage
         for job in ssn.jobs.values():
             for task in job.tasks.values():
-                if task.status not in ALLOCATED_STATUSES or ann.VGPU_IDS_NEW not in task.bind_annotations:
+                # the annotation first: a dict lookup, where the status's is a Python-level enum hash
+                if ann.VGPU_IDS_NEW not in task.bind_annotations or task.status not in ALLOCATED_STATUSES:
                     continue
                 kept = usage.get(task.uid)
                 if kept is not None and kept[0] is task.bind_annotations[ann.VGPU_IDS_NEW]:
@@ -305,7 +313,10 @@ class DeviceSharePlugin(Plugin):
         job's device work. The entry keeps the container lists alive, so that their ids are not
         reused."""
         anns = pod.annotations
-        rest = {k: v for k, v in anns.items() if k not in _GROUP_NAMES}
+        if _GROUP_NAMES.issuperset(anns):  # only a group name (a one-pod job's pod): nothing else
+            rest = _NO_ANNOTATIONS
+        else:
+            rest = {k: v for k, v in anns.items() if k not in _GROUP_NAMES}
         inits = pod.init_containers
         # every empty list reads the same: 0 stands for it (pods built by hand have their own)
         ident = (id(pod.containers), id(inits) if inits else 0, pod.namespace, pod.node_name)
@@ -381,8 +392,9 @@ class DeviceSharePlugin(Plugin):
         """The task's vGPU request when that is all it asks, with no mode and no exclusivity rule:
         its answer on every node is one entry of the shared whole-table scan."""
         uid = task.uid
-        if uid in self._plain:
-            return self._plain[uid]
+        got = self._plain.get(uid, _UNASKED)
+        if got is not _UNASKED:
+            return got  # type: ignore[return-value]
         r = self._shared_requests(task)
         req = r.vgpu
         plain = (
@@ -397,6 +409,24 @@ class DeviceSharePlugin(Plugin):
         self._plain[uid] = req if plain else None
         return self._plain[uid]
 
+    def _plain_ascend(self, task: TaskInfo) -> tuple[tuple[VnpuChip, AscendRequest], ...] | None:
+        """The task's HAMi Ascend asks when that is all it asks (no other kind, no error): the
+        predicate then reads only those chip kinds' ledgers."""
+        uid = task.uid
+        got = self._plain_npu.get(uid, _UNASKED)
+        if got is not _UNASKED:
+            return got  # type: ignore[return-value]
+        r = self._shared_requests(task)
+        plain = (
+            bool(r.ascend)
+            and r.share is None
+            and (r.vgpu is None or not r.vgpu.containers)
+            and not (r.share_error or r.vgpu_error or r.ascend_error)
+            and r.gpu_types is None
+        )
+        self._plain_npu[uid] = r.ascend if plain else None
+        return self._plain_npu[uid]
+
     def predicate(self, task: TaskInfo, node: NodeInfo) -> Unfit | None:
         req = self._plain_vgpu(task)
         if req is not None:  # the general path below, with what cannot apply left out
@@ -406,8 +436,11 @@ class DeviceSharePlugin(Plugin):
             vled = node.devices.get(vgpu.KIND)
             if vled is None:
                 return None
-            ok, why, _ = self._scans.node_fit(vled, req, self.args.policy)
+            ok, why, _ = self._scans.node_fit(vled, req, self._policy)
             return None if ok else Unfit(f"{VGPU_ERROR}: {why}")
+        asks = self._plain_ascend(task)
+        if asks is not None:  # the same, for a pod asking HAMi Ascend chips only
+            return self._ascend_misfit(asks, node)
         r = self._shared_requests(task)
         if r is _NO_REQUEST:
             return None
@@ -430,7 +463,7 @@ class DeviceSharePlugin(Plugin):
             led = devs.get(gpushare.KIND)
             # no ledger: the node has no such device; the resource-fit predicate rejects it (spec 6.5)
             if led is not None:
-                f = led.fit(r.share, self.args.policy)
+                f = led.fit(r.share, self._policy)
                 if not f.ok:
                     return Unfit(f"{self._share_label(r.share)} {f.reason}")
         if r.vgpu is not None and r.vgpu.containers:
@@ -439,11 +472,25 @@ class DeviceSharePlugin(Plugin):
                 ok, why, _ = self._vgpu_node_fit(vled, task, r.vgpu)
                 if not ok:
                     return Unfit(f"{VGPU_ERROR}: {why}")
-        for chip, areq in r.ascend:
+        return self._ascend_misfit(r.ascend, node, checked=True)
+
+    def _ascend_misfit(
+        self, asks: tuple[tuple[VnpuChip, AscendRequest], ...], node: NodeInfo, checked: bool = False
+    ) -> Unfit | None:
+        """Why the Ascend asks do not fit the node (an unusable registration first unless
+        `checked`), or None."""
+        if not checked:
+            broken = self._unusable.get(node.name)
+            if broken:
+                for chip, _ in asks:
+                    if chip.common_word in broken:
+                        return Unfit(f"{ASCEND_ERROR}: {broken[chip.common_word]}", resolvable=False)
+        devs = node.devices
+        for chip, areq in asks:
             aled = devs.get(chip.common_word)
             # no ledger: the node has no such chip; the resource-fit predicate rejects it (spec 6.5)
             if isinstance(aled, AscendLedger):
-                af = aled.fit(areq, self.args.policy)
+                af = aled.fit(areq, self._policy)
                 if not af.ok:
                     return Unfit(f"{ASCEND_ERROR}: {chip.common_word} {af.reason}")
         return None
@@ -468,15 +515,19 @@ class DeviceSharePlugin(Plugin):
     def predicate_many(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[Unfit | None]:
         """predicate() for each node: a plain vGPU request reads every node's answer from one
         whole-table scan; a refusal, an unusable node and any other request ask node by node."""
-        at, req = self._plain_positions(task, nodes)
-        if at is None or req is None or self._unusable:
+        req = self._plain_vgpu(task)
+        if req is None or self._unusable:
             return [self.predicate(task, n) for n in nodes]
-        codes, _ = self._scans.answers(self.table, req, self.args.policy, at)
-        got = list(map(codes.__getitem__, at))
-        if got.count(FIT) == len(got):
-            # every node fits (the usual case): the answers without a Python step per node
-            return [None] * len(got)
-        return [None if c == FIT else self.predicate(task, n) for c, n in zip(got, nodes, strict=True)]
+        # the session's node objects first: one compiled call finds their positions, brings the
+        # changed ones up to date and counts the misfits (a pod asks ~50 nodes, mostly all fitting)
+        misfits = self._scans.misfits(self.table, req, self._policy, nodes, self._vgpu_at_node)
+        if misfits == 0:
+            return [None] * len(nodes)
+        at, _ = self._plain_positions(task, nodes)
+        if at is None:
+            return [self.predicate(task, n) for n in nodes]
+        codes, _ = self._scans.answers(self.table, req, self._policy, at)
+        return [None if codes[i] == FIT else self.predicate(task, n) for i, n in zip(at, nodes, strict=True)]
 
     def node_order_many(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
         """node_order() for each node, a plain vGPU request's from one whole-table scan."""
@@ -486,7 +537,7 @@ class DeviceSharePlugin(Plugin):
         at, req = self._plain_positions(task, nodes)
         if at is None or req is None:
             return [self.node_order(task, n) for n in nodes]
-        codes, scores = self._scans.answers(self.table, req, self.args.policy, at)
+        codes, scores = self._scans.answers(self.table, req, self._policy, at)
         # as device_score adds it: 0.0 plus the score where the request fits
         return [float(int((scores[i] if codes[i] == FIT else 0.0) + 0.5) * w) for i in at]
 
@@ -501,7 +552,7 @@ class DeviceSharePlugin(Plugin):
         ):
             f = self._fit_vgpu(led, task, req)
             return f.ok, f.reason, f.score
-        return self._scans.node_fit(led, req, self.args.policy)
+        return self._scans.node_fit(led, req, self._policy)
 
     def _commit_segments(
         self, led: VgpuLedger, task: TaskInfo, req: VgpuRequest
@@ -510,7 +561,7 @@ class DeviceSharePlugin(Plugin):
         cards the predicate's scan chose on this node while its answer there is current (the same
         fit of the same state), else those of the fit afresh."""
         if self.exclusive is None:
-            kept = self._scans.kept_segments(led, req, self.args.policy)
+            kept = self._scans.kept_segments(led, req, self._policy)
             if kept is not None:
                 return kept
         f = self._fit_vgpu(led, task, req)
@@ -525,8 +576,8 @@ class DeviceSharePlugin(Plugin):
             closed = ex.closed_cards(task.pod, led)
             if closed:
                 with led.capped(closed):
-                    return led.fit(req, self.args.policy)
-        return led.fit(req, self.args.policy)
+                    return led.fit(req, self._policy)
+        return led.fit(req, self._policy)
 
     @staticmethod
     def _gpu_type_misfit(types: tuple[tuple[str, ...], tuple[str, ...]], node: NodeInfo) -> str:
@@ -548,7 +599,7 @@ class DeviceSharePlugin(Plugin):
         if r.share is not None:
             led = node.devices.get(gpushare.KIND)
             if led is not None:
-                f = led.fit(r.share, self.args.policy)
+                f = led.fit(r.share, self._policy)
                 s += f.score if f.ok else 0.0
         if r.vgpu is not None and r.vgpu.containers:
             vled = node.devices.get(vgpu.KIND)
@@ -558,7 +609,7 @@ class DeviceSharePlugin(Plugin):
         for chip, areq in r.ascend:
             aled = node.devices.get(chip.common_word)
             if isinstance(aled, AscendLedger):
-                af = aled.fit(areq, self.args.policy)
+                af = aled.fit(areq, self._policy)
                 s += af.score if af.ok else 0.0
         return s
 
@@ -645,7 +696,7 @@ class DeviceSharePlugin(Plugin):
             return
         if req.memory > 0:
             self._lock(task, node, ann.LOCK_GPUSHARE)  # gpushare locks before choosing the card
-        f = led.fit(req, self.args.policy)
+        f = led.fit(req, self._policy)
         if not f.ok:
             raise AllocateError(f"{self._share_label(req)} {f.reason}")
         led.add_pod(task.uid, _share_memory(task.pod), task.pod.phase, f.cards)
@@ -660,12 +711,16 @@ class DeviceSharePlugin(Plugin):
         led = node.devices.get(vgpu.KIND)
         if req is None or led is None or not req.containers:
             return
-        segments = self._commit_segments(led, task, req)
-        self._lock(task, node, ann.LOCK_VGPU)  # vGPU locks after the live fit, before annotating
-        # the pod's own group key: `req` may be its template's (see _parse_template)
-        led.add_pod(task.uid, ann.pod_group_key(task.namespace, task.pod.annotations), segments)
-        ids = ann.encode_pod_devices(segments)
-        use = vgpu.usage_of_segments(segments)
+        written = self._charge_kept_card(task, node, led, req)
+        if written is not None:
+            ids, use = written
+        else:
+            segments = self._commit_segments(led, task, req)
+            self._lock(task, node, ann.LOCK_VGPU)  # vGPU locks after the live fit, before annotating
+            # the pod's own group key: `req` may be its template's (see _parse_template)
+            led.add_pod(task.uid, ann.pod_group_key(task.namespace, task.pod.annotations), segments)
+            ids = ann.encode_pod_devices(segments)
+            use = vgpu.usage_of_segments(segments)
         if use is not None:  # what the session's close would decode from `ids`
             self._usage[task.uid] = (ids, use)
         now = str(int(self._now()))
@@ -678,16 +733,42 @@ class DeviceSharePlugin(Plugin):
         b[ann.BIND_PHASE] = ann.BIND_PHASE_ALLOCATING
         b[ann.BIND_TIME] = now
 
+    def _charge_kept_card(
+        self, task: TaskInfo, node: NodeInfo, led: VgpuLedger, req: VgpuRequest
+    ) -> tuple[str, tuple[int, int] | None] | None:
+        """The general commit of _allocate_vgpu for the usual pod (one container asking one card,
+        its card kept by the predicate's scan, no exclusivity rule, a `clean` ledger without MIG):
+        the same lock, charge and `vgpu-ids-new` value without the segments' objects. None,
+        nothing done, for any other pod."""
+        cs = req.containers
+        if (
+            self.exclusive is not None
+            or req.n_containers != 1
+            or len(cs) != 1
+            or cs[0].nums != 1
+            or cs[0].index != 0
+            or not led.clean
+            or led.mig is not None
+            or task.uid in led.pods
+        ):
+            return None
+        c = self._scans.kept_card(led, req, self._policy)
+        if c < 0:
+            return None
+        self._lock(task, node, ann.LOCK_VGPU)
+        return led.charge_one(task.uid, ann.pod_group_key(task.namespace, task.pod.annotations), cs[0], c)
+
     def _allocate_ascend(self, task: TaskInfo, node: NodeInfo, chip: VnpuChip, req: AscendRequest) -> None:
         led = node.devices.get(chip.common_word)
         if not isinstance(led, AscendLedger):
             return
         self._lock(task, node, ann.LOCK_HAMI)  # upstream locks before choosing the chips
-        f = led.fit(req, self.args.policy)
+        f = led.fit(req, self._policy)
         if not f.ok:
             raise AllocateError(f"{ASCEND_ERROR}: {chip.common_word} {f.reason}")
-        led.add_pod(task.uid, led.segments(f.picks))
-        task.bind_annotations.update(led.annotations(req, f.picks, self._now()))
+        segments = led.segments(f.picks)
+        led.add_pod(task.uid, segments)
+        task.bind_annotations.update(led.annotations(req, f.picks, self._now(), segments))
 
     def on_deallocate(self, event: Event) -> None:
         task = event.task

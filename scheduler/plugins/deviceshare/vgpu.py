@@ -23,7 +23,7 @@ from scheduler.plugins.deviceshare.config import DeviceConfig
 from scheduler.plugins.deviceshare.fit import FIT, NEEDS_PYTHON, NOT_FITTED, TOO_MANY_CARDS, Pick
 from scheduler.plugins.deviceshare.hotpath import fit_impl, register_impl
 from scheduler.plugins.deviceshare.mig import MigCard, fit_mig_node
-from scheduler.plugins.deviceshare.requests import VgpuRequest
+from scheduler.plugins.deviceshare.requests import VgpuContainerRequest, VgpuRequest
 
 KIND = "hamivgpu"
 _NODE_RESOURCES = (ann.VGPU_NUMBER, ann.VGPU_CORES, ann.VGPU_MEMORY)
@@ -67,11 +67,11 @@ class VgpuTable:
         self.python_nodes = 0  # MIG nodes: fitted in Python after the hot path
         # the fit implementation (compiled or Python twin); the bench swaps it to compare
         self.impl = fit_impl
-        # bumped on every charge change of any card: a whole-table scan is valid while it holds
+        # bumped on every charge change of any card
         self.generation = 0
-        # the node (ledger index) of each charge change, in order: a scan is brought up to date by
-        # rescanning only the nodes named after its position
-        self.changes: list[int] = []
+        # per node (ledger index): bumped on every change of its charges or cap; a scan's answer
+        # for a node is current while the version it was fitted at is this one
+        self.node_ver = array("q")
 
     @property
     def n_cards(self) -> int:
@@ -80,7 +80,7 @@ class VgpuTable:
     def add_node(
         self,
         ledger: VgpuLedger,
-        cards: list[ann.RegisteredCard],
+        cards: Sequence[ann.RegisteredCard],
         ok: list[bool],
         mig: bool,
         derived: CardLists | None = None,
@@ -110,6 +110,7 @@ class VgpuTable:
         self.python_nodes += 1 if mig else 0
         self.out_code.append(0)
         self.out_score.append(0.0)
+        self.node_ver.append(0)
         return idx
 
     def mask_for(self, req: VgpuRequest, lo: int, hi: int) -> array:
@@ -133,7 +134,7 @@ class VgpuTable:
     def touch(self, idx: int) -> None:
         """Node `idx` changed its charges (or its cap): scans of the table are out of date there."""
         self.generation += 1
-        self.changes.append(idx)
+        self.node_ver[idx] += 1
 
     def fit_all(self, req: VgpuRequest, policy: int) -> tuple[array, array]:
         """(codes, scores) of every node for `req`: the batch form of `VgpuLedger.fit`."""
@@ -203,15 +204,18 @@ class VgpuTable:
 @dataclass(slots=True)
 class _Scan:
     table: VgpuTable
-    seq: int  # length of the table's change log when codes and scores were last brought up to date
     codes: array
     scores: array
     # node i's chosen cards at cards[i * total ...], valid where codes[i] is FIT and the fit was the
     # compiled one (node_flags[i] == 0, no required mode)
     cards: array
     total: int
-    # nodes changed (up to `seq`) and not fitted again since: their entries are out of date
-    dirty: set[int]
+    # node i's entries are current while fitted[i] == table.node_ver[i] (the version they were fitted at)
+    fitted: array
+    # no node the hot path leaves to Python, no card filter, no required mode: the compiled
+    # refresh (`refresh_nodes`) alone brings the answers up to date
+    plain: bool
+    flat: array  # the request's containers as the fit reads them (_flat)
 
 
 def _scan_key(req: VgpuRequest, policy: int, containers: tuple | None = None) -> tuple:
@@ -239,9 +243,9 @@ class ScanCache:
 
     The predicate and node-order hooks ask node by node; one compiled scan of every card of every
     node answers all of them at once. Pods asking the same (one-pod jobs of a few sizes, the pods
-    of a job) share it, and after a placement only the nodes whose charges changed since are
-    scanned again (`VgpuTable.changes`), so a pod usually costs a few one-node fits instead of a
-    whole-table scan. Answers (fit, score, reason) are those of `VgpuLedger.fit` for requests
+    of a job) share it, and after a placement only the asked nodes whose charges changed since
+    are scanned again (`VgpuTable.node_ver`), so a pod usually costs a few one-node fits instead
+    of a whole-table scan. Answers (fit, score, reason) are those of `VgpuLedger.fit` for requests
     without a required mode.
     """
 
@@ -276,30 +280,60 @@ class ScanCache:
         """(codes, scores) of every node of `table` for `req`, up to date with every charge at
         the positions `at` (None: at every node). The other changed nodes wait until asked: a
         scan is asked about a few nodes at a time, while ~30 other nodes changed since its last."""
+        scan = self._current(table, req, policy)
+        fitted, ver = scan.fitted, table.node_ver
+        if at is None:
+            stale = [i for i in range(len(fitted)) if fitted[i] != ver[i]]
+        else:
+            stale = [i for i in at if fitted[i] != ver[i]]
+        if stale:
+            self._refit(scan, req, policy, stale)
+        return scan.codes, scan.scores
+
+    def misfits(
+        self, table: VgpuTable, req: VgpuRequest, policy: int, nodes: list, at_of: dict | None
+    ) -> int:
+        """How many of the nodes do not fit `req`, their answers brought up to date; -1 when one
+        is not in `at_of` (node -> position; None: `nodes` are positions). One compiled call
+        (`refresh_nodes`) for a scan the hot path answers alone, else `answers`."""
+        scan = self._current(table, req, policy)
+        if scan.plain:
+            return table.impl.refresh_nodes(
+                nodes, at_of, table.starts, table.node_flags, table.count, table.devmem, table.used_num,
+                table.used_mem, table.used_cores, table.static_ok, scan.flat, policy, table.node_ver,
+                scan.fitted, scan.codes, scan.scores, scan.cards,
+            )  # fmt: skip
+        at = list(nodes) if at_of is None else list(map(at_of.get, nodes))
+        if None in at:
+            return -1
+        codes, _ = self.answers(table, req, policy, at)
+        return sum(1 for i in at if codes[i] != FIT)
+
+    def _current(self, table: VgpuTable, req: VgpuRequest, policy: int) -> _Scan:
+        """The request's scan, `_last` first."""
         last_req, last_policy, scan = self._last
         if last_req is not req or last_policy != policy or scan is None or scan.table is not table:
             scan = self._scan_of(table, req, policy)
             self._last = (req, policy, scan)
-        dirty = self._dirty(scan)
-        if dirty:
-            stale = dirty if at is None else dirty.intersection(at)
-            if stale:
-                self._refit(scan, req, policy, stale)
-        return scan.codes, scan.scores
+        return scan
 
     def _scan_of(self, table: VgpuTable, req: VgpuRequest, policy: int) -> _Scan:
         """The request's scan, made by a whole-table scan when there is none yet."""
         by_req = self._by_req
         got = by_req.get((id(req), policy))
-        if got is not None and got[0] is req and got[1].table is table:
+        n = len(table.ledgers)
+        if got is not None and got[0] is req and got[1].table is table and len(got[1].fitted) == n:
             return got[1]
         key = self._key(req, policy)
         scan = self._scans.get(key)
-        if scan is None or scan.table is not table:
+        # a scan made before the table took more nodes has no entry for them: made again
+        if scan is None or scan.table is not table or len(scan.fitted) != n:
             total = req.total_cards
-            cards = array("q", bytes(8 * max(1, len(table.ledgers) * total)))
+            cards = array("q", bytes(8 * max(1, n * total)))
+            fitted = array("q", table.node_ver)
             codes, scores = table.scan_cards(req, policy, cards)
-            scan = _Scan(table, len(table.changes), codes, scores, cards, total, set())
+            plain = not (table.python_nodes or req.has_card_filters or req.mode)
+            scan = _Scan(table, codes, scores, cards, total, fitted, plain, _flat(req))
             if len(self._scans) >= self.LIMIT:
                 del self._scans[next(iter(self._scans))]
                 by_req.clear()
@@ -320,16 +354,7 @@ class ScanCache:
         return _scan_key(req, policy, got[1])
 
     @staticmethod
-    def _dirty(scan: _Scan) -> set[int]:
-        """The nodes changed since the scan last fitted them, with the change log read up to now."""
-        log = scan.table.changes
-        if scan.seq != len(log):
-            scan.dirty.update(log[scan.seq :])
-            scan.seq = len(log)
-        return scan.dirty
-
-    @staticmethod
-    def _refit(scan: _Scan, req: VgpuRequest, policy: int, stale: set[int]) -> None:
+    def _refit(scan: _Scan, req: VgpuRequest, policy: int, stale: list[int]) -> None:
         """Fit the stale nodes again in one call; the whole table when they are most of it (a
         listed node costs about what a node of a range costs, plus the list)."""
         table = scan.table
@@ -337,13 +362,12 @@ class ScanCache:
             codes, scores = table.fit_range(req, policy, 0, len(table.ledgers), scan.cards)
             scan.codes[:] = codes
             scan.scores[:] = scores
-            scan.dirty.clear()
+            scan.fitted[:] = table.node_ver
             return
-        table.refit(req, policy, list(stale), scan.codes, scan.scores, scan.cards)
-        if stale is scan.dirty:
-            scan.dirty.clear()
-        else:
-            scan.dirty.difference_update(stale)
+        table.refit(req, policy, stale, scan.codes, scan.scores, scan.cards)
+        fitted, ver = scan.fitted, table.node_ver
+        for i in stale:
+            fitted[i] = ver[i]
 
     def kept_fit(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> FitResult | None:
         """`led.fit(req, policy)` when it fits, read from a scan of the request's shape whose
@@ -364,21 +388,35 @@ class ScanCache:
         got = self._kept_cards(led, req, policy)
         return None if got is None else led.card_segments(req, got[0])
 
+    def kept_card(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> int:
+        """The one card of kept_fit's answer for a request of one card (its local index), or -1
+        when kept_fit gives none."""
+        got = self._kept_at(led, req, policy)
+        return -1 if got is None else got[0].cards[got[1] * got[0].total]
+
     def _kept_cards(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[array, float] | None:
         """The cards and score of kept_fit's answer (see there), or None."""
+        got = self._kept_at(led, req, policy)
+        if got is None:
+            return None
+        scan, i = got
+        k = i * scan.total
+        return scan.cards[k : k + scan.total], scan.scores[i]
+
+    def _kept_at(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[_Scan, int] | None:
+        """The scan holding kept_fit's answer and the node's position in it, or None."""
         if req.mode:
             return None
         last_req, last_policy, scan = self._last
         if last_req is not req or last_policy != policy:
             scan = self._scans.get(self._key(req, policy))
         t = led.table
-        if scan is None or scan.table is not t:
-            return None
         i = led.idx
-        if t.node_flags[i] or scan.codes[i] != FIT or i in self._dirty(scan):
+        if scan is None or scan.table is not t or i >= len(scan.fitted):
             return None
-        k = i * scan.total
-        return scan.cards[k : k + scan.total], scan.scores[i]
+        if t.node_flags[i] or scan.codes[i] != FIT or scan.fitted[i] != t.node_ver[i]:
+            return None
+        return scan, i
 
     def node_fit(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[bool, str, float]:
         if req.mode and req.mode != led.mode:
@@ -405,6 +443,7 @@ class CardLists:
     node was most of the ledger's construction at every session open."""
 
     __slots__ = (
+        "clean",
         "count",
         "devmem",
         "in_range",
@@ -420,6 +459,9 @@ class CardLists:
         self.uuids = [c.uuid for c in cards]
         self.types = [c.type for c in cards]
         self.uuid_index = {u: i for i, u in enumerate(self.uuids)}
+        # every card is found by its own UUID, which no annotation separator splits: a charge of
+        # card c is read back from `vgpu-ids-new` as card c (see VgpuLedger.charge_one)
+        self.clean = len(self.uuid_index) == len(self.uuids) and not any(map(_has_separator, self.uuids))
         # healthy NVIDIA cards, before the node's unhealthy list is applied
         self.nvidia_ok = [bool(c.health and "NVIDIA" in c.type) for c in cards]
         self.nvidia_ok_row = array("q", map(int, self.nvidia_ok))
@@ -439,7 +481,7 @@ _REGISTRATIONS: dict[str, tuple[tuple[ann.RegisteredCard, ...] | None, str, Card
 _REGISTRATIONS_LIMIT = 65536
 
 
-def _registered_cards(value: str) -> tuple[list[ann.RegisteredCard] | None, str, CardLists | None]:
+def _registered_cards(value: str) -> tuple[Sequence[ann.RegisteredCard] | None, str, CardLists | None]:
     got = _REGISTRATIONS.get(value)
     if got is None:
         cards, why = register_impl.decode_vgpu_register(value)
@@ -447,8 +489,7 @@ def _registered_cards(value: str) -> tuple[list[ann.RegisteredCard] | None, str,
             _REGISTRATIONS.clear()  # registrations of nodes long gone, or churning: start again
         derived = CardLists(cards) if cards else None
         got = _REGISTRATIONS[value] = (None if cards is None else tuple(cards), why, derived)
-    cards_t, why, derived = got
-    return (None if cards_t is None else list(cards_t)), why, derived
+    return got
 
 
 # id(containers) -> (the containers, their flat form, their total cards): a request's containers
@@ -485,6 +526,7 @@ class VgpuLedger:
 
     __slots__ = (
         "base",
+        "clean",
         "factor",
         "idx",
         "memo",
@@ -503,7 +545,7 @@ class VgpuLedger:
     def __init__(
         self,
         node_name: str,
-        cards: list[ann.RegisteredCard],
+        cards: Sequence[ann.RegisteredCard],
         cfg: DeviceConfig,
         table: VgpuTable | None = None,
         unhealthy: tuple[set[int], set[str]] = (set(), set()),
@@ -517,6 +559,7 @@ class VgpuLedger:
         self.uuids = d.uuids
         self.types = d.types
         self.uuid_index = d.uuid_index
+        self.clean = d.clean
         self.factor = cfg.gpu_memory_factor
         last = cards[-1].mode
         self.mode = (
@@ -564,8 +607,10 @@ class VgpuLedger:
         cards, why, derived = _registered_cards(value)
         if cards is None:
             return None, why
-        unhealthy = ann.decode_unhealthy_ids(node.annotations.get(ann.GPU_UNHEALTHY_IDS))
-        return cls(node.name, cards, cfg, table, unhealthy, derived), ""
+        listed = node.annotations.get(ann.GPU_UNHEALTHY_IDS)
+        if listed is None:  # the usual node: no card to leave out
+            return cls(node.name, cards, cfg, table, derived=derived), ""
+        return cls(node.name, cards, cfg, table, ann.decode_unhealthy_ids(listed), derived), ""
 
     # -- card filters (spec 3.4 rules 1, 3, 8) ----------------------------------------------------
     def uuid_filter_miss(self, req: VgpuRequest) -> str:
@@ -637,6 +682,29 @@ class VgpuLedger:
         self.version += 1
         self.table.touch(self.idx)
         return True
+
+    def charge_one(
+        self, uid: str, group_key: str, cr: VgpuContainerRequest, c: int
+    ) -> tuple[str, tuple[int, int] | None]:
+        """add_pod(uid, group_key, segments) of a pod whose one container asks one card, given
+        card c, without building the segments; (encode_pod_devices(segments),
+        usage_of_segments(segments)). For a `clean` ledger without MIG cards that does not hold
+        the pod yet (then add_pod reads the entry back as card c and charges it)."""
+        t = self.table
+        g = self.base + c
+        mem, cores = cr.demand(t.devmem[g]), cr.cores
+        t.used_num[g] += 1
+        t.used_mem[g] += mem
+        t.used_cores[g] += cores
+        if group_key and (mem or cores):
+            held = t.group_cards.setdefault(group_key, {})
+            held[g] = held.get(g, 0) + 1
+        self.pods[uid] = (group_key, [_Charge(c, mem, cores, None)])
+        self.version += 1
+        t.touch(self.idx)
+        top = ann.REGISTER_INT_MAX
+        use = (mem, cores) if 0 <= mem <= top and 0 <= cores <= top else None
+        return f"{self.uuids[c]},{ann.VGPU_REQUEST_TYPE},{mem},{cores}:", use
 
     def remove_pod(self, uid: str) -> bool:
         held = self.pods.pop(uid, None)

@@ -340,3 +340,49 @@ def test_card_segments_are_the_segments_of_the_picks(specs, conts, policy, data)
             assert kept == led.segments(r, f.picks)
         elif not f.ok:
             assert kept is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(node_specs, container, st.integers(0, 2), st.sampled_from(["", "ns/g1"]), st.data())
+def test_charging_one_card_directly_equals_charging_its_segments(specs, cont, policy, group, data) -> None:
+    """VgpuLedger.charge_one (the commit of the usual one-card pod) leaves the ledger and the
+    table's group holdings as add_pod of the same card's segments does, and returns the
+    `vgpu-ids-new` value and usage those segments give."""
+    from scheduler.plugins.deviceshare.vgpu import usage_of_segments
+
+    _, mem, pct, cores = cont  # one card whatever the strategy draws
+    p = pod("p", vgpu_limits(1, mem, cores, pct))
+    r, err = vgpu_request(p, CFG)
+    assert r is not None, err
+    plain = [i for i, spec in enumerate(specs) if not spec[3]]  # the nodes without MIG cards
+    if not plain:
+        return
+    at = data.draw(st.sampled_from(plain), label="node")
+    sides = []
+    for direct in (True, False):
+        table = VgpuTable()
+        led = [VgpuLedger.from_node(nd, CFG, table)[0] for nd in build(specs)][at]
+        assert led.clean and led.mig is None
+        f = led.fit(r, policy)
+        if not f.ok:
+            return
+        c = f.picks[0][0].card
+        if direct:
+            written = led.charge_one(p.uid, group, r.containers[0], c)
+        else:
+            segs = led.card_segments(r, [c])
+            led.add_pod(p.uid, group, segs)
+            written = (ann.encode_pod_devices(segs), usage_of_segments(segs))
+        sides.append((written, led.state(), led.version, table.group_cards, list(table.node_ver)))
+    assert sides[0] == sides[1]
+
+
+def test_a_ledger_whose_cards_share_a_uuid_is_not_charged_directly() -> None:
+    """Two cards under one UUID (which the registration decoder refuses) read back as the same
+    card, as does a UUID holding an annotation separator: such a ledger is not `clean`, and the
+    plugin commits its pods through their segments."""
+    for uuids in (["GPU-dup", "GPU-dup"], ["GPU-a", "GPU-b:c"]):
+        regs = [ann.RegisteredCard(u, 4, 16384, T4, True, "hami-core") for u in uuids]
+        assert not VgpuLedger("n0", regs, CFG, VgpuTable()).clean
+    regs = [ann.RegisteredCard(f"GPU-{c}", 4, 16384, T4, True, "hami-core") for c in range(2)]
+    assert VgpuLedger("n1", regs, CFG, VgpuTable()).clean

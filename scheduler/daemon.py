@@ -666,8 +666,10 @@ class Daemon:
                 m.observe_job_placed(
                     job.name, job.queue, job.namespace, job.creation, job.schedule_start, done
                 )
-        if self.cache.generation != self._pruned_at:  # nothing can have gone away otherwise
-            self._pruned_at = self.cache.generation
+        # only a job or queue that left has series to drop: not every session of a burst walks
+        # every job's series (tens of thousands) to find none
+        if self.cache.state.removals != self._pruned_at:
+            self._pruned_at = self.cache.state.removals
             m.prune(self.cache.state.jobs.keys(), self.cache.state.queues.keys())
 
     async def _shutdown(self) -> None:

@@ -124,7 +124,8 @@ class SchedulerCache:
                     self.state.apply_pod_status(task, update)
                     if update.phase != "Pending":
                         del self.seen[key]  # running: no echo of ours is to come
-                    self._good("Pod", obj)
+                    if self.skipped:
+                        self._good("Pod", obj)
                     self._pod_settled(key, task)
                     return
         known = len(self.state.tasks)
@@ -133,7 +134,8 @@ class SchedulerCache:
         except BAD_INPUT as exc:
             self._bad("Pod", obj, exc)
             return
-        self._good("Pod", obj)
+        if self.skipped:
+            self._good("Pod", obj)
         key = task.key
         ours = task.pod.scheduler_name in self.state.options.scheduler_names
         if (

@@ -384,7 +384,7 @@ class KubeClient:
         delay = (bucket or self.bucket_for(path)).reserve()
         if delay > 0:
             await asyncio.sleep(delay)
-        bearer, token = await self._bearer()
+        bearer, token = self._bearer_now() or await self._bearer()
         lines = self._write_lines(content_type, body is not None, bearer, token)
         # checked after every wait (the token, a token refresh) and with none before the send: a
         # write held up across a pause must not go
@@ -421,7 +421,7 @@ class KubeClient:
             delay = max(delay, self.bucket_for(path).reserve())
         if delay > 0:
             await asyncio.sleep(delay)
-        bearer, token = await self._bearer()
+        bearer, token = self._bearer_now() or await self._bearer()
         if self.write_guard is not None and not self.write_guard(term):
             return [Fenced(m, p) for m, p, _b, _ct in writes]
         requests: list[tuple[str, str, str, bytes | None]] = []
@@ -440,6 +440,22 @@ class KubeClient:
         except ApiError as exc:
             return exc
         return None
+
+    def _bearer_now(self) -> tuple[bool, str | None] | None:
+        """`_bearer` without a coroutine when no hook refreshes the token (a static token, or
+        none): the same token, spelled as `get_api_key_with_prefix` spells it. None when a hook
+        must run first: then `_bearer`. Every Binding and event asks, thousands a second."""
+        cfg = self.api.configuration
+        keys = cfg.api_key
+        if "BearerToken" not in keys:
+            return False, None
+        if cfg.refresh_api_key_hook is not None:
+            return None
+        key = keys["BearerToken"]
+        if not key:
+            return True, None
+        prefix = cfg.api_key_prefix.get("BearerToken")
+        return True, f"{prefix} {key}" if prefix else key
 
     async def _bearer(self) -> tuple[bool, str | None]:
         """Whether writes carry a bearer token, and the token: an exec/OIDC token is refreshed by

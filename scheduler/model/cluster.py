@@ -190,6 +190,8 @@ class ClusterState:
         # the jobs the last session was told were not quiet: it may have written on their views
         self._last_unquiet: set[str] = set()
         self._carry: dict[str, tuple[int, Any]] = {}
+        # jobs and queues that left so far: what the metrics' series of gone objects wait for
+        self.removals = 0
 
     # ------------------------------------------------------------------ pods --
     def _ours(self, task: TaskInfo) -> bool:
@@ -490,6 +492,7 @@ class ClusterState:
         job = self.jobs.pop(uid, None)
         if job is not None:
             self._count_queue(job.queue, -1)
+            self.removals += 1
         return job
 
     def _count_queue(self, queue: str, delta: int) -> None:
@@ -552,7 +555,8 @@ class ClusterState:
         return info
 
     def remove_queue(self, name: str) -> None:
-        self.queues.pop(name, None)
+        if self.queues.pop(name, None) is not None:
+            self.removals += 1
         self.generation += 1
 
     def apply_priority_class(self, pc: dict[str, Any]) -> PriorityClassInfo:

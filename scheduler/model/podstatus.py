@@ -49,7 +49,10 @@ def pod_seen(pod: dict[str, Any]) -> PodSeen | None:
         return None
     spec = dict(spec)
     spec.pop("nodeName", None)
-    return PodSeen(tuple(md.get(k) for k in _META), spec)
+    g = md.get  # _META spelled out, as in status_only: every new pending pod of a burst comes here
+    return PodSeen(
+        (g("uid"), g("labels"), g("annotations"), g("ownerReferences"), g("creationTimestamp")), spec
+    )
 
 
 def with_bind_annotations(seen: PodSeen, annotations: dict[str, str]) -> PodSeen:

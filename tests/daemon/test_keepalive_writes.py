@@ -527,3 +527,34 @@ async def test_writes_send_the_headers_credentials_gives() -> None:
             assert b"authorization: Bearer n3w\r\n" in seen[-1]
         finally:
             await client.close()
+
+
+async def test_writes_read_the_token_as_the_configuration_gives_it() -> None:
+    """A write's token read without a coroutine (no refresh hook) is the configuration's own
+    `get_api_key_with_prefix`; with a hook, the hook runs first, as for every request."""
+    srv = BareServer(lambda *_: asyncio.sleep(0, True))
+    async with srv as url:
+        client = await _client(url)
+        cfg = client.api.configuration
+        try:
+            for key, prefix in (("t0k", "Bearer"), ("t0k", None), ("", "Bearer"), (None, None)):
+                cfg.api_key.pop("BearerToken", None)
+                cfg.api_key_prefix.pop("BearerToken", None)
+                if key is not None:
+                    cfg.api_key["BearerToken"] = key
+                if prefix is not None:
+                    cfg.api_key_prefix["BearerToken"] = prefix
+                assert client._bearer_now() == await client._bearer()
+            cfg.api_key["BearerToken"] = "old"
+            refreshed: list[str] = []
+
+            def hook(c: Any) -> None:
+                c.api_key["BearerToken"] = "n3w"
+                refreshed.append("n3w")
+
+            cfg.refresh_api_key_hook = hook
+            assert client._bearer_now() is None  # the hook is due: `_bearer` runs it
+            assert await client._bearer() == (True, "n3w") and refreshed
+        finally:
+            cfg.refresh_api_key_hook = None
+            await client.close()

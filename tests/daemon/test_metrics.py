@@ -351,3 +351,31 @@ def test_a_scrape_of_an_unchanged_cluster_reuses_the_rendered_text() -> None:
     m.prune(jobs={"ns/j1"}, queues=set())
     t = text(m)
     assert 'job_name="j1"' in t and 'job_name="j0"' not in t and 'job_name="j2"' not in t
+
+
+def test_the_series_of_a_podgroup_that_left_go_at_the_next_session_and_not_before() -> None:
+    """A session after a PodGroup was deleted drops its series (Volcano's DeleteJobMetrics); the
+    sessions before that, whatever else changed in the cluster, keep them."""
+    from scheduler.daemon import Daemon, parse_args
+    from tests.builders import node, pod, podgroup, queue
+
+    d = Daemon(parse_args(["--leader-elect=false", "--dry-run"]))
+    d.reloader.load_initial(strict=False)
+    d._wire_writers()
+    cache = d.cache
+    cache.upsert_node(node("n1", cpu="4", memory="8Gi"))
+    cache.upsert_queue(queue("default"))
+    for name, cpu in (("fits", "1"), ("huge", "64")):
+        cache.upsert_podgroup(podgroup(name, ns="ns"))
+        cache.upsert_pod(pod(f"{name}-0", cpu=cpu, ns="ns", group=name))
+    assert d.run_once() is not None
+    assert 'job_id="huge"' in d.metrics.render().decode()
+    cache.upsert_pod(pod("late-0", cpu="1", ns="ns", group="fits"))  # a change, nothing left
+    assert d.run_once() is not None
+    assert 'job_id="huge"' in d.metrics.render().decode()
+    cache.delete_pod("ns/huge-0", None)
+    cache.delete_podgroup("ns/huge", None)
+    assert d.run_once() is not None
+    rendered = d.metrics.render().decode()
+    assert 'job_id="huge"' not in rendered
+    assert 'job_id="fits"' in rendered

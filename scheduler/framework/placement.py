@@ -718,7 +718,10 @@ class PlacementCache:
         if len(log) - seq == 1:
             i = log_at[seq]
             return [i] if i >= 0 else []
-        return [i for i in log_at[seq:] if i >= 0]
+        at = log_at[seq:]
+        # a shape asked again after other shapes' placements forgets dozens of entries, usually
+        # all of them nodes of the list (vGPU pods of 32 sizes): filtered only when one is not
+        return at if -1 not in at else [i for i in at if i >= 0]
 
     def _shared_scores(self, task: TaskInfo, seq: int) -> _Scores:
         """The scores of the task's shape: those of every shape with its score shape, or its own

@@ -281,16 +281,8 @@ class Informer:
             items[i] = None
             if not isinstance(obj, dict):
                 continue
-            md = obj.get("metadata")
-            if type(md) is dict:
-                # _note_listed spelled out for the usual object (a call and a tuple less per pod)
-                ns = md.get("namespace")
-                key = f"{ns}/{md.get('name')}" if ns else str(md.get("name"))
-                known[key] = str(md.get("resourceVersion") or "")
-                keep_key(key if ns and type(ns) is str else None)
-            else:
-                key, namespaced = _note_listed(known, obj)
-                keep_key(key if namespaced else None)
+            key, namespaced = _note_listed(known, obj)
+            keep_key(key if namespaced else None)
             keep(obj)
         kind = self.resource.kind
 

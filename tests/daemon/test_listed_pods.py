@@ -134,8 +134,9 @@ async def test_the_informer_hands_a_first_list_to_the_cache_in_runs() -> None:
 
 
 def test_a_run_notes_odd_objects_as_one_by_one_does() -> None:
-    """Keys and versions of a run (the informer's inline path) equal `_note_listed`'s, for odd
-    metadata too: no namespace, an empty or numeric one, a missing version, no metadata object."""
+    """A run hands the cache `namespace/name` keys only where the namespace is a non-empty string,
+    and `known` gets object_key's key and the version as a string for odd metadata too: no
+    namespace, an empty or numeric one, a missing or numeric version, no metadata object."""
     from scheduler.kube.informer import _note_listed
 
     objs: list[Any] = [

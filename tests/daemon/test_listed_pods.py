@@ -131,3 +131,32 @@ async def test_the_informer_hands_a_first_list_to_the_cache_in_runs() -> None:
     assert sorted(cache.state.pod_keys) == [f"c1/p{i}" for i in range(5)]
     # one key string a pod, shared by the informer and the cache
     assert {id(k) for k in cache.state.pod_keys} == {id(k) for k in inf.known}
+
+
+def test_a_run_notes_odd_objects_as_one_by_one_does() -> None:
+    """A run hands the cache `namespace/name` keys only where the namespace is a non-empty string,
+    and `known` gets object_key's key and the version as a string for odd metadata too: no
+    namespace, an empty or numeric one, a missing or numeric version, no metadata object."""
+    from scheduler.kube.informer import _note_listed
+
+    objs: list[Any] = [
+        {"metadata": {"namespace": "c1", "name": "a", "resourceVersion": "7"}},
+        {"metadata": {"name": "cluster-wide", "resourceVersion": 8}},
+        {"metadata": {"namespace": "", "name": "empty-ns"}},
+        {"metadata": {"namespace": 5, "name": "numeric-ns", "resourceVersion": None}},
+        {"metadata": ["not", "an", "object"]},
+        "not a pod",
+        {"kind": "Pod"},
+    ]
+    expected: dict[str, str] = {}
+    expected_keys = [
+        key if namespaced else None
+        for key, namespaced in (_note_listed(expected, o) for o in objs if isinstance(o, dict))
+    ]
+    handed: list[tuple[list[Any], list[str | None]]] = []
+    cache = _cache([])
+    inf = Informer(FakeClient(), Resource("Pod", "/api/v1/pods"), cache.pods)  # type: ignore[arg-type]
+    inf._deliver_run(list(objs), 0, len(objs), lambda run, keys, failed: handed.append((run, keys)))
+    assert inf.known == expected
+    assert handed == [([o for o in objs if isinstance(o, dict)], expected_keys)]
+    assert expected_keys == ["c1/a", None, None, None, None, None]

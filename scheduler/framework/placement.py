@@ -369,8 +369,9 @@ class _Entry:
         self.ordered = False
 
 
-# best()'s in-place pick over a run could not decide (NaN top, BestNodeFn, deterministic pick)
-_NAN_TOP = object()
+# best()'s in-place pick over a run did not decide (a NaN top, a BestNodeFn, a deterministic
+# pick): best()'s lists decide then
+_UNDECIDED = object()
 
 
 class _Run:
@@ -1185,7 +1186,7 @@ class PlacementCache:
             and self._last_pending(task)
         ):
             picked = self._best_in_run(task, vals, entry, run)
-            if picked is not _NAN_TOP:
+            if picked is not _UNDECIDED:
                 return cast("NodeInfo | None", picked)
         order = entry.order
         if (
@@ -1271,11 +1272,11 @@ class PlacementCache:
         scores computed first and kept (as _gathered computes them), without gathering the run
         into arrays of its own: a one-pod job's entry is asked once. (Were the entry asked again,
         the nodes changed in between are unknown in the shape's arrays, which _fresh forgot, and
-        are recomputed as the touched path recomputes them.) _NAN_TOP when the top is NaN, a BestNodeFn applies or
-        the pick is deterministic: best()'s lists decide then."""
+        are recomputed as the touched path recomputes them.) _UNDECIDED when the top is NaN, a
+        BestNodeFn applies or the pick is deterministic: best()'s lists decide then."""
         ssn = self.ssn
         if ssn.options.deterministic or ssn.has("best_node"):
-            return _NAN_TOP
+            return _UNDECIDED
         codes = self._fit_array(vals)
         final, known = self._score_arrays(vals.sc)
         start, n = run.start, run.n
@@ -1290,7 +1291,7 @@ class PlacementCache:
         entry.touched.clear()
         top = window_impl.run_top(final, codes, start, n)
         if top is None:
-            return _NAN_TOP
+            return _UNDECIDED
         count, first, m, only = top
         if count == 0:
             return None

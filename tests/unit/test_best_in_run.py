@@ -57,7 +57,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
     def counted(self: PlacementCache, *args: object) -> object:
         got = real(self, *args)  # type: ignore[arg-type]
-        seen.append(got is not placement._NAN_TOP)
+        seen.append(got is not placement._UNDECIDED)
         return got
 
     monkeypatch.setattr(PlacementCache, "_best_in_run", counted)
@@ -73,7 +73,7 @@ def test_the_in_place_pick_decides_what_the_gathered_pick_decides(
         seen = _counting(m)
         fast = _decide(conf, seed)
     with monkeypatch.context() as m:
-        m.setattr(PlacementCache, "_best_in_run", lambda self, *args: placement._NAN_TOP)
+        m.setattr(PlacementCache, "_best_in_run", lambda self, *args: placement._UNDECIDED)
         gathered = _decide(conf, seed)
     assert len(fast[0]) > 40 and fast[1]  # pods bound and pods left pending
     # the in-place pick decided the one-pod jobs (and gangs' last pods) whose window is a run

@@ -124,8 +124,7 @@ class SchedulerCache:
                     self.state.apply_pod_status(task, update)
                     if update.phase != "Pending":
                         del self.seen[key]  # running: no echo of ours is to come
-                    if self.skipped:
-                        self._good("Pod", obj)
+                    self._good("Pod", obj)
                     self._pod_settled(key, task)
                     return
         known = len(self.state.tasks)
@@ -134,8 +133,7 @@ class SchedulerCache:
         except BAD_INPUT as exc:
             self._bad("Pod", obj, exc)
             return
-        if self.skipped:
-            self._good("Pod", obj)
+        self._good("Pod", obj)
         key = task.key
         ours = task.pod.scheduler_name in self.state.options.scheduler_names
         if (

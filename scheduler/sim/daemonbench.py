@@ -874,8 +874,15 @@ def render(result: dict[str, Any], command: str, load_before: str) -> str:
 def _burst_bound(r: dict[str, Any]) -> list[str]:
     """What the two processes' CPU per burst pod allows on this machine, whatever the overlap."""
     daemon_ms, server_ms = r.get("burst_daemon_cpu_ms_per_pod"), r.get("burst_server_cpu_ms_per_pod")
-    if not daemon_ms or not server_ms:
+    if daemon_ms is None or server_ms is None:
         return []
+    if not daemon_ms or not server_ms:
+        # CPU time is read at the clock tick (10 ms on Linux): a small burst can read 0 and no bound follows from it
+        return [
+            "The burst was too small to measure its CPU per pod on both sides (one process read 0 at the clock",
+            "tick), so no bound on pods/s follows from it; a burst of thousands of pods gives one.",
+            *_trailing(r, daemon_ms, server_ms),
+        ]
     both = 2000 / (daemon_ms + server_ms)  # two cores, perfectly shared
     return [
         f"The burst is bounded by CPU on both sides: the API server alone spends {server_ms} ms per burst",

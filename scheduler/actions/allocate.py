@@ -76,7 +76,7 @@ def allocate(ssn: Session) -> None:
                 continue
             topo_jobs[job.uid] = tj
         else:
-            task_heaps[job.uid] = PriorityQueue(ssn.task_compare, tasks)
+            task_heaps[job.uid] = _task_heap(ssn, tasks)
         jobs = jobs_by_queue.get(q.name)
         if jobs is None:
             jobs = jobs_by_queue[q.name] = PriorityQueue.keyed(ssn.job_compare, job_key)
@@ -171,6 +171,17 @@ def _allocate_tasks(
     if not ssn.job_pipelined(job):
         stmt.discard()
     return False
+
+
+def _task_heap(ssn: Session, tasks: list[TaskInfo]) -> PriorityQueue[TaskInfo]:
+    """The job's pending tasks in task order: by sort keys when the task order plugins give them
+    (a tuple comparison in C per heap step instead of task_compare's plugin calls, ~3 % of a
+    gang backlog's session), else compared by task_compare. Both pop the same order: the keys
+    order the tasks exactly as task_compare does and no two tie."""
+    keys = ssn.task_order_keys(tasks)
+    if keys is None:
+        return PriorityQueue(ssn.task_compare, tasks)
+    return PriorityQueue.from_keys(ssn.task_compare, tasks, keys)
 
 
 def _nominated_first(ssn: Session, task: TaskInfo, check: object, errors: FitErrors) -> list:

@@ -695,9 +695,22 @@ class PlacementCache:
         self, log: list[str], seq: int, dicts: tuple[dict[str, Any], ...], codes: tuple[bytearray, ...]
     ) -> None:
         """Drop what `dicts` and `codes` know of the nodes changed since `seq` in the change log."""
+        if len(log) - seq == 1:
+            # the usual case, once per pod: the one node the last placement changed, forgotten
+            # without the passes below (a compiled call per code array cost more than the stores)
+            name = log[-1]
+            for known in dicts:
+                if known:
+                    known.pop(name, None)
+            at = self._changed_at(log, seq)
+            if at:
+                i = at[0]
+                for code in codes:
+                    if code:
+                        code[i] = UNKNOWN
+            return
         if any(dicts):  # most configurations leave them empty all session
-            # usually the one node the last placement changed
-            changed = (log[-1],) if len(log) - seq == 1 else set(log[seq:])
+            changed = set(log[seq:])
             for known in dicts:
                 if known:
                     pop = known.pop
@@ -714,7 +727,10 @@ class PlacementCache:
         """The positions in `nodes` of the log's entries from `seq` on (repeats kept: forgetting
         a node twice is forgetting it once), nodes outside the list left out."""
         log_at = self._log_at
-        if len(log_at) < len(log):
+        behind = len(log) - len(log_at)
+        if behind == 1:  # the usual case: one placement since the last call
+            log_at.append(self._index.get(log[-1], -1))
+        elif behind > 0:
             log_at.extend(map(self._index.get, log[len(log_at) :], repeat(-1)))
         if len(log) - seq == 1:
             i = log_at[seq]
@@ -842,30 +858,25 @@ class PlacementCache:
             known[i] = 1
         return v
 
-    def _cached_check(self, vals: _NodeValues) -> NodePredicate:
-        """allocate's predicate, answered from the shape's verdicts while the node is unchanged."""
+    def _cached_check(self, vals: _NodeValues, task: TaskInfo, node: NodeInfo) -> Unfit | list[str] | None:
+        """allocate's predicate, answered from the shape's verdicts while the node is unchanged
+        (a method, not a closure made per refresh: a gang's next pod refreshes one node)."""
         verdicts = vals.verdicts
+        name = node.name
+        if name in verdicts:
+            return verdicts[name]
         codes = vals.codes
-        index = self._index if codes else {}
-        check = self.check
-
-        def cached(task: TaskInfo, node: NodeInfo) -> Unfit | list[str] | None:
-            name = node.name
-            if name in verdicts:
-                return verdicts[name]
-            i = index.get(name)
-            if i is not None and codes[i] == FIT:
-                return None
-            r = check(task, node)
-            if i is None:
+        i = self._index.get(name) if codes else None
+        if i is not None and codes[i] == FIT:
+            return None
+        r = self.check(task, node)
+        if i is None:
+            verdicts[name] = r
+        else:
+            codes[i] = FIT if r is None else REFUSED
+            if r is not None:
                 verdicts[name] = r
-            else:
-                codes[i] = FIT if r is None else REFUSED
-                if r is not None:
-                    verdicts[name] = r
-            return r
-
-        return cached
+        return r
 
     def feasible(self, task: TaskInfo, errors: FitErrors) -> list[NodeInfo]:
         key = self._key(task)
@@ -1118,15 +1129,16 @@ class PlacementCache:
             return
         changed = set(log[entry.seq :])
         entry.seq = len(log)
-        check = self._cached_check(self._fresh(entry.values, task))
+        vals = self._fresh(entry.values, task)
+        nodes = self.ssn.nodes
         for name in changed:
-            node = self.ssn.nodes.get(name)
+            node = nodes.get(name)
             if node is None:
                 continue
             member = self._is_candidate(entry, name)
             if not member and name not in entry.errors.nodes:
                 continue  # outside this shape's sample
-            r = check(task, node)
+            r = self._cached_check(vals, task, node)
             if r is None:
                 if member:
                     entry.touched.add(name)

@@ -39,6 +39,17 @@ class PriorityQueue(Generic[T]):
         q._sort_key = sort_key
         return q
 
+    @classmethod
+    def from_keys(cls, cmp: Callable[[T, T], int], items: list[T], keys: list[Any]) -> PriorityQueue[T]:
+        """A queue of `items` whose sort keys are `keys` (none None, no two equal, ordering them
+        as `cmp` does), heapified at once: it pops what a queue compared by `cmp` pops. A later
+        push turns it back to `cmp` (the keys' heap is a heap for `cmp` too)."""
+        q: PriorityQueue[T] = cls(cmp)
+        q._sort_key = _no_key
+        q._heap = list(zip(keys, items, strict=True))
+        heapq.heapify(q._heap)
+        return q
+
     def push(self, item: T) -> None:
         sk = self._sort_key
         if sk is not None:
@@ -72,3 +83,8 @@ class PriorityQueue(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._heap)
+
+
+def _no_key(item: object) -> None:
+    """The sort key of a queue made from_keys: none, so a push turns it back to its compare."""
+    return None

@@ -223,6 +223,9 @@ class Session:
         self._job_order_keys: dict[str, Callable[[JobInfo], Any]] = {}
         self._job_key_fns: tuple[Callable[[JobInfo], Any], ...] | None = None
         self._task_order: tuple[Callable[..., Any], ...] = ()
+        # the same for task order (see add_task_order_fn)
+        self._task_order_keys: dict[str, Callable[[TaskInfo], Any]] = {}
+        self._task_key_fns: tuple[Callable[[TaskInfo], Any], ...] | None = None
         self._queue_order: tuple[Callable[..., Any], ...] = ()
         self._job_ready: tuple[Callable[..., Any], ...] = ()
         self._allocatable: tuple[Callable[..., Any], ...] = ()
@@ -284,8 +287,16 @@ class Session:
     ) -> None:
         self._add("victim_queue_order", plugin, fn)
 
-    def add_task_order_fn(self, plugin: str, fn: Callable[[TaskInfo, TaskInfo], int]) -> None:
+    def add_task_order_fn(
+        self,
+        plugin: str,
+        fn: Callable[[TaskInfo, TaskInfo], int],
+        key: Callable[[TaskInfo], Any] | None = None,
+    ) -> None:
+        """`key`, when given, is the same order as a sort key (as for add_job_order_fn), for
+        tasks that do not change while queued (None: this task's key cannot say it)."""
         self._add("task_order", plugin, fn)
+        _set_many(self._task_order_keys, plugin, key)
 
     def add_predicate_fn(
         self,
@@ -494,6 +505,9 @@ class Session:
         named = [name for tier in self._tiered["job_order"] for name, _ in tier]
         self._job_key_fns = tuple(keys[n] for n in named) if all(n in keys for n in named) else None
         self._task_order = tuple(self._fns("task_order"))
+        keys_t = self._task_order_keys
+        named_t = [name for tier in self._tiered["task_order"] for name, _ in tier]
+        self._task_key_fns = tuple(keys_t[n] for n in named_t) if all(n in keys_t for n in named_t) else None
         self._queue_order = tuple(self._fns("queue_order"))
         self._job_ready = tuple(self._fns("job_ready"))
         self._allocatable = tuple(self._fns("allocatable"))
@@ -556,6 +570,31 @@ class Session:
             return tuple(parts)
 
         return key
+
+    def task_order_keys(self, tasks: list[TaskInfo]) -> list[tuple] | None:
+        """task_compare as sort keys of `tasks` (one job's pending tasks, unchanged while queued),
+        in their order, when every task order plugin gives a key and the keys order them all as
+        task_compare does; else None. task_compare compares indexes only between two tasks that
+        both have one, so the index is part of the key when every task has one or none does (a
+        mix is left to task_compare); a NaN creation time or a plugin key of None is left to it too."""
+        fns = self._task_key_fns
+        if fns is None:
+            return None
+        indexed = sum(1 for t in tasks if t.index is not None)
+        if 0 < indexed < len(tasks):
+            return None
+        out: list[tuple] = []
+        for t in tasks:
+            parts = [fn(t) for fn in fns]
+            c = t.pod.creation
+            if None in parts or c != c:
+                return None
+            if indexed:
+                parts.append(t.index)
+            parts.append(c)
+            parts.append(t.uid)
+            out.append(tuple(parts))
+        return out
 
     def queue_compare(self, left: QueueInfo, right: QueueInfo) -> int:
         for fn in self._queue_order:

@@ -8,7 +8,7 @@ from scheduler.model.job import JobInfo
 from scheduler.model.objects import TaskInfo
 
 
-def _minus_priority(job: JobInfo) -> int:
+def _minus_priority(job: JobInfo | TaskInfo) -> int:
     return -job.priority
 
 
@@ -53,7 +53,8 @@ class PriorityPlugin(Plugin):
         def job_starving(job: JobInfo) -> bool:
             return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
 
-        ssn.add_task_order_fn(self.name, task_order)
+        # higher priority first, for tasks as for jobs
+        ssn.add_task_order_fn(self.name, task_order, key=_minus_priority)
         # higher priority first: the negated priority, smaller first
         ssn.add_job_order_fn(self.name, job_order, key=_minus_priority)
         ssn.add_preemptable_fn(self.name, preemptable)

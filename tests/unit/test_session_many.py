@@ -268,6 +268,28 @@ def test_changed_nodes_are_forgotten_by_position_in_a_cache_over_part_of_the_nod
     assert codes == bytearray([1, 0, 0, 1, 1, 0])
 
 
+def test_one_changed_node_is_forgotten_as_the_general_pass_forgets_it() -> None:
+    """A gang's next pod finds one node changed since its shape was last brought up to date: that
+    shortcut forgets exactly what the pass over several changes forgets (the same node logged
+    twice takes that pass), for a node of the cache's list and for one outside it."""
+    ssn = _session(nodes=12)
+    part = ssn.node_list[4:10]
+    names = [n.name for n in ssn.node_list]
+    for changed in (names[6], names[11]):
+        got = []
+        for log in ([names[5], changed], [names[5], changed, changed]):
+            cache = PlacementCache(ssn, allocate_predicate(ssn), part)
+            codes, other = bytearray([1] * len(part)), bytearray([2] * len(part))
+            known = {names[5]: 1.0, names[6]: 2.0, names[11]: 3.0}
+            cache._forget_changed(log, 1, (known, {}), (codes, bytearray(), other))
+            got.append((codes, other, known))
+        assert got[0] == got[1]
+        if changed == names[6]:  # position 2 of the list, in both code arrays
+            assert got[0][:2] == (bytearray([1, 1, 0, 1, 1, 1]), bytearray([2, 2, 0, 2, 2, 2]))
+    assert got[0][2] == {names[5]: 1.0, names[6]: 2.0}  # the last change: outside the list
+    assert got[0][0] == bytearray([1] * len(part))
+
+
 def test_a_window_where_every_node_fits_is_a_run_of_the_ring() -> None:
     """A scan window without refusals hands out a ring slice and its positions as a run (no
     list); it is the window the listing scan gives, from every start, wrapping ones included."""

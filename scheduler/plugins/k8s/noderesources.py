@@ -130,7 +130,11 @@ class CpuMemoryMemo:
         weights and the constant that `compute` applies, so that the compiled twin
         (cpumemscore_impl) can compute the same integers without calling it."""
         wl, wm, wb, taint = weights
-        impl = scores_impl if all(-_WEIGHT_BOUND < w < _WEIGHT_BOUND for w in weights) else python_scores
+        b = _WEIGHT_BOUND
+        # compared one by one, not all() over a generator: asked once per pod (a gang's next pod
+        # scores the node its last pod went to), where the generator cost ~1 us
+        in_bound = -b < wl < b and -b < wm < b and -b < wb < b and -b < taint < b
+        impl = scores_impl if in_bound else python_scores
         return impl.scores(self._slots, nodes, req.milli_cpu, req.memory, wl, wm, wb, taint, compute)  # type: ignore[no-any-return]
 
 

@@ -183,7 +183,10 @@ class SessionPods:
         """Whether some counted pod has required anti-affinity (which every pod must then respect)."""
         if self._aff is None and not self.ssn.has_required_anti_affinity and not self._placed_anti:
             return False
-        return any(has_required_anti_affinity(p) for p, _ in self._affinity_map().values())
+        aff = self._affinity_map()
+        # asked once per pod (the predicates' inter-pod state): most sessions count no affinity
+        # pod at all, answered without a generator over the empty map
+        return bool(aff) and any(has_required_anti_affinity(p) for p, _ in aff.values())
 
     def has_affinity_pods(self) -> bool:
         """Whether some counted pod has a pod (anti-)affinity term (asked per task: no copy)."""

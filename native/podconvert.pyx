@@ -592,3 +592,156 @@ def add_listed_pod(state, task, key=None):
         state._pending_jobs.discard(juid)
     state.generation = state.generation + 1
     return len(tasks) > known
+
+
+cdef inline bint _counted_plainly(object status):
+    """A status whose task a node counts in `idle` and `used` alone (`NodeInfo.add_task`'s last
+    branch), not a releasing or pipelined one."""
+    return status in _ON_NODE and status is not _RELEASING and status is not _PIPELINED
+
+
+cdef inline void _job_unindex(object job, object task, object uid, object status):
+    """`JobInfo._index_remove(task, status)`."""
+    index = <dict?>job.task_status_index
+    bucket = index.get(status)
+    if bucket is None:
+        return
+    was = (<dict?>bucket).pop(uid, None)
+    if not bucket:
+        del index[status]
+    if was is not None:
+        if status in _READY:
+            ready = job._ready
+            ready[0] = ready[0] - 1
+        elif status is _PENDING and was.best_effort:
+            ready = job._ready
+            ready[1] = ready[1] - 1
+
+
+cdef inline void _job_index(object job, object task, object uid, object status):
+    """`JobInfo._index_add(task, status)`."""
+    index = <dict?>job.task_status_index
+    bucket = index.get(status)
+    if bucket is None:
+        bucket = index[status] = {}
+    if uid not in bucket:
+        if status in _READY:
+            ready = job._ready
+            ready[0] = ready[0] + 1
+        elif status is _PENDING and task.best_effort:
+            ready = job._ready
+            ready[1] = ready[1] + 1
+    bucket[uid] = task
+
+
+cdef inline object _job_bucket(object job, object status):
+    """The Resource `JobInfo.add_task` adds a task of `status` to besides `total_request`."""
+    if status in _ALLOCATED:
+        return job.allocated
+    if status is _PENDING:
+        return job.pending_request
+    return None
+
+
+def move_task(state, task, status, node_name):
+    """Compiled twin of `ClusterState.move_task` (`move_task_py` there) for the usual task: ours,
+    in a job the state has (not an implicit one) and, where it is or goes on a node, on a node
+    the state has, with no scalar resources, host ports or affinity, neither releasing nor
+    pipelined. The same operations in the same order as the twin (the same floats); any other
+    task goes to the twin before anything is changed. `tests/unit/test_cluster_move.py`
+    compares the state both leave."""
+    pod = task.pod
+    uid = task.uid
+    req = task.resreq
+    job_uid = task.job
+    old_status = task.status
+    old_node_name = task.node_name
+    if (
+        not job_uid
+        or req.scalars
+        or pod.affinity
+        or pod.host_ports
+        or old_status is _RELEASING
+        or old_status is _PIPELINED
+        or status is _RELEASING
+        or status is _PIPELINED
+        or pod.scheduler_name not in state.options.scheduler_names
+        or job_uid in state.implicit_jobs
+        or job_uid in state._orphans
+    ):
+        return state.move_task_py(task, status, node_name)
+    job = (<dict?>state.jobs).get(job_uid)
+    # (a session-private copy in its place is the twin's to account: it reads the copy's fields)
+    if job is None or job._shared or (<dict?>job.tasks).get(uid) is not task:
+        return state.move_task_py(task, status, node_name)
+    old_node = None
+    if old_node_name:
+        old_node = (<dict?>state.nodes).get(old_node_name)
+        if (
+            old_node is None
+            or old_node._shared
+            or (<dict?>old_node.tasks).get(uid) is not task
+            or old_node_name in state._off_node
+            or not _counted_plainly(old_status)
+        ):
+            return state.move_task_py(task, status, node_name)
+    new_node = None
+    if node_name and status in _ON_NODE:
+        new_node = (<dict?>state.nodes).get(node_name)
+        if new_node is None or new_node._shared:
+            return state.move_task_py(task, status, node_name)
+        if new_node is not old_node and uid in new_node.tasks:
+            return state.move_task_py(task, status, node_name)
+    old_out = _job_bucket(job, old_status)
+    new_out = _job_bucket(job, status)
+    total = job.total_request
+    if not (
+        _plain_resource(req)
+        and _plain_resource(total)
+        and (old_out is None or _plain_resource(old_out))
+        and (new_out is None or _plain_resource(new_out))
+        and (old_node is None or (_plain_resource(old_node.idle) and _plain_resource(old_node.used)))
+        and (new_node is None or (_plain_resource(new_node.idle) and _plain_resource(new_node.used)))
+    ):
+        return state.move_task_py(task, status, node_name)
+    cpu, mem, pods = _get(req, R_CPU), _get(req, R_MEMORY), _get(req, R_PODS)
+    dirty_nodes, dirty_jobs, pending_jobs = state._dirty_nodes, state._dirty_jobs, state._pending_jobs
+    juid = job.uid
+    # _detach: NodeInfo.remove_task (no affinity, no host ports: nothing else to undo)
+    if old_node is not None:
+        del old_node.tasks[uid]
+        old_node.version = old_node.version + 1
+        _add_to(old_node.idle, cpu, mem, pods, False)
+        _add_to(old_node.used, cpu, mem, pods, True)
+        dirty_nodes.add(old_node.name)
+    # JobInfo.delete_task
+    del job.tasks[uid]
+    _job_unindex(job, task, uid, old_status)
+    _add_to(total, cpu, mem, pods, True)
+    if old_out is not None:
+        _add_to(old_out, cpu, mem, pods, True)
+    dirty_jobs.add(juid)
+    if job.task_status_index.get(_PENDING) and (<dict>state.jobs).get(juid) is job:
+        pending_jobs.add(juid)
+    else:
+        pending_jobs.discard(juid)
+    task.status = status
+    task.node_name = node_name
+    # _attach: NodeInfo.add_task
+    if new_node is not None:
+        new_node.version = new_node.version + 1
+        _add_to(new_node.idle, cpu, mem, pods, True)
+        _add_to(new_node.used, cpu, mem, pods, False)
+        new_node.tasks[uid] = task
+        dirty_nodes.add(new_node.name)
+    # JobInfo.add_task
+    job.tasks[uid] = task
+    _job_index(job, task, uid, status)
+    _add_to(total, cpu, mem, pods, False)
+    if new_out is not None:
+        _add_to(new_out, cpu, mem, pods, False)
+    dirty_jobs.add(juid)
+    if job.task_status_index.get(_PENDING) and (<dict>state.jobs).get(juid) is job:
+        pending_jobs.add(juid)
+    else:
+        pending_jobs.discard(juid)

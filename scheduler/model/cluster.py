@@ -350,24 +350,42 @@ class ClusterState:
     # the pure-Python form, which the compiled one falls back on
     add_listed_pod_py = add_listed_pod
 
+    def move_task(self, task: TaskInfo, status: TaskStatus, node_name: str) -> None:
+        """A task we hold takes a new status and node in place: `_detach(task, indexed=True)`,
+        then `task.status` and `task.node_name`, then `_attach(task, indexed=True)`. What the
+        callers change on the pod itself (phase, annotations, the pod's node) is set before:
+        neither step reads it where the task's job is there.
+
+        Compiled when built (`native/podconvert.pyx`: `move_task`, which hands any task but the
+        usual one, a plain pod on a node and in a job the state has, to this, `move_task_py`):
+        each pod of a burst moves twice (assumed bound, then running), and the dozen calls of
+        the two steps were most of the cache's work on its watch events.
+        `tests/unit/test_cluster_move.py` compares the state both leave."""
+        self._detach(task, indexed=True)
+        task.status = status
+        task.node_name = node_name
+        self._attach(task, indexed=True)
+
+    # the pure-Python form, which the compiled one falls back on
+    move_task_py = move_task
+
     def apply_pod_status(self, task: TaskInfo, update: StatusUpdate) -> None:
         """A new status for a pod whose other fields did not change (see `podstatus`): the same
         bookkeeping as `apply_pod`, on the task we hold instead of a fresh conversion."""
         pod = task.pod
         status = task_status(update.phase, task.node_name, pod.deleting)
         moved = status != task.status or update.phase != pod.phase
-        if moved:  # the node's and the job's indexes by status change
-            self._detach(task, indexed=True)
         pod.phase = update.phase
         pod.nominated_node = update.nominated_node
         pod.scheduled_condition = update.scheduled_condition
         pod.resource_version = update.resource_version
-        task.status = status
-        if moved:
-            self._attach(task, indexed=True)
-        elif task.job in self.jobs:
-            # the same indexes; the job's view is taken again so the session sees the new fields
-            self._dirty_jobs.add(task.job)
+        if moved:  # the node's and the job's indexes by status change
+            self.move_task(task, status, task.node_name)
+        else:
+            task.status = status
+            if task.job in self.jobs:
+                # the same indexes; the job's view is taken again so the session sees the new fields
+                self._dirty_jobs.add(task.job)
         self.generation += 1
 
     def remove_pod(self, namespace: str, name: str) -> TaskInfo | None:
@@ -387,12 +405,9 @@ class ClusterState:
         task = self.get_task(key)
         if task is None:
             return
-        self._detach(task, indexed=True)
         task.pod.annotations.update(annotations)
         task.pod.node_name = node
-        task.node_name = node
-        task.status = TaskStatus.BOUND
-        self._attach(task, indexed=True)
+        self.move_task(task, TaskStatus.BOUND, node)
         self.generation += 1
 
     def forget_bind(self, key: str) -> None:
@@ -400,11 +415,8 @@ class ClusterState:
         task = self.get_task(key)
         if task is None or task.status != TaskStatus.BOUND:
             return
-        self._detach(task, indexed=True)
         task.pod.node_name = ""
-        task.node_name = ""
-        task.status = TaskStatus.PENDING
-        self._attach(task, indexed=True)
+        self.move_task(task, TaskStatus.PENDING, "")
         self.generation += 1
 
     # ------------------------------------------------------------------ nodes --
@@ -802,3 +814,7 @@ class ClusterState:
 _compiled_add_listed_pod = getattr(convert_impl, "add_listed_pod", None)
 if _compiled_add_listed_pod is not None:
     ClusterState.add_listed_pod = _compiled_add_listed_pod  # type: ignore[method-assign]
+# the compiled `move_task` when built, likewise
+_compiled_move_task = getattr(convert_impl, "move_task", None)
+if _compiled_move_task is not None:
+    ClusterState.move_task = _compiled_move_task  # type: ignore[method-assign]

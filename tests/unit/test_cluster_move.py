@@ -1,0 +1,77 @@
+"""`ClusterState.move_task` (a task's new status and node, in place: a bind assumed or
+forgotten, a pod's new phase) leaves the same state compiled as its pure-Python twin: every map,
+set, total, index, counter and order, move after move."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import random
+from typing import Any
+
+import pytest
+
+from scheduler.model import podconvert_impl
+from scheduler.model.cluster import ClusterState
+from scheduler.model.objects import TaskStatus
+from tests.unit.test_cluster_bulk import _REFUSED, _base, _many, _pods, picture
+
+_NATIVE = getattr(podconvert_impl.native_module(), "move_task", None)
+_FORMS = {"pure": ClusterState.move_task_py, **({"compiled": _NATIVE} if _NATIVE else {})}
+_STATUSES = list(TaskStatus)
+_NODES = ["", "n0", "n1", "n2", "n3"]  # n3 is not there
+
+
+def _state(pods: list[Any]) -> ClusterState:
+    state = ClusterState()
+    _base(state)
+    for p in pods:
+        with contextlib.suppress(_REFUSED):
+            state.apply_pod(p)
+    return state
+
+
+def _moves(state: ClusterState, seed: int, n: int) -> list[tuple[str, TaskStatus, str]]:
+    """Moves a burst makes (pending -> bound -> running on the same node) and odd ones."""
+    rng = random.Random(seed)
+    uids = sorted(state.tasks)
+    out = []
+    for _ in range(n):
+        uid = rng.choice(uids)
+        if rng.random() < 0.6:
+            out.append((uid, rng.choice([TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.PENDING]), "n1"))
+        else:
+            out.append((uid, rng.choice(_STATUSES), rng.choice(_NODES)))
+    return out
+
+
+def test_the_compiled_form_is_used_when_built() -> None:
+    if _NATIVE is None or os.environ.get("VC_SCHEDULER_PURE", "") not in ("", "0"):
+        pytest.skip("scheduler._native.podconvert is not built, or not chosen")
+    assert ClusterState.move_task is _NATIVE
+
+
+@pytest.mark.skipif(_NATIVE is None, reason="scheduler._native.podconvert is not built")
+@pytest.mark.parametrize("pods", ["kinds", "many0", "many1", "many2"])
+def test_each_move_leaves_the_state_the_twin_leaves(pods: str) -> None:
+    objs = _pods() if pods == "kinds" else _many(int(pods[-1]))
+    compiled, pure = _state(copy.deepcopy(objs)), _state(copy.deepcopy(objs))
+    assert _NATIVE is not None
+    for uid, status, node in _moves(pure, sum(map(ord, pods)), 150):
+        _NATIVE(compiled, compiled.tasks[uid], status, node)
+        ClusterState.move_task_py(pure, pure.tasks[uid], status, node)
+        assert picture(compiled) == picture(pure), (uid, status, node)
+
+
+@pytest.mark.parametrize("form", sorted(_FORMS))
+def test_a_burst_pod_bound_then_running_is_counted_on_its_node_and_in_its_job(form: str) -> None:
+    state = _state(copy.deepcopy(_pods()))
+    task = state.tasks[state.pod_keys["c1/p0"]]
+    idle = state.nodes["n1"].idle.milli_cpu
+    _FORMS[form](state, task, TaskStatus.BOUND, "n1")
+    _FORMS[form](state, task, TaskStatus.RUNNING, "n1")
+    node, job = state.nodes["n1"], state.jobs[task.job]
+    assert node.tasks[task.uid] is task and node.idle.milli_cpu == idle - task.resreq.milli_cpu
+    assert task.uid in job.task_status_index[TaskStatus.RUNNING]
+    assert task.uid not in job.task_status_index.get(TaskStatus.PENDING, {})

@@ -745,3 +745,66 @@ def move_task(state, task, status, node_name):
         pending_jobs.add(juid)
     else:
         pending_jobs.discard(juid)
+
+
+cdef object _StatusUpdate = None
+cdef object _NO_VALUE = object()
+
+
+cdef bint _same_but_node(dict spec, dict seen_spec):
+    """`dict(spec)` without its nodeName equals `seen_spec` (the same comparisons, no copy)."""
+    cdef Py_ssize_t n = len(spec)
+    if "nodeName" in spec:
+        n -= 1
+    if n != len(seen_spec):
+        return False
+    for k, v in spec.items():
+        if k == "nodeName":
+            continue
+        was = seen_spec.get(k, _NO_VALUE)
+        if was is _NO_VALUE or not (v is was or v == was):
+            return False
+    return True
+
+
+def status_only(pod, seen, node_name):
+    """Compiled twin of `scheduler.model.podstatus.status_only` (each watch event of a pod of
+    ours after its Binding: the echo, the kubelet's reports), the same comparisons without the
+    copy of the spec and the tuple of metadata fields. `tests/native/test_podstatus_equivalence.py`
+    compares both."""
+    global _StatusUpdate
+    md, spec, status = pod.get("metadata"), pod.get("spec"), pod.get("status")
+    if type(md) is not dict or type(spec) is not dict or type(status) is not dict:
+        return None
+    if (<dict>md).get("deletionTimestamp") or ((<dict>spec).get("nodeName") or "") != node_name:
+        return None
+    meta = seen.meta
+    if type(meta) is not tuple or len(<tuple>meta) != 5:
+        return None
+    cdef int i = 0
+    for field in ("uid", "labels", "annotations", "ownerReferences", "creationTimestamp"):
+        now = (<dict>md).get(field)
+        was = (<tuple>meta)[i]
+        if not (now is was or now == was):
+            return None
+        i += 1
+    seen_spec = seen.spec
+    if type(seen_spec) is not dict:
+        rest = dict(spec)
+        rest.pop("nodeName", None)
+        if rest != seen_spec:
+            return None
+    elif not _same_but_node(<dict>spec, <dict>seen_spec):
+        return None
+    if type((<dict>status).get("conditions") or []) is not list:
+        return None
+    if _StatusUpdate is None:
+        from scheduler.model.podstatus import StatusUpdate
+
+        _StatusUpdate = StatusUpdate
+    return _StatusUpdate(
+        str((<dict>status).get("phase") or "Pending"),
+        str((<dict>status).get("nominatedNodeName") or ""),
+        _scheduled_condition(<dict>status),
+        str((<dict>md).get("resourceVersion") or ""),
+    )

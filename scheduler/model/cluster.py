@@ -403,9 +403,13 @@ class ClusterState:
     def assume_bound(self, key: str, node: str, annotations: dict[str, str]) -> None:
         """Record a bind we issued before the watch confirms it, so the next cycle counts it."""
         task = self.get_task(key)
-        if task is None:
-            return
-        task.pod.annotations.update(annotations)
+        if task is not None:
+            self.assume_task_bound(task, node, annotations)
+
+    def assume_task_bound(self, task: TaskInfo, node: str, annotations: dict[str, str]) -> None:
+        """`assume_bound` for a task the caller holds (the cache has just looked it up)."""
+        if annotations:
+            task.pod.annotations.update(annotations)
         task.pod.node_name = node
         self.move_task(task, TaskStatus.BOUND, node)
         self.generation += 1

@@ -513,7 +513,7 @@ cdef object _PIPELINED = TaskStatus.PIPELINED
 
 def add_listed_pod(state, task, key=None):
     """Compiled twin of `ClusterState.add_listed_pod` (`add_listed_pod_py` there) for the usual
-    pod of a list: ours, on a node the state has, in a job it has, with no scalar resources, host
+    pod of a list: ours, on a node the state has or on none, in a job it has, with no scalar resources, host
     ports or affinity, a key and uid that are new. The same operations in the same order as the
     twin (the same floats); any other pod goes to the twin before anything is changed.
     `tests/unit/test_cluster_bulk.py` compares the state both leave with `apply_pod`'s."""
@@ -522,12 +522,14 @@ def add_listed_pod(state, task, key=None):
     node_name = task.node_name
     status = task.status
     req = task.resreq
+    # a pod on no node (a new pending one, as a burst's come through the watch) is accounted in
+    # its job alone, as the twin does
+    cdef bint on_node = bool(node_name) and status in _ON_NODE
     if (
         not job_uid
-        or not node_name
         or status is _RELEASING
         or status is _PIPELINED
-        or status not in _ON_NODE
+        or (node_name and not on_node)
         or req.scalars
         or pod.affinity
         or pod.host_ports
@@ -537,12 +539,14 @@ def add_listed_pod(state, task, key=None):
     if key is None:
         key = f"{task.namespace}/{task.name}"
     pod_keys = state.pod_keys
-    node = (<dict?>state.nodes).get(node_name)
+    node = (<dict?>state.nodes).get(node_name) if on_node else None
     job = (<dict?>state.jobs).get(job_uid)
     uid = task.uid
-    if key in pod_keys or node is None or job is None or node._shared or job._shared or uid in node.tasks:
+    if key in pod_keys or job is None or job._shared:
         return state.add_listed_pod_py(task, key)
-    idle, used, total = node.idle, node.used, job.total_request
+    if on_node and (node is None or node._shared or uid in node.tasks):
+        return state.add_listed_pod_py(task, key)
+    total = job.total_request
     out = None
     if status in _ALLOCATED:
         out = job.allocated
@@ -550,8 +554,7 @@ def add_listed_pod(state, task, key=None):
         out = job.pending_request
     if not (
         _plain_resource(req)
-        and _plain_resource(idle)
-        and _plain_resource(used)
+        and (node is None or (_plain_resource(node.idle) and _plain_resource(node.used)))
         and _plain_resource(total)
         and (out is None or _plain_resource(out))
     ):
@@ -562,11 +565,12 @@ def add_listed_pod(state, task, key=None):
     pod_keys[key] = uid
     cpu, mem, pods = _get(req, R_CPU), _get(req, R_MEMORY), _get(req, R_PODS)
     # NodeInfo.add_task
-    node.version = node.version + 1
-    _add_to(idle, cpu, mem, pods, True)
-    _add_to(used, cpu, mem, pods, False)
-    node.tasks[uid] = task
-    state._dirty_nodes.add(node.name)
+    if node is not None:
+        node.version = node.version + 1
+        _add_to(node.idle, cpu, mem, pods, True)
+        _add_to(node.used, cpu, mem, pods, False)
+        node.tasks[uid] = task
+        state._dirty_nodes.add(node.name)
     # JobInfo.add_task
     job.tasks[uid] = task
     index = <dict?>job.task_status_index

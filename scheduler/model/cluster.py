@@ -264,16 +264,9 @@ class ClusterState:
 
     def apply_pod(self, pod: dict[str, Any]) -> TaskInfo:
         task = _pod_to_task(pod, self.priority_classes)
-        if not task.job and self._ours(task):
-            task.job = f"{task.namespace}/{implicit_group_name(task)}"
-        key = task.key
-        old_uid = self.pod_keys.get(key)
-        if old_uid is not None:
-            old = self.tasks.get(old_uid)
-            if old is not None:
-                self._detach(old)
-        self._attach(task, key)
-        self.generation += 1
+        # the same state as converting and attaching here (tests/unit/test_cluster_bulk.py), with
+        # a new pod's accounting inline: each pod of a burst comes new through the watch
+        self.add_listed_pod(task)
         return task
 
     def add_listed_pod(self, task: TaskInfo, key: str | None = None) -> bool:

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from scheduler.model import podconvert_impl
-from scheduler.model.cluster import ClusterState
+from scheduler.model.cluster import ClusterState, convert_pod, implicit_group_name
 from scheduler.model.objects import TaskStatus
+from tests.builders import pod
 from tests.unit.test_cluster_bulk import _REFUSED, _base, _many, _pods, picture
 
 _NATIVE = getattr(podconvert_impl.native_module(), "move_task", None)
@@ -75,3 +76,31 @@ def test_a_burst_pod_bound_then_running_is_counted_on_its_node_and_in_its_job(fo
     assert node.tasks[task.uid] is task and node.idle.milli_cpu == idle - task.resreq.milli_cpu
     assert task.uid in job.task_status_index[TaskStatus.RUNNING]
     assert task.uid not in job.task_status_index.get(TaskStatus.PENDING, {})
+
+
+def _attached(pods: list[Any]) -> ClusterState:
+    """Each pod converted and attached by `_detach`/`_attach`, the accounting `apply_pod`'s
+    inline one must equal."""
+    state = ClusterState()
+    _base(state)
+    for p in pods:
+        with contextlib.suppress(_REFUSED):
+            task = convert_pod(p, state.priority_classes)
+            if not task.job and state._ours(task):
+                task.job = f"{task.namespace}/{implicit_group_name(task)}"
+            old = state.tasks.get(state.pod_keys.get(task.key, ""))
+            if old is not None:
+                state._detach(old)
+            state._attach(task, task.key)
+            state.generation += 1
+    return state
+
+
+@pytest.mark.parametrize("pods", ["kinds", "kinds reversed", "many0", "many1", "many2"])
+def test_apply_pod_leaves_the_state_detach_and_attach_leave(pods: str) -> None:
+    objs = _pods() if pods.startswith("kinds") else _many(int(pods[-1]))
+    if pods.endswith("reversed"):
+        objs = objs[::-1]
+    # with a burst's pending pods among them: new, on no node, in a job that is there
+    objs += [pod(f"burst{i}", group="g2") for i in range(5)]
+    assert picture(_state(copy.deepcopy(objs))) == picture(_attached(copy.deepcopy(objs)))

@@ -22,8 +22,11 @@ from scheduler.model.convert import (
     GROUP_NAME_ANNOTATION,
     QUEUE_NAME_ANNOTATION,
     ConvertError,
+    _dict,
+    _kind_name,
     hypernode_to_spec,
     node_to_info,
+    podgroup_status,
     podgroup_to_job,
     priority_class_to_info,
     queue_to_info,
@@ -139,6 +142,9 @@ class ClusterState:
         # PodGroups whose owners are all Pods (bare pods' groups, as Volcano's controller makes
         # them): with no pod left they are orphans, which no pod will ever join again
         self.pod_owned_groups: set[str] = set()
+        # job uid -> what `podgroup_to_job` read outside the status of the PodGroup it was
+        # converted from last (`_podgroup_inputs`): a version equal in those takes the status alone
+        self._podgroup_inputs: dict[str, tuple[Any, ...]] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, PriorityClassInfo] = {}
         self.configmaps: dict[str, dict[str, str]] = {}
@@ -455,12 +461,25 @@ class ClusterState:
 
     # ------------------------------------------------------------------ groups --
     def apply_podgroup(self, pg: dict[str, Any]) -> JobInfo:
+        inputs = _podgroup_inputs(pg)
+        if inputs is not None:
+            old = self.jobs.get(inputs[0])
+            if (
+                old is not None
+                and self._podgroup_inputs.get(old.uid) == inputs
+                and old.uid not in self.implicit_jobs
+            ):
+                return self._apply_podgroup_status(pg, old)
         job = podgroup_to_job(pg, self.options.default_queue)
         owners = (pg.get("metadata") or {}).get("ownerReferences") or []
         if owners and all(isinstance(o, dict) and o.get("kind") == "Pod" for o in owners):
             self.pod_owned_groups.add(job.uid)
         else:
             self.pod_owned_groups.discard(job.uid)
+        if inputs is not None and inputs[0] == job.uid:
+            self._podgroup_inputs[job.uid] = inputs
+        else:
+            self._podgroup_inputs.pop(job.uid, None)
         old = self.jobs.get(job.uid)
         if old is not None and job.uid not in self.implicit_jobs:
             job = old.with_spec_of(job)
@@ -476,8 +495,42 @@ class ClusterState:
         self.generation += 1
         return job
 
+    def _apply_podgroup_status(self, pg: dict[str, Any], old: JobInfo) -> JobInfo:
+        """`apply_podgroup` for a new version of the PodGroup `old` was converted from that
+        changed nothing but its status (our own status writes, mostly: a burst's gang comes back
+        two or three times): the job `podgroup_to_job` would make, from the fields it read the
+        last time and the new status alone. Its owners did not change: neither did
+        `pod_owned_groups`. `tests/unit/test_cluster_move.py` compares both ways."""
+        where = _kind_name(pg, "PodGroup")
+        status = podgroup_status(_dict(pg, "status", where), where)
+        job = JobInfo(
+            uid=old.uid,
+            name=old.name,
+            namespace=old.namespace,
+            queue=old.queue,
+            min_available=old.min_available,
+            task_min_available=old.task_min_available,
+            min_resources=None if old.min_resources is None else old.min_resources.clone(),
+            priority_class_name=old.priority_class_name,
+            creation=old.creation,
+            status=status,
+            waiting_time=old.waiting_time,
+        )
+        job.network_topology = old.network_topology
+        job.preemptable = old.preemptable
+        job.subgroup_policies = old.subgroup_policies
+        job = old.with_spec_of(job)
+        for t in self._orphans.pop(job.uid, {}).values():
+            job.add_task(t)
+        self._put_job(job)
+        self._note_pending(job)
+        self._dirty_jobs.add(job.uid)
+        self.generation += 1
+        return job
+
     def remove_podgroup(self, namespace: str, name: str) -> None:
         uid = f"{namespace}/{name}"
+        self._podgroup_inputs.pop(uid, None)
         self.pod_owned_groups.discard(uid)
         job = self._drop_job(uid)
         if job is not None and job.tasks:
@@ -805,6 +858,31 @@ class ClusterState:
         if why:
             return f"PodGroup {uid} is malformed and was skipped: {why}"
         return f"PodGroup {uid} does not exist"
+
+
+def _podgroup_inputs(pg: Any) -> tuple[Any, ...] | None:
+    """The job uid `podgroup_to_job` gives a PodGroup, then every value it (and
+    `apply_podgroup`) reads outside the status; None for a shape it would refuse or name otherwise."""
+    if type(pg) is not dict:
+        return None
+    md, spec = pg.get("metadata"), pg.get("spec")
+    if type(md) is not dict or not (spec is None or type(spec) is dict):
+        return None
+    name = md.get("name")
+    if not name:
+        return None
+    ns = md.get("namespace")
+    g = md.get
+    return (
+        f"{ns or 'default'}/{name}",
+        name,
+        ns,
+        g("labels"),
+        g("annotations"),
+        g("ownerReferences"),
+        g("creationTimestamp"),
+        spec,
+    )
 
 
 # the compiled `add_listed_pod` when built (the twin above otherwise, or under VC_SCHEDULER_PURE)

@@ -15,7 +15,7 @@ import pytest
 from scheduler.model import podconvert_impl
 from scheduler.model.cluster import ClusterState, convert_pod, implicit_group_name
 from scheduler.model.objects import TaskStatus
-from tests.builders import pod
+from tests.builders import pod, podgroup
 from tests.unit.test_cluster_bulk import _REFUSED, _base, _many, _pods, picture
 
 _NATIVE = getattr(podconvert_impl.native_module(), "move_task", None)
@@ -104,3 +104,72 @@ def test_apply_pod_leaves_the_state_detach_and_attach_leave(pods: str) -> None:
     # with a burst's pending pods among them: new, on no node, in a job that is there
     objs += [pod(f"burst{i}", group="g2") for i in range(5)]
     assert picture(_state(copy.deepcopy(objs))) == picture(_attached(copy.deepcopy(objs)))
+
+
+def _groups() -> list[dict[str, Any]]:
+    """PodGroups of every shape conversion reads outside the status."""
+    plain = podgroup("g1", 2)
+    rich = podgroup("rich", 3, min_task_member={"worker": 2}, min_resources={"cpu": "2", "memory": "1Gi"})
+    rich["metadata"]["annotations"] = {"sla-waiting-time": "1h", "volcano.sh/preemptable": "false"}
+    rich["metadata"]["labels"] = {"app": "x"}
+    rich["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    rich["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1}
+    rich["spec"]["subGroupPolicy"] = [{"name": "s", "subGroupSize": 2, "matchLabelKeys": ["k"]}]
+    owned = podgroup("owned", 1)
+    owned["metadata"]["ownerReferences"] = [{"kind": "Pod", "name": "o", "uid": "o1"}]
+    return [plain, rich, owned]
+
+
+def _versions(pg: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """New versions of a PodGroup: status only (the shortcut's), and others (the full conversion's)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for phase in ("Inqueue", "Running", None):
+        v = copy.deepcopy(pg)
+        v["status"] = {"phase": phase, "running": 2, "conditions": [{"type": "Scheduled", "status": "True"}]}
+        out.append((f"status {phase}", v))
+    for name, status in (("bad running", {"running": "lots"}), ("status not an object", ["x"])):
+        v = copy.deepcopy(pg)
+        v["status"] = status
+        out.append((name, v))
+    v = copy.deepcopy(pg)
+    v["spec"]["minMember"] = 5
+    out.append(("spec", v))
+    v = copy.deepcopy(pg)
+    v["metadata"]["labels"] = {"volcano.sh/preemptable": "true"}
+    out.append(("labels", v))
+    return out
+
+
+def _without_memo(state: ClusterState) -> dict[str, Any]:
+    return {k: v for k, v in picture(state).items() if k != "_podgroup_inputs"}
+
+
+def _apply(state: ClusterState, pg: dict[str, Any]) -> str:
+    try:
+        state.apply_podgroup(pg)
+    except _REFUSED as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
+def test_a_podgroup_whose_status_alone_changed_gives_the_job_a_full_conversion_gives() -> None:
+    pods = [
+        pod(f"w{i}", group=g, node_name="n0" if i % 2 else "", phase="Running" if i % 2 else "Pending")
+        for i, g in enumerate(["g1", "rich", "owned", "rich"])
+    ]
+    short, full = ClusterState(), ClusterState()
+    for state in (short, full):
+        _base(state)
+        for pg in _groups():
+            state.apply_podgroup(copy.deepcopy(pg))
+        for p in pods:
+            state.apply_pod(copy.deepcopy(p))
+    taken = 0
+    for pg in _groups():
+        for what, version in _versions(pg) + _versions(pg)[::-1]:
+            before = short.jobs[f"c1/{pg['metadata']['name']}"]
+            full._podgroup_inputs.clear()  # no shortcut: podgroup_to_job every time
+            assert _apply(short, copy.deepcopy(version)) == _apply(full, copy.deepcopy(version)), what
+            assert _without_memo(short) == _without_memo(full), what
+            taken += what.startswith("status") and short.jobs[before.uid].tasks is before.tasks
+    assert taken  # the shortcut was taken (and kept the job's tasks)

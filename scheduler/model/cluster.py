@@ -487,6 +487,11 @@ class ClusterState:
             # a real PodGroup now carries the name of an implicit gang: it takes over its tasks
             self.implicit_jobs.discard(job.uid)
             job = old.with_spec_of(job)
+        return self._install_job(job)
+
+    def _install_job(self, job: JobInfo) -> JobInfo:
+        """A PodGroup's new job in place of the old: the tasks that waited for it, its queue's
+        count, and a new view for the next session."""
         for t in self._orphans.pop(job.uid, {}).values():
             job.add_task(t)
         self._put_job(job)
@@ -519,14 +524,7 @@ class ClusterState:
         job.network_topology = old.network_topology
         job.preemptable = old.preemptable
         job.subgroup_policies = old.subgroup_policies
-        job = old.with_spec_of(job)
-        for t in self._orphans.pop(job.uid, {}).values():
-            job.add_task(t)
-        self._put_job(job)
-        self._note_pending(job)
-        self._dirty_jobs.add(job.uid)
-        self.generation += 1
-        return job
+        return self._install_job(old.with_spec_of(job))
 
     def remove_podgroup(self, namespace: str, name: str) -> None:
         uid = f"{namespace}/{name}"

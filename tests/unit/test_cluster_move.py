@@ -16,21 +16,12 @@ from scheduler.model import podconvert_impl
 from scheduler.model.cluster import ClusterState, convert_pod, implicit_group_name
 from scheduler.model.objects import TaskStatus
 from tests.builders import pod, podgroup
-from tests.unit.test_cluster_bulk import _REFUSED, _base, _many, _pods, picture
+from tests.unit.test_cluster_bulk import _REFUSED, _base, _by_apply, _many, _pods, picture
 
 _NATIVE = getattr(podconvert_impl.native_module(), "move_task", None)
 _FORMS = {"pure": ClusterState.move_task_py, **({"compiled": _NATIVE} if _NATIVE else {})}
 _STATUSES = list(TaskStatus)
 _NODES = ["", "n0", "n1", "n2", "n3"]  # n3 is not there
-
-
-def _state(pods: list[Any]) -> ClusterState:
-    state = ClusterState()
-    _base(state)
-    for p in pods:
-        with contextlib.suppress(_REFUSED):
-            state.apply_pod(p)
-    return state
 
 
 def _moves(state: ClusterState, seed: int, n: int) -> list[tuple[str, TaskStatus, str]]:
@@ -57,7 +48,7 @@ def test_the_compiled_form_is_used_when_built() -> None:
 @pytest.mark.parametrize("pods", ["kinds", "many0", "many1", "many2"])
 def test_each_move_leaves_the_state_the_twin_leaves(pods: str) -> None:
     objs = _pods() if pods == "kinds" else _many(int(pods[-1]))
-    compiled, pure = _state(copy.deepcopy(objs)), _state(copy.deepcopy(objs))
+    compiled, pure = _by_apply(copy.deepcopy(objs)), _by_apply(copy.deepcopy(objs))
     assert _NATIVE is not None
     for uid, status, node in _moves(pure, sum(map(ord, pods)), 150):
         _NATIVE(compiled, compiled.tasks[uid], status, node)
@@ -67,7 +58,7 @@ def test_each_move_leaves_the_state_the_twin_leaves(pods: str) -> None:
 
 @pytest.mark.parametrize("form", sorted(_FORMS))
 def test_a_burst_pod_bound_then_running_is_counted_on_its_node_and_in_its_job(form: str) -> None:
-    state = _state(copy.deepcopy(_pods()))
+    state = _by_apply(copy.deepcopy(_pods()))
     task = state.tasks[state.pod_keys["c1/p0"]]
     idle = state.nodes["n1"].idle.milli_cpu
     _FORMS[form](state, task, TaskStatus.BOUND, "n1")
@@ -103,7 +94,7 @@ def test_apply_pod_leaves_the_state_detach_and_attach_leave(pods: str) -> None:
         objs = objs[::-1]
     # with a burst's pending pods among them: new, on no node, in a job that is there
     objs += [pod(f"burst{i}", group="g2") for i in range(5)]
-    assert picture(_state(copy.deepcopy(objs))) == picture(_attached(copy.deepcopy(objs)))
+    assert picture(_by_apply(copy.deepcopy(objs))) == picture(_attached(copy.deepcopy(objs)))
 
 
 def _groups() -> list[dict[str, Any]]:

@@ -511,93 +511,6 @@ cdef object _READY = frozenset(READY_STATUSES)
 cdef object _PIPELINED = TaskStatus.PIPELINED
 
 
-def add_listed_pod(state, task, key=None):
-    """Compiled twin of `ClusterState.add_listed_pod` (`add_listed_pod_py` there) for the usual
-    pod of a list: ours, on a node the state has or on none, in a job it has, with no scalar resources, host
-    ports or affinity, a key and uid that are new. The same operations in the same order as the
-    twin (the same floats); any other pod goes to the twin before anything is changed.
-    `tests/unit/test_cluster_bulk.py` compares the state both leave with `apply_pod`'s."""
-    pod = task.pod
-    job_uid = task.job
-    node_name = task.node_name
-    status = task.status
-    req = task.resreq
-    # a pod on no node (a new pending one, as a burst's come through the watch) is accounted in
-    # its job alone, as the twin does
-    cdef bint on_node = bool(node_name) and status in _ON_NODE
-    if (
-        not job_uid
-        or status is _RELEASING
-        or status is _PIPELINED
-        or (node_name and not on_node)
-        or req.scalars
-        or pod.affinity
-        or pod.host_ports
-        or pod.scheduler_name not in state.options.scheduler_names
-    ):
-        return state.add_listed_pod_py(task, key)
-    if key is None:
-        key = f"{task.namespace}/{task.name}"
-    pod_keys = state.pod_keys
-    node = (<dict?>state.nodes).get(node_name) if on_node else None
-    job = (<dict?>state.jobs).get(job_uid)
-    uid = task.uid
-    if key in pod_keys or job is None or job._shared:
-        return state.add_listed_pod_py(task, key)
-    if on_node and (node is None or node._shared or uid in node.tasks):
-        return state.add_listed_pod_py(task, key)
-    total = job.total_request
-    out = None
-    if status in _ALLOCATED:
-        out = job.allocated
-    elif status is _PENDING:
-        out = job.pending_request
-    if not (
-        _plain_resource(req)
-        and (node is None or (_plain_resource(node.idle) and _plain_resource(node.used)))
-        and _plain_resource(total)
-        and (out is None or _plain_resource(out))
-    ):
-        return state.add_listed_pod_py(task, key)
-    tasks = <dict?>state.tasks
-    cdef Py_ssize_t known = len(tasks)
-    tasks[uid] = task
-    pod_keys[key] = uid
-    cpu, mem, pods = _get(req, R_CPU), _get(req, R_MEMORY), _get(req, R_PODS)
-    # NodeInfo.add_task
-    if node is not None:
-        node.version = node.version + 1
-        _add_to(node.idle, cpu, mem, pods, True)
-        _add_to(node.used, cpu, mem, pods, False)
-        node.tasks[uid] = task
-        state._dirty_nodes.add(node.name)
-    # JobInfo.add_task
-    job.tasks[uid] = task
-    index = <dict?>job.task_status_index
-    bucket = index.get(status)
-    if bucket is None:
-        bucket = index[status] = {}
-    if uid not in bucket:
-        if status in _READY:
-            ready = job._ready
-            ready[0] = ready[0] + 1
-        elif status is _PENDING and task.best_effort:
-            ready = job._ready
-            ready[1] = ready[1] + 1
-    bucket[uid] = task
-    _add_to(total, cpu, mem, pods, False)
-    if out is not None:
-        _add_to(out, cpu, mem, pods, False)
-    juid = job.uid
-    state._dirty_jobs.add(juid)
-    if index.get(_PENDING) and (<dict>state.jobs).get(juid) is job:
-        state._pending_jobs.add(juid)
-    else:
-        state._pending_jobs.discard(juid)
-    state.generation = state.generation + 1
-    return len(tasks) > known
-
-
 cdef inline bint _counted_plainly(object status):
     """A status whose task a node counts in `idle` and `used` alone (`NodeInfo.add_task`'s last
     branch), not a releasing or pipelined one."""
@@ -638,6 +551,14 @@ cdef inline void _job_index(object job, object task, object uid, object status):
     bucket[uid] = task
 
 
+cdef inline void _note_pending(object state, object job, object juid):
+    """`ClusterState._note_pending(job)`."""
+    if (<dict?>job.task_status_index).get(_PENDING) and (<dict?>state.jobs).get(juid) is job:
+        state._pending_jobs.add(juid)
+    else:
+        state._pending_jobs.discard(juid)
+
+
 cdef inline object _job_bucket(object job, object status):
     """The Resource `JobInfo.add_task` adds a task of `status` to besides `total_request`."""
     if status in _ALLOCATED:
@@ -645,6 +566,75 @@ cdef inline object _job_bucket(object job, object status):
     if status is _PENDING:
         return job.pending_request
     return None
+
+
+def add_listed_pod(state, task, key=None):
+    """Compiled twin of `ClusterState.add_listed_pod` (`add_listed_pod_py` there) for the usual
+    pod of a list: ours, on a node the state has or on none, in a job it has, with no scalar resources, host
+    ports or affinity, a key and uid that are new. The same operations in the same order as the
+    twin (the same floats); any other pod goes to the twin before anything is changed.
+    `tests/unit/test_cluster_bulk.py` compares the state both leave with `apply_pod`'s."""
+    pod = task.pod
+    job_uid = task.job
+    node_name = task.node_name
+    status = task.status
+    req = task.resreq
+    # a pod on no node (a new pending one, as a burst's come through the watch) is accounted in
+    # its job alone, as the twin does
+    cdef bint on_node = bool(node_name) and status in _ON_NODE
+    if (
+        not job_uid
+        or status is _RELEASING
+        or status is _PIPELINED
+        or (node_name and not on_node)
+        or req.scalars
+        or pod.affinity
+        or pod.host_ports
+        or pod.scheduler_name not in state.options.scheduler_names
+    ):
+        return state.add_listed_pod_py(task, key)
+    if key is None:
+        key = f"{task.namespace}/{task.name}"
+    pod_keys = state.pod_keys
+    node = (<dict?>state.nodes).get(node_name) if on_node else None
+    job = (<dict?>state.jobs).get(job_uid)
+    uid = task.uid
+    if key in pod_keys or job is None or job._shared:
+        return state.add_listed_pod_py(task, key)
+    if on_node and (node is None or node._shared or uid in node.tasks):
+        return state.add_listed_pod_py(task, key)
+    total = job.total_request
+    out = _job_bucket(job, status)
+    if not (
+        _plain_resource(req)
+        and (node is None or (_plain_resource(node.idle) and _plain_resource(node.used)))
+        and _plain_resource(total)
+        and (out is None or _plain_resource(out))
+    ):
+        return state.add_listed_pod_py(task, key)
+    tasks = <dict?>state.tasks
+    cdef Py_ssize_t known = len(tasks)
+    tasks[uid] = task
+    pod_keys[key] = uid
+    cpu, mem, pods = _get(req, R_CPU), _get(req, R_MEMORY), _get(req, R_PODS)
+    # NodeInfo.add_task
+    if node is not None:
+        node.version = node.version + 1
+        _add_to(node.idle, cpu, mem, pods, True)
+        _add_to(node.used, cpu, mem, pods, False)
+        node.tasks[uid] = task
+        state._dirty_nodes.add(node.name)
+    # JobInfo.add_task
+    job.tasks[uid] = task
+    _job_index(job, task, uid, status)
+    _add_to(total, cpu, mem, pods, False)
+    if out is not None:
+        _add_to(out, cpu, mem, pods, False)
+    juid = job.uid
+    state._dirty_jobs.add(juid)
+    _note_pending(state, job, juid)
+    state.generation = state.generation + 1
+    return len(tasks) > known
 
 
 def move_task(state, task, status, node_name):
@@ -709,7 +699,7 @@ def move_task(state, task, status, node_name):
     ):
         return state.move_task_py(task, status, node_name)
     cpu, mem, pods = _get(req, R_CPU), _get(req, R_MEMORY), _get(req, R_PODS)
-    dirty_nodes, dirty_jobs, pending_jobs = state._dirty_nodes, state._dirty_jobs, state._pending_jobs
+    dirty_nodes, dirty_jobs = state._dirty_nodes, state._dirty_jobs
     juid = job.uid
     # _detach: NodeInfo.remove_task (no affinity, no host ports: nothing else to undo)
     if old_node is not None:
@@ -725,10 +715,7 @@ def move_task(state, task, status, node_name):
     if old_out is not None:
         _add_to(old_out, cpu, mem, pods, True)
     dirty_jobs.add(juid)
-    if job.task_status_index.get(_PENDING) and (<dict>state.jobs).get(juid) is job:
-        pending_jobs.add(juid)
-    else:
-        pending_jobs.discard(juid)
+    _note_pending(state, job, juid)
     task.status = status
     task.node_name = node_name
     # _attach: NodeInfo.add_task
@@ -745,10 +732,7 @@ def move_task(state, task, status, node_name):
     if new_out is not None:
         _add_to(new_out, cpu, mem, pods, False)
     dirty_jobs.add(juid)
-    if job.task_status_index.get(_PENDING) and (<dict>state.jobs).get(juid) is job:
-        pending_jobs.add(juid)
-    else:
-        pending_jobs.discard(juid)
+    _note_pending(state, job, juid)
 
 
 cdef object _StatusUpdate = None

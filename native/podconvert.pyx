@@ -511,64 +511,32 @@ cdef object _READY = frozenset(READY_STATUSES)
 cdef object _PIPELINED = TaskStatus.PIPELINED
 
 
-def add_listed_pod(state, task, key=None):
-    """Compiled twin of `ClusterState.add_listed_pod` (`add_listed_pod_py` there) for the usual
-    pod of a list: ours, on a node the state has, in a job it has, with no scalar resources, host
-    ports or affinity, a key and uid that are new. The same operations in the same order as the
-    twin (the same floats); any other pod goes to the twin before anything is changed.
-    `tests/unit/test_cluster_bulk.py` compares the state both leave with `apply_pod`'s."""
-    pod = task.pod
-    job_uid = task.job
-    node_name = task.node_name
-    status = task.status
-    req = task.resreq
-    if (
-        not job_uid
-        or not node_name
-        or status is _RELEASING
-        or status is _PIPELINED
-        or status not in _ON_NODE
-        or req.scalars
-        or pod.affinity
-        or pod.host_ports
-        or pod.scheduler_name not in state.options.scheduler_names
-    ):
-        return state.add_listed_pod_py(task, key)
-    if key is None:
-        key = f"{task.namespace}/{task.name}"
-    pod_keys = state.pod_keys
-    node = (<dict?>state.nodes).get(node_name)
-    job = (<dict?>state.jobs).get(job_uid)
-    uid = task.uid
-    if key in pod_keys or node is None or job is None or node._shared or job._shared or uid in node.tasks:
-        return state.add_listed_pod_py(task, key)
-    idle, used, total = node.idle, node.used, job.total_request
-    out = None
-    if status in _ALLOCATED:
-        out = job.allocated
-    elif status is _PENDING:
-        out = job.pending_request
-    if not (
-        _plain_resource(req)
-        and _plain_resource(idle)
-        and _plain_resource(used)
-        and _plain_resource(total)
-        and (out is None or _plain_resource(out))
-    ):
-        return state.add_listed_pod_py(task, key)
-    tasks = <dict?>state.tasks
-    cdef Py_ssize_t known = len(tasks)
-    tasks[uid] = task
-    pod_keys[key] = uid
-    cpu, mem, pods = _get(req, R_CPU), _get(req, R_MEMORY), _get(req, R_PODS)
-    # NodeInfo.add_task
-    node.version = node.version + 1
-    _add_to(idle, cpu, mem, pods, True)
-    _add_to(used, cpu, mem, pods, False)
-    node.tasks[uid] = task
-    state._dirty_nodes.add(node.name)
-    # JobInfo.add_task
-    job.tasks[uid] = task
+cdef inline bint _counted_plainly(object status):
+    """A status whose task a node counts in `idle` and `used` alone (`NodeInfo.add_task`'s last
+    branch), not a releasing or pipelined one."""
+    return status in _ON_NODE and status is not _RELEASING and status is not _PIPELINED
+
+
+cdef inline void _job_unindex(object job, object task, object uid, object status):
+    """`JobInfo._index_remove(task, status)`."""
+    index = <dict?>job.task_status_index
+    bucket = index.get(status)
+    if bucket is None:
+        return
+    was = (<dict?>bucket).pop(uid, None)
+    if not bucket:
+        del index[status]
+    if was is not None:
+        if status in _READY:
+            ready = job._ready
+            ready[0] = ready[0] - 1
+        elif status is _PENDING and was.best_effort:
+            ready = job._ready
+            ready[1] = ready[1] - 1
+
+
+cdef inline void _job_index(object job, object task, object uid, object status):
+    """`JobInfo._index_add(task, status)`."""
     index = <dict?>job.task_status_index
     bucket = index.get(status)
     if bucket is None:
@@ -581,14 +549,250 @@ def add_listed_pod(state, task, key=None):
             ready = job._ready
             ready[1] = ready[1] + 1
     bucket[uid] = task
+
+
+cdef inline void _note_pending(object state, object job, object juid):
+    """`ClusterState._note_pending(job)`."""
+    if (<dict?>job.task_status_index).get(_PENDING) and (<dict?>state.jobs).get(juid) is job:
+        state._pending_jobs.add(juid)
+    else:
+        state._pending_jobs.discard(juid)
+
+
+cdef inline object _job_bucket(object job, object status):
+    """The Resource `JobInfo.add_task` adds a task of `status` to besides `total_request`."""
+    if status in _ALLOCATED:
+        return job.allocated
+    if status is _PENDING:
+        return job.pending_request
+    return None
+
+
+def add_listed_pod(state, task, key=None):
+    """Compiled twin of `ClusterState.add_listed_pod` (`add_listed_pod_py` there) for the usual
+    pod of a list: ours, on a node the state has or on none, in a job it has, with no scalar resources, host
+    ports or affinity, a key and uid that are new. The same operations in the same order as the
+    twin (the same floats); any other pod goes to the twin before anything is changed.
+    `tests/unit/test_cluster_bulk.py` compares the state both leave with `apply_pod`'s."""
+    pod = task.pod
+    job_uid = task.job
+    node_name = task.node_name
+    status = task.status
+    req = task.resreq
+    # a pod on no node (a new pending one, as a burst's come through the watch) is accounted in
+    # its job alone, as the twin does
+    cdef bint on_node = bool(node_name) and status in _ON_NODE
+    if (
+        not job_uid
+        or status is _RELEASING
+        or status is _PIPELINED
+        or (node_name and not on_node)
+        or req.scalars
+        or pod.affinity
+        or pod.host_ports
+        or pod.scheduler_name not in state.options.scheduler_names
+    ):
+        return state.add_listed_pod_py(task, key)
+    if key is None:
+        key = f"{task.namespace}/{task.name}"
+    pod_keys = state.pod_keys
+    node = (<dict?>state.nodes).get(node_name) if on_node else None
+    job = (<dict?>state.jobs).get(job_uid)
+    uid = task.uid
+    if key in pod_keys or job is None or job._shared:
+        return state.add_listed_pod_py(task, key)
+    if on_node and (node is None or node._shared or uid in node.tasks):
+        return state.add_listed_pod_py(task, key)
+    total = job.total_request
+    out = _job_bucket(job, status)
+    if not (
+        _plain_resource(req)
+        and (node is None or (_plain_resource(node.idle) and _plain_resource(node.used)))
+        and _plain_resource(total)
+        and (out is None or _plain_resource(out))
+    ):
+        return state.add_listed_pod_py(task, key)
+    tasks = <dict?>state.tasks
+    cdef Py_ssize_t known = len(tasks)
+    tasks[uid] = task
+    pod_keys[key] = uid
+    cpu, mem, pods = _get(req, R_CPU), _get(req, R_MEMORY), _get(req, R_PODS)
+    # NodeInfo.add_task
+    if node is not None:
+        node.version = node.version + 1
+        _add_to(node.idle, cpu, mem, pods, True)
+        _add_to(node.used, cpu, mem, pods, False)
+        node.tasks[uid] = task
+        state._dirty_nodes.add(node.name)
+    # JobInfo.add_task
+    job.tasks[uid] = task
+    _job_index(job, task, uid, status)
     _add_to(total, cpu, mem, pods, False)
     if out is not None:
         _add_to(out, cpu, mem, pods, False)
     juid = job.uid
     state._dirty_jobs.add(juid)
-    if index.get(_PENDING) and (<dict>state.jobs).get(juid) is job:
-        state._pending_jobs.add(juid)
-    else:
-        state._pending_jobs.discard(juid)
+    _note_pending(state, job, juid)
     state.generation = state.generation + 1
     return len(tasks) > known
+
+
+def move_task(state, task, status, node_name):
+    """Compiled twin of `ClusterState.move_task` (`move_task_py` there) for the usual task: ours,
+    in a job the state has (not an implicit one) and, where it is or goes on a node, on a node
+    the state has, with no scalar resources, host ports or affinity, neither releasing nor
+    pipelined. The same operations in the same order as the twin (the same floats); any other
+    task goes to the twin before anything is changed. `tests/unit/test_cluster_move.py`
+    compares the state both leave."""
+    pod = task.pod
+    uid = task.uid
+    req = task.resreq
+    job_uid = task.job
+    old_status = task.status
+    old_node_name = task.node_name
+    if (
+        not job_uid
+        or req.scalars
+        or pod.affinity
+        or pod.host_ports
+        or old_status is _RELEASING
+        or old_status is _PIPELINED
+        or status is _RELEASING
+        or status is _PIPELINED
+        or pod.scheduler_name not in state.options.scheduler_names
+        or job_uid in state.implicit_jobs
+        or job_uid in state._orphans
+    ):
+        return state.move_task_py(task, status, node_name)
+    job = (<dict?>state.jobs).get(job_uid)
+    # (a session-private copy in its place is the twin's to account: it reads the copy's fields)
+    if job is None or job._shared or (<dict?>job.tasks).get(uid) is not task:
+        return state.move_task_py(task, status, node_name)
+    old_node = None
+    if old_node_name:
+        old_node = (<dict?>state.nodes).get(old_node_name)
+        if (
+            old_node is None
+            or old_node._shared
+            or (<dict?>old_node.tasks).get(uid) is not task
+            or old_node_name in state._off_node
+            or not _counted_plainly(old_status)
+        ):
+            return state.move_task_py(task, status, node_name)
+    new_node = None
+    if node_name and status in _ON_NODE:
+        new_node = (<dict?>state.nodes).get(node_name)
+        if new_node is None or new_node._shared:
+            return state.move_task_py(task, status, node_name)
+        if new_node is not old_node and uid in new_node.tasks:
+            return state.move_task_py(task, status, node_name)
+    old_out = _job_bucket(job, old_status)
+    new_out = _job_bucket(job, status)
+    total = job.total_request
+    if not (
+        _plain_resource(req)
+        and _plain_resource(total)
+        and (old_out is None or _plain_resource(old_out))
+        and (new_out is None or _plain_resource(new_out))
+        and (old_node is None or (_plain_resource(old_node.idle) and _plain_resource(old_node.used)))
+        and (new_node is None or (_plain_resource(new_node.idle) and _plain_resource(new_node.used)))
+    ):
+        return state.move_task_py(task, status, node_name)
+    cpu, mem, pods = _get(req, R_CPU), _get(req, R_MEMORY), _get(req, R_PODS)
+    dirty_nodes, dirty_jobs = state._dirty_nodes, state._dirty_jobs
+    juid = job.uid
+    # _detach: NodeInfo.remove_task (no affinity, no host ports: nothing else to undo)
+    if old_node is not None:
+        del old_node.tasks[uid]
+        old_node.version = old_node.version + 1
+        _add_to(old_node.idle, cpu, mem, pods, False)
+        _add_to(old_node.used, cpu, mem, pods, True)
+        dirty_nodes.add(old_node.name)
+    # JobInfo.delete_task
+    del job.tasks[uid]
+    _job_unindex(job, task, uid, old_status)
+    _add_to(total, cpu, mem, pods, True)
+    if old_out is not None:
+        _add_to(old_out, cpu, mem, pods, True)
+    dirty_jobs.add(juid)
+    _note_pending(state, job, juid)
+    task.status = status
+    task.node_name = node_name
+    # _attach: NodeInfo.add_task
+    if new_node is not None:
+        new_node.version = new_node.version + 1
+        _add_to(new_node.idle, cpu, mem, pods, True)
+        _add_to(new_node.used, cpu, mem, pods, False)
+        new_node.tasks[uid] = task
+        dirty_nodes.add(new_node.name)
+    # JobInfo.add_task
+    job.tasks[uid] = task
+    _job_index(job, task, uid, status)
+    _add_to(total, cpu, mem, pods, False)
+    if new_out is not None:
+        _add_to(new_out, cpu, mem, pods, False)
+    dirty_jobs.add(juid)
+    _note_pending(state, job, juid)
+
+
+cdef object _StatusUpdate = None
+cdef object _NO_VALUE = object()
+
+
+cdef bint _same_but_node(dict spec, dict seen_spec):
+    """`dict(spec)` without its nodeName equals `seen_spec` (the same comparisons, no copy)."""
+    cdef Py_ssize_t n = len(spec)
+    if "nodeName" in spec:
+        n -= 1
+    if n != len(seen_spec):
+        return False
+    for k, v in spec.items():
+        if k == "nodeName":
+            continue
+        was = seen_spec.get(k, _NO_VALUE)
+        if was is _NO_VALUE or not (v is was or v == was):
+            return False
+    return True
+
+
+def status_only(pod, seen, node_name):
+    """Compiled twin of `scheduler.model.podstatus.status_only` (each watch event of a pod of
+    ours after its Binding: the echo, the kubelet's reports), the same comparisons without the
+    copy of the spec and the tuple of metadata fields. `tests/native/test_podstatus_equivalence.py`
+    compares both."""
+    global _StatusUpdate
+    md, spec, status = pod.get("metadata"), pod.get("spec"), pod.get("status")
+    if type(md) is not dict or type(spec) is not dict or type(status) is not dict:
+        return None
+    if (<dict>md).get("deletionTimestamp") or ((<dict>spec).get("nodeName") or "") != node_name:
+        return None
+    meta = seen.meta
+    if type(meta) is not tuple or len(<tuple>meta) != 5:
+        return None
+    cdef int i = 0
+    for field in ("uid", "labels", "annotations", "ownerReferences", "creationTimestamp"):
+        now = (<dict>md).get(field)
+        was = (<tuple>meta)[i]
+        if not (now is was or now == was):
+            return None
+        i += 1
+    seen_spec = seen.spec
+    if type(seen_spec) is not dict:
+        rest = dict(spec)
+        rest.pop("nodeName", None)
+        if rest != seen_spec:
+            return None
+    elif not _same_but_node(<dict>spec, <dict>seen_spec):
+        return None
+    if type((<dict>status).get("conditions") or []) is not list:
+        return None
+    if _StatusUpdate is None:
+        from scheduler.model.podstatus import StatusUpdate
+
+        _StatusUpdate = StatusUpdate
+    return _StatusUpdate(
+        str((<dict>status).get("phase") or "Pending"),
+        str((<dict>status).get("nominatedNodeName") or ""),
+        _scheduled_condition(<dict>status),
+        str((<dict>md).get("resourceVersion") or ""),
+    )

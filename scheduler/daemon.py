@@ -45,7 +45,7 @@ from scheduler.kube.informer import Informer, Resource
 from scheduler.kube.leader import LeaderConfig, LeaderElector
 from scheduler.kube.leasethread import LeaseThread
 from scheduler.kube.podfields import decode_pod_list, pod_event_decoder
-from scheduler.kube.status import EventRecorder, ObjectRef, StatusWriter, podgroup_ref
+from scheduler.kube.status import EventRecorder, ObjectRef, SessionPhases, StatusWriter, podgroup_ref
 from scheduler.metrics import SchedulerMetrics
 from scheduler.model.cluster import ClusterOptions
 from scheduler.model.objects import TaskInfo, TaskStatus
@@ -627,7 +627,7 @@ class Daemon:
             tuple(sorted(res.podgroup_changed)),
             tuple(sorted((q, tuple(sorted(a.items()))) for q, a in allocated.items())),
         )
-        q_writes = self.status.queue_statuses(_Phases(res.podgroup_status), allocated, signature)
+        q_writes = self.status.queue_statuses(SessionPhases(res.podgroup_status), allocated, signature)
         self._observe(res, attrs)
         busy = bound or evicted or pg_writes or cond_writes or q_writes
         new_warnings = sorted(set(res.warnings) - self._last_warnings)
@@ -711,19 +711,6 @@ def _early_hook(ssn: Session, sender: CommitSender) -> Callable[[TaskInfo], None
             sender.hand(bind_decision(task))
 
     return hand
-
-
-class _Phases:
-    """`uid -> phase` over a session's PodGroup statuses, without building a 20,000-entry dict."""
-
-    __slots__ = ("statuses",)
-
-    def __init__(self, statuses: dict[str, Any]) -> None:
-        self.statuses = statuses
-
-    def get(self, uid: str, default: str) -> str:
-        st = self.statuses.get(uid)
-        return st.phase if st is not None else default
 
 
 def device_ledgers(nodes: list[Any]) -> tuple[list[Any], list[Any]]:

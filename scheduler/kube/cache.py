@@ -20,7 +20,7 @@ import structlog
 from scheduler.model.cluster import ClusterOptions, ClusterState, convert_pod
 from scheduler.model.convert import ConvertError, object_name
 from scheduler.model.objects import TaskInfo, TaskStatus
-from scheduler.model.podstatus import PodSeen, pod_seen, status_only, with_bind_annotations
+from scheduler.model.podstatus import PodSeen, pod_seen, status_only_impl, with_bind_annotations
 from scheduler.model.resources import QuantityError
 from scheduler.model.snapshot import Snapshot
 
@@ -119,13 +119,15 @@ class SchedulerCache:
             seen = self.seen.get(key)
             task = self.state.get_task(key) if seen is not None else None
             if seen is not None and task is not None:
-                update = status_only(obj, seen, task.node_name)
+                update = status_only_impl(obj, seen, task.node_name)
                 if update is not None:
                     self.state.apply_pod_status(task, update)
                     if update.phase != "Pending":
                         del self.seen[key]  # running: no echo of ours is to come
-                    self._good("Pod", obj)
-                    self._pod_settled(key, task)
+                    if self.skipped:
+                        self._good("Pod", obj)
+                    if self.assumed or self.evicting:
+                        self._pod_settled(key, task)
                     return
         known = len(self.state.tasks)
         try:
@@ -394,11 +396,12 @@ class SchedulerCache:
         """Claim a pod for a bind. False when it is already claimed, bound, or not the same pod."""
         if key in self.assumed:
             return False
-        task = self.state.get_task(key)
+        state = self.state
+        task = state.get_task(key)
         if task is None or task.uid != uid or task.node_name or task.status != TaskStatus.PENDING:
             return False
         self.assumed[key] = Assumed(uid, node, dict(annotations), time.monotonic())
-        self.state.assume_bound(key, node, annotations)
+        state.assume_task_bound(task, node, annotations)
         seen = self.seen.get(key)
         if seen is not None:
             self.seen[key] = with_bind_annotations(seen, annotations)

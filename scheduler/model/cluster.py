@@ -22,8 +22,11 @@ from scheduler.model.convert import (
     GROUP_NAME_ANNOTATION,
     QUEUE_NAME_ANNOTATION,
     ConvertError,
+    _dict,
+    _kind_name,
     hypernode_to_spec,
     node_to_info,
+    podgroup_status,
     podgroup_to_job,
     priority_class_to_info,
     queue_to_info,
@@ -139,6 +142,9 @@ class ClusterState:
         # PodGroups whose owners are all Pods (bare pods' groups, as Volcano's controller makes
         # them): with no pod left they are orphans, which no pod will ever join again
         self.pod_owned_groups: set[str] = set()
+        # job uid -> what `podgroup_to_job` read outside the status of the PodGroup it was
+        # converted from last (`_podgroup_inputs`): a version equal in those takes the status alone
+        self._podgroup_inputs: dict[str, tuple[Any, ...]] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, PriorityClassInfo] = {}
         self.configmaps: dict[str, dict[str, str]] = {}
@@ -264,16 +270,9 @@ class ClusterState:
 
     def apply_pod(self, pod: dict[str, Any]) -> TaskInfo:
         task = _pod_to_task(pod, self.priority_classes)
-        if not task.job and self._ours(task):
-            task.job = f"{task.namespace}/{implicit_group_name(task)}"
-        key = task.key
-        old_uid = self.pod_keys.get(key)
-        if old_uid is not None:
-            old = self.tasks.get(old_uid)
-            if old is not None:
-                self._detach(old)
-        self._attach(task, key)
-        self.generation += 1
+        # the same state as converting and attaching here (tests/unit/test_cluster_bulk.py), with
+        # a new pod's accounting inline: each pod of a burst comes new through the watch
+        self.add_listed_pod(task)
         return task
 
     def add_listed_pod(self, task: TaskInfo, key: str | None = None) -> bool:
@@ -350,24 +349,42 @@ class ClusterState:
     # the pure-Python form, which the compiled one falls back on
     add_listed_pod_py = add_listed_pod
 
+    def move_task(self, task: TaskInfo, status: TaskStatus, node_name: str) -> None:
+        """A task we hold takes a new status and node in place: `_detach(task, indexed=True)`,
+        then `task.status` and `task.node_name`, then `_attach(task, indexed=True)`. What the
+        callers change on the pod itself (phase, annotations, the pod's node) is set before:
+        neither step reads it where the task's job is there.
+
+        Compiled when built (`native/podconvert.pyx`: `move_task`, which hands any task but the
+        usual one, a plain pod on a node and in a job the state has, to this, `move_task_py`):
+        each pod of a burst moves twice (assumed bound, then running), and the dozen calls of
+        the two steps were most of the cache's work on its watch events.
+        `tests/unit/test_cluster_move.py` compares the state both leave."""
+        self._detach(task, indexed=True)
+        task.status = status
+        task.node_name = node_name
+        self._attach(task, indexed=True)
+
+    # the pure-Python form, which the compiled one falls back on
+    move_task_py = move_task
+
     def apply_pod_status(self, task: TaskInfo, update: StatusUpdate) -> None:
         """A new status for a pod whose other fields did not change (see `podstatus`): the same
         bookkeeping as `apply_pod`, on the task we hold instead of a fresh conversion."""
         pod = task.pod
         status = task_status(update.phase, task.node_name, pod.deleting)
         moved = status != task.status or update.phase != pod.phase
-        if moved:  # the node's and the job's indexes by status change
-            self._detach(task, indexed=True)
         pod.phase = update.phase
         pod.nominated_node = update.nominated_node
         pod.scheduled_condition = update.scheduled_condition
         pod.resource_version = update.resource_version
-        task.status = status
-        if moved:
-            self._attach(task, indexed=True)
-        elif task.job in self.jobs:
-            # the same indexes; the job's view is taken again so the session sees the new fields
-            self._dirty_jobs.add(task.job)
+        if moved:  # the node's and the job's indexes by status change
+            self.move_task(task, status, task.node_name)
+        else:
+            task.status = status
+            if task.job in self.jobs:
+                # the same indexes; the job's view is taken again so the session sees the new fields
+                self._dirty_jobs.add(task.job)
         self.generation += 1
 
     def remove_pod(self, namespace: str, name: str) -> TaskInfo | None:
@@ -385,14 +402,15 @@ class ClusterState:
     def assume_bound(self, key: str, node: str, annotations: dict[str, str]) -> None:
         """Record a bind we issued before the watch confirms it, so the next cycle counts it."""
         task = self.get_task(key)
-        if task is None:
-            return
-        self._detach(task, indexed=True)
-        task.pod.annotations.update(annotations)
+        if task is not None:
+            self.assume_task_bound(task, node, annotations)
+
+    def assume_task_bound(self, task: TaskInfo, node: str, annotations: dict[str, str]) -> None:
+        """`assume_bound` for a task the caller holds (the cache has just looked it up)."""
+        if annotations:
+            task.pod.annotations.update(annotations)
         task.pod.node_name = node
-        task.node_name = node
-        task.status = TaskStatus.BOUND
-        self._attach(task, indexed=True)
+        self.move_task(task, TaskStatus.BOUND, node)
         self.generation += 1
 
     def forget_bind(self, key: str) -> None:
@@ -400,11 +418,8 @@ class ClusterState:
         task = self.get_task(key)
         if task is None or task.status != TaskStatus.BOUND:
             return
-        self._detach(task, indexed=True)
         task.pod.node_name = ""
-        task.node_name = ""
-        task.status = TaskStatus.PENDING
-        self._attach(task, indexed=True)
+        self.move_task(task, TaskStatus.PENDING, "")
         self.generation += 1
 
     # ------------------------------------------------------------------ nodes --
@@ -446,12 +461,25 @@ class ClusterState:
 
     # ------------------------------------------------------------------ groups --
     def apply_podgroup(self, pg: dict[str, Any]) -> JobInfo:
+        inputs = _podgroup_inputs(pg)
+        if inputs is not None:
+            old = self.jobs.get(inputs[0])
+            if (
+                old is not None
+                and self._podgroup_inputs.get(old.uid) == inputs
+                and old.uid not in self.implicit_jobs
+            ):
+                return self._apply_podgroup_status(pg, old)
         job = podgroup_to_job(pg, self.options.default_queue)
         owners = (pg.get("metadata") or {}).get("ownerReferences") or []
         if owners and all(isinstance(o, dict) and o.get("kind") == "Pod" for o in owners):
             self.pod_owned_groups.add(job.uid)
         else:
             self.pod_owned_groups.discard(job.uid)
+        if inputs is not None and inputs[0] == job.uid:
+            self._podgroup_inputs[job.uid] = inputs
+        else:
+            self._podgroup_inputs.pop(job.uid, None)
         old = self.jobs.get(job.uid)
         if old is not None and job.uid not in self.implicit_jobs:
             job = old.with_spec_of(job)
@@ -459,6 +487,11 @@ class ClusterState:
             # a real PodGroup now carries the name of an implicit gang: it takes over its tasks
             self.implicit_jobs.discard(job.uid)
             job = old.with_spec_of(job)
+        return self._install_job(job)
+
+    def _install_job(self, job: JobInfo) -> JobInfo:
+        """A PodGroup's new job in place of the old: the tasks that waited for it, its queue's
+        count, and a new view for the next session."""
         for t in self._orphans.pop(job.uid, {}).values():
             job.add_task(t)
         self._put_job(job)
@@ -467,8 +500,35 @@ class ClusterState:
         self.generation += 1
         return job
 
+    def _apply_podgroup_status(self, pg: dict[str, Any], old: JobInfo) -> JobInfo:
+        """`apply_podgroup` for a new version of the PodGroup `old` was converted from that
+        changed nothing but its status (our own status writes, mostly: a burst's gang comes back
+        two or three times): the job `podgroup_to_job` would make, from the fields it read the
+        last time and the new status alone. Its owners did not change: neither did
+        `pod_owned_groups`. `tests/unit/test_cluster_move.py` compares both ways."""
+        where = _kind_name(pg, "PodGroup")
+        status = podgroup_status(_dict(pg, "status", where), where)
+        job = JobInfo(
+            uid=old.uid,
+            name=old.name,
+            namespace=old.namespace,
+            queue=old.queue,
+            min_available=old.min_available,
+            task_min_available=old.task_min_available,
+            min_resources=None if old.min_resources is None else old.min_resources.clone(),
+            priority_class_name=old.priority_class_name,
+            creation=old.creation,
+            status=status,
+            waiting_time=old.waiting_time,
+        )
+        job.network_topology = old.network_topology
+        job.preemptable = old.preemptable
+        job.subgroup_policies = old.subgroup_policies
+        return self._install_job(old.with_spec_of(job))
+
     def remove_podgroup(self, namespace: str, name: str) -> None:
         uid = f"{namespace}/{name}"
+        self._podgroup_inputs.pop(uid, None)
         self.pod_owned_groups.discard(uid)
         job = self._drop_job(uid)
         if job is not None and job.tasks:
@@ -798,7 +858,36 @@ class ClusterState:
         return f"PodGroup {uid} does not exist"
 
 
+def _podgroup_inputs(pg: Any) -> tuple[Any, ...] | None:
+    """The job uid `podgroup_to_job` gives a PodGroup, then every value it (and
+    `apply_podgroup`) reads outside the status; None for a shape it would refuse or name otherwise."""
+    if type(pg) is not dict:
+        return None
+    md, spec = pg.get("metadata"), pg.get("spec")
+    if type(md) is not dict or not (spec is None or type(spec) is dict):
+        return None
+    name = md.get("name")
+    if not name:
+        return None
+    ns = md.get("namespace")
+    g = md.get
+    return (
+        f"{ns or 'default'}/{name}",
+        name,
+        ns,
+        g("labels"),
+        g("annotations"),
+        g("ownerReferences"),
+        g("creationTimestamp"),
+        spec,
+    )
+
+
 # the compiled `add_listed_pod` when built (the twin above otherwise, or under VC_SCHEDULER_PURE)
 _compiled_add_listed_pod = getattr(convert_impl, "add_listed_pod", None)
 if _compiled_add_listed_pod is not None:
     ClusterState.add_listed_pod = _compiled_add_listed_pod  # type: ignore[method-assign]
+# the compiled `move_task` when built, likewise
+_compiled_move_task = getattr(convert_impl, "move_task", None)
+if _compiled_move_task is not None:
+    ClusterState.move_task = _compiled_move_task  # type: ignore[method-assign]

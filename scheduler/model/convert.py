@@ -630,26 +630,7 @@ def podgroup_to_job(pg: dict[str, Any], default_queue: str = "default") -> JobIn
         task_min[str(role)] = _int(v, where, f"spec.minTaskMember.{role}", 0)
     min_res_raw = spec.get("minResources")
     min_res = _resources(min_res_raw, where, "spec.minResources") if min_res_raw else None
-    conds: list[Condition] = []
-    for c in status.get("conditions") or []:
-        if isinstance(c, dict):
-            conds.append(
-                Condition(
-                    str(c.get("type", "")),
-                    str(c.get("status", "")),
-                    str(c.get("reason", "")),
-                    str(c.get("message", "")),
-                    str(c.get("transitionID", "")),
-                    str(c.get("lastTransitionTime", "")),
-                )
-            )
-    st = PodGroupStatus(
-        phase=str(status.get("phase") or "Pending"),
-        conditions=conds,
-        running=_int(status.get("running"), where, "status.running", 0),
-        succeeded=_int(status.get("succeeded"), where, "status.succeeded", 0),
-        failed=_int(status.get("failed"), where, "status.failed", 0),
-    )
+    st = podgroup_status(status, where)
     job = JobInfo(
         uid=f"{ns}/{name}",
         name=str(name),
@@ -672,6 +653,30 @@ def podgroup_to_job(pg: dict[str, Any], default_queue: str = "default") -> JobIn
         for i, p in enumerate(_list(spec, "subGroupPolicy", where))
     )
     return job
+
+
+def podgroup_status(status: dict[str, Any], where: str) -> PodGroupStatus:
+    """A PodGroup's `status` (an object: `where` names the PodGroup in what is wrong with it)."""
+    conds: list[Condition] = []
+    for c in status.get("conditions") or []:
+        if isinstance(c, dict):
+            conds.append(
+                Condition(
+                    str(c.get("type", "")),
+                    str(c.get("status", "")),
+                    str(c.get("reason", "")),
+                    str(c.get("message", "")),
+                    str(c.get("transitionID", "")),
+                    str(c.get("lastTransitionTime", "")),
+                )
+            )
+    return PodGroupStatus(
+        phase=str(status.get("phase") or "Pending"),
+        conditions=conds,
+        running=_int(status.get("running"), where, "status.running", 0),
+        succeeded=_int(status.get("succeeded"), where, "status.succeeded", 0),
+        failed=_int(status.get("failed"), where, "status.failed", 0),
+    )
 
 
 def network_topology(raw: Any, where: str, field: str) -> NetworkTopologySpec | None:

@@ -13,6 +13,8 @@ edits, in-place resizes, labels, annotations, owners, deletion) takes the full c
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,3 +89,13 @@ def status_only(pod: dict[str, Any], seen: PodSeen, node_name: str) -> StatusUpd
         scheduled_condition(status),
         str(md.get("resourceVersion") or ""),
     )
+
+
+def _select_status_only() -> Callable[[dict[str, Any], PodSeen, str], StatusUpdate | None]:
+    from scheduler._native import select
+
+    return select("podconvert", sys.modules[__name__]).status_only  # type: ignore[no-any-return]
+
+
+# compiled when built (native/podconvert.pyx: `status_only`), `status_only` above otherwise
+status_only_impl: Callable[[dict[str, Any], PodSeen, str], StatusUpdate | None] = _select_status_only()

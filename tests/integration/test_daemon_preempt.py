@@ -92,11 +92,14 @@ async def test_a_high_priority_pod_evicts_a_low_priority_one(cluster: Cluster, t
         5,
         "Evict event on the victim",
     )
+    assert d.evictor is not None
+    # the store shows the delete before the daemon has read the DELETE's answer and counted it
+    await wait_for(lambda: d.evictor.evicted == 1, 5, "the evictor counts the delete")
     deletes = [
         r for r in cluster.srv.request_log if r.get("verb") == "delete" and r.get("resource") == "pods"
     ]
     assert len(deletes) == 1, "the victim is deleted once, not once per session"
-    assert d.evictor is not None and d.evictor.evicted == 1
+    assert d.evictor.evicted == 1
     high = cluster.store.get("pods", "default", "high-0")
     await wait_for(
         lambda: (cluster.store.get("pods", "default", "high-0").get("status") or {}).get("nominatedNodeName"),

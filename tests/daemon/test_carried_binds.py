@@ -38,7 +38,7 @@ async def test_a_batch_carried_beside_the_next_session_binds_each_pod_once(
     server: ServerThread, client: KubeClient
 ) -> None:
     names = [f"p{i}" for i in range(12)]
-    cache = _cluster(server, names)
+    cache = _cluster(server, [*names, "own"])
     b = _binder(cache, client)
     b.concurrency = 1  # one bind on the loop's wire; the rest wait in the batch's queue
     assert b.submit([_decide(cache, n) for n in names], term=0) == len(names)
@@ -48,15 +48,18 @@ async def test_a_batch_carried_beside_the_next_session_binds_each_pod_once(
     assert sender is not None
     carried = b.carry_into(sender, 0)
     assert carried == len(names) - 1
+    own = _decide(cache, "own")
+    sender.hand(own)  # this session's commit waits for `not_before`, as without a carried batch
     # the loop is held as by a session: only the sender's thread writes these Bindings
     carried_names = names[1:]
     assert _hold_loop_until(lambda: all(server.bindings(n) for n in carried_names))
     early = sender.finish()
-    assert [e.outcome for e in early] == [SENT] * carried
+    assert [e.outcome for e in early] == [SENT] * carried + [UNSENT]
     assert b.settle_early(early, 0) == set()  # not this session's binds: `submit` has them
+    assert b.submit([own], term=0) == 1  # the session's binds, the usual way
     assert await b.drain(5)
-    assert all(server.bindings(n) == [201] for n in names)
-    assert b.bound == len(names) and b.carried == carried and b.early == 0
+    assert all(server.bindings(n) == [201] for n in [*names, "own"])
+    assert b.bound == len(names) + 1 and b.carried == carried and b.early == 0
     assert all(cache.state.get_task(f"{NS}/{n}").node_name == "n1" for n in names)  # type: ignore[union-attr]
 
 

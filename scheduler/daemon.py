@@ -66,7 +66,8 @@ TOPOLOGY_API = "/apis/topology.volcano.sh/v1alpha1"
 DEVICE_CONFIGMAP = ("kube-system", "volcano-vgpu-device-config")
 
 # a session shorter than this sends its binds after it, as before (scheduler/kube/earlybind.py
-# says why); the first session after a restart at 5,000 nodes commits its first job later anyway
+# says why), unless its sender carries the last session's batch (then they go at once); the first
+# session after a restart at 5,000 nodes commits its first job later anyway
 SEND_DURING_SESSION_AFTER_S = 0.5
 # the cyclic collector stays off across sessions that place pods at most this long (see
 # Daemon._collector_off); the first turn of the session loop that decides nothing turns it on

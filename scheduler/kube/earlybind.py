@@ -142,7 +142,8 @@ class CommitSender:
 
     def carry(self, decisions: list[BindDecision]) -> None:
         """Binds already claimed by an earlier session's batch, sent from now on whatever
-        `not_before` says: the pods wait for them, not for this session's decisions."""
+        `not_before` said, and this session's binds with them: the pods wait for them, not for
+        this session's decisions."""
         if not decisions:
             return
         items = [Early(d, carried=True) for d in decisions]
@@ -150,6 +151,10 @@ class CommitSender:
         with self._lock:
             self._pending.extend(items)
         if self._thread is None:
+            # the thread runs anyway: this session's binds go too, pipelined beside it (one
+            # request a connection made each bind cost the session a lock hand-over, which is
+            # why a short session otherwise sends after it ends)
+            self.not_before = 0.0
             self._thread = LoopThread("early-binds")
             self._thread.start(self._main, wait=0)
         self._wake()

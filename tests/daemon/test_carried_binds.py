@@ -49,17 +49,18 @@ async def test_a_batch_carried_beside_the_next_session_binds_each_pod_once(
     carried = b.carry_into(sender, 0)
     assert carried == len(names) - 1
     own = _decide(cache, "own")
-    sender.hand(own)  # this session's commit waits for `not_before`, as without a carried batch
+    sender.hand(own)  # this session's commit goes with them, whatever `not_before` said
     # the loop is held as by a session: only the sender's thread writes these Bindings
-    carried_names = names[1:]
-    assert _hold_loop_until(lambda: all(server.bindings(n) for n in carried_names))
+    sent_names = [*names[1:], "own"]
+    assert _hold_loop_until(lambda: all(server.bindings(n) for n in sent_names))
     early = sender.finish()
-    assert [e.outcome for e in early] == [SENT] * carried + [UNSENT]
-    assert b.settle_early(early, 0) == set()  # not this session's binds: `submit` has them
-    assert b.submit([own], term=0) == 1  # the session's binds, the usual way
+    assert [e.outcome for e in early] == [SENT] * (carried + 1)
+    # the carried binds are not this session's: only its own is settled here, and skipped by submit
+    assert b.settle_early(early, 0) == {f"{NS}/own"}
+    assert b.submit([own], term=0) == 0
     assert await b.drain(5)
     assert all(server.bindings(n) == [201] for n in [*names, "own"])
-    assert b.bound == len(names) + 1 and b.carried == carried and b.early == 0
+    assert b.bound == len(names) + 1 and b.carried == carried and b.early == 1
     assert all(cache.state.get_task(f"{NS}/{n}").node_name == "n1" for n in names)  # type: ignore[union-attr]
 
 

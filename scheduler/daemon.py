@@ -66,7 +66,8 @@ TOPOLOGY_API = "/apis/topology.volcano.sh/v1alpha1"
 DEVICE_CONFIGMAP = ("kube-system", "volcano-vgpu-device-config")
 
 # a session shorter than this sends its binds after it, as before (scheduler/kube/earlybind.py
-# says why); the first session after a restart at 5,000 nodes commits its first job later anyway
+# says why), unless its sender carries the last session's batch (then they go at once); the first
+# session after a restart at 5,000 nodes commits its first job later anyway
 SEND_DURING_SESSION_AFTER_S = 0.5
 # the cyclic collector stays off across sessions that place pods at most this long (see
 # Daemon._collector_off); the first turn of the session loop that decides nothing turns it on
@@ -453,7 +454,14 @@ class Daemon:
             # initial sync or winning the lease cuts the wait short, and so do new pods
             # (scheduler/pacing.py says when)
             self._wake.clear()
-            await self.pacer.pause((self._stop, self._wake), self.binder.settled if self.binder else None)
+            await self.pacer.pause((self._stop, self._wake), self._bindings_settled())
+
+    def _bindings_settled(self) -> asyncio.Event | None:
+        """What the pacer waits for before the next session: the last session's Bindings, unless
+        the next session's commit sender carries those still unsent (Binder.carry_into)."""
+        if self.binder is None or (self.send_during_session and self.binder.carries()):
+            return None
+        return self.binder.settled
 
     def run_once(self) -> SessionResult | None:
         """One session on the current cache, its decisions handed to the writers."""
@@ -468,6 +476,9 @@ class Daemon:
             if self.binder is not None and self.send_during_session
             else None
         )
+        if sender is not None:
+            assert self.binder is not None
+            self.binder.carry_into(sender, term)
         early: set[str] = set()
         # as run_session does: the snapshot and the session keep what they allocate until the
         # session ends, so the collector waits (only where this process's collector is ours);

@@ -17,11 +17,15 @@ stream of watch events is split across sessions at arbitrary points. With `--sch
   are protected by the hold below, not by this gap;
 - it never starts later than the period would have: without arrivals nothing changes.
 
-Either way a session waits while the last one's Bindings are still in flight (at most one more
-period, or twice the last session's duration when that is longer): the daemon has one thread,
-and a session started then cannot place the pods being bound but stops their Bindings and watch
-events for its whole duration. At 20,000 nodes, where a session takes seconds, sessions every
-period left the Bindings a sliver of the loop (17 binds a second).
+Where no sender can carry them (below), a session waits while the last one's Bindings are still
+in flight (at most one more period, or twice the last session's duration when that is longer):
+the daemon has one event loop, and a session started then cannot place the pods being bound but
+stops their Bindings and watch events for its whole duration. At 20,000 nodes, where a session
+takes seconds, sessions every period left the Bindings a sliver of the loop (17 binds a second).
+The `vc-scheduler` process does not wait: the next session's commit sender carries the Bindings
+still queued on its own thread (`Binder.carry_into`, scheduler/kube/earlybind.py), so the API
+server binds the last session's pods while this one decides; in a burst of 5,000 pods the
+second session used to start only once the first one's 2,000 Bindings were answered.
 
 A session decides as it always did; only which pods it sees, and so how long pods wait, depends
 on when it starts.

@@ -12,6 +12,7 @@ rolls the pod back to Pending and tells the user why on the pod.
 from __future__ import annotations
 
 import asyncio
+import collections
 import random
 import time
 from collections.abc import Iterable
@@ -63,6 +64,9 @@ class Binder:
         self.concurrency = concurrency
         self._sem = Slots(concurrency)
         self._tasks: set[asyncio.Task[Any]] = set()
+        # each batch's binds not yet taken by its workers, and the term they were decided in:
+        # a sender may carry them beside the next session (`carry_into`)
+        self._queues: list[tuple[collections.deque[BindDecision], int | None]] = []
         # set while no batch is in flight: the next session waits on it (scheduler/pacing.py)
         self.settled = asyncio.Event()
         self.settled.set()
@@ -78,6 +82,7 @@ class Binder:
         self.conflicts = 0
         self.fenced = 0  # decisions dropped because the term they were made in had ended
         self.early = 0  # binds sent while their session still ran (scheduler/kube/earlybind.py)
+        self.carried = 0  # binds of a batch sent beside the next session (`carry_into`)
         self._early_headers: dict[str, str] | None = None
 
     # ------------------------------------------------------------------ early binds --
@@ -109,15 +114,26 @@ class Binder:
         keys of those settled here, which `submit` must leave alone. Refused ones are claimed
         and go through the conflict check (409, 404) or the usual failure path."""
         settled: set[str] = set()
+        unsent: list[BindDecision] = []
+        carried = 0
         for item in early:
             d = item.decision
-            if item.outcome == UNSENT or not self.cache.assume(d.task.key, d.task.uid, d.node, d.annotations):
+            if item.carried:  # claimed and observed by its batch already
+                if item.outcome == UNSENT:
+                    unsent.append(d)
+                    continue
+                carried += 1
+            elif item.outcome == UNSENT or not self.cache.assume(
+                d.task.key, d.task.uid, d.node, d.annotations
+            ):
                 continue
-            settled.add(d.task.key)
-            if d.task.pod.creation:  # claimed, in effect, when it was sent
-                self._assumed_ms.observe(max(item.at - d.task.pod.creation, 0) * 1000)
+            else:
+                settled.add(d.task.key)
+                if d.task.pod.creation:  # claimed, in effect, when it was sent
+                    self._assumed_ms.observe(max(item.at - d.task.pod.creation, 0) * 1000)
+                if item.outcome == SENT:  # no node lock: nothing ran before the Binding
+                    self._prebound([d], 0.0, item.at)
             if item.outcome == SENT:
-                self._prebound([d], 0.0, item.at)  # no node lock: nothing ran before the Binding
                 self._bind_stage_ms.observe(item.ms)
                 self._succeeded(d)
                 continue
@@ -126,13 +142,34 @@ class Binder:
             if exc.status in (409, 404):
                 self._spawn(self._conflict(d, exc))
             elif exc.retryable:  # retried the usual way, with its attempts and backoff
-                self._spawn(self._batch([d], [], term))
+                self._spawn(self._send_all([d], term) if item.carried else self._batch([d], [], term))
             else:
                 self._spawn(self._failed(d, exc))
-        if settled:
+        if unsent:  # the carried binds the session ended before: back to the loop, in order
+            self._spawn(self._send_all(unsent, term))
+        self.carried += carried
+        if carried or unsent:
+            log.info("carried binds settled", sent=carried, unsent=len(unsent))
+        if settled or carried:
             self.early += len(settled)
             self._record_scheduled()
         return settled
+
+    def carry_into(self, sender: CommitSender, term: int | None) -> int:
+        """Hand `sender` the binds of this term's batches that no worker has taken yet: the
+        session about to hold the loop would stop them, the sender's thread sends them beside
+        it. `settle_early` settles them after the session; returns how many were handed."""
+        taken: list[BindDecision] = []
+        for queue, batch_term in self._queues:
+            if batch_term == term:
+                taken.extend(queue)
+                queue.clear()
+        sender.carry(taken)
+        return len(taken)
+
+    def carries(self) -> bool:
+        """Whether sessions' commit senders can carry unsent batches (see `carry_into`)."""
+        return self.client is not None and not self.dry_run and self._endpoint() is not None
 
     # ------------------------------------------------------------------ submit --
     def submit(
@@ -199,16 +236,26 @@ class Binder:
         # the node locks are our PreBind: Volcano observes its duration and the PreBound latency
         # for every pod it binds, with or without device pre-binding work
         self._prebound(binds, (time.perf_counter() - t0) * 1000, time.time())
+        await self._send_all(binds, term, t0)
+
+    async def _send_all(self, binds: list[BindDecision], term: int | None, t0: float | None = None) -> None:
+        """Send claimed binds (`_batch` after its node locks, or those a sender did not send)."""
+        t0 = time.perf_counter() if t0 is None else t0
         # `concurrency` workers take the binds in order: a task per bind (20,000 after a restart
         # at 20,000 nodes) would all be started before the first Binding is written
-        pending = iter(binds)
+        entry = (collections.deque(binds), term)
+        queue = entry[0]
+        self._queues.append(entry)
         results: list[str] = []
 
         async def worker() -> None:
-            for d in pending:  # shared: each bind is taken by one worker
-                results.append(await self._bind_guarded(d, term))  # never raises: it contains errors
+            while queue:  # shared: each bind is taken by one worker (or carried by a sender)
+                results.append(await self._bind_guarded(queue.popleft(), term))  # contains errors
 
-        await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(binds)))))
+        try:
+            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(binds)))))
+        finally:  # by identity: two emptied queues of one term are equal
+            self._queues = [e for e in self._queues if e is not entry]
         self._record_scheduled()
         outcome: dict[str, int] = {}
         for r in results:

@@ -25,6 +25,7 @@ from scheduler.model.convert import (
     _dict,
     _kind_name,
     hypernode_to_spec,
+    job_with_status,
     node_to_info,
     podgroup_status,
     podgroup_to_job,
@@ -508,23 +509,7 @@ class ClusterState:
         `pod_owned_groups`. `tests/unit/test_cluster_move.py` compares both ways."""
         where = _kind_name(pg, "PodGroup")
         status = podgroup_status(_dict(pg, "status", where), where)
-        job = JobInfo(
-            uid=old.uid,
-            name=old.name,
-            namespace=old.namespace,
-            queue=old.queue,
-            min_available=old.min_available,
-            task_min_available=old.task_min_available,
-            min_resources=None if old.min_resources is None else old.min_resources.clone(),
-            priority_class_name=old.priority_class_name,
-            creation=old.creation,
-            status=status,
-            waiting_time=old.waiting_time,
-        )
-        job.network_topology = old.network_topology
-        job.preemptable = old.preemptable
-        job.subgroup_policies = old.subgroup_policies
-        return self._install_job(old.with_spec_of(job))
+        return self._install_job(old.with_spec_of(job_with_status(old, status)))
 
     def remove_podgroup(self, namespace: str, name: str) -> None:
         uid = f"{namespace}/{name}"

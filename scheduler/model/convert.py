@@ -655,6 +655,30 @@ def podgroup_to_job(pg: dict[str, Any], default_queue: str = "default") -> JobIn
     return job
 
 
+def job_with_status(job: JobInfo, status: PodGroupStatus) -> JobInfo:
+    """The job `podgroup_to_job` gives a new version of `job`'s PodGroup that changed only its
+    status: every field it reads outside the status copied from `job`. Keep the two together:
+    a field `podgroup_to_job` gains must be copied here (`tests/unit/test_cluster_move.py`
+    compares every slot of both)."""
+    new = JobInfo(
+        uid=job.uid,
+        name=job.name,
+        namespace=job.namespace,
+        queue=job.queue,
+        min_available=job.min_available,
+        task_min_available=job.task_min_available,
+        min_resources=None if job.min_resources is None else job.min_resources.clone(),
+        priority_class_name=job.priority_class_name,
+        creation=job.creation,
+        status=status,
+        waiting_time=job.waiting_time,
+    )
+    new.network_topology = job.network_topology
+    new.preemptable = job.preemptable
+    new.subgroup_policies = job.subgroup_policies
+    return new
+
+
 def podgroup_status(status: dict[str, Any], where: str) -> PodGroupStatus:
     """A PodGroup's `status` (an object: `where` names the PodGroup in what is wrong with it)."""
     conds: list[Condition] = []

@@ -14,9 +14,11 @@ import pytest
 
 from scheduler.model import podconvert_impl
 from scheduler.model.cluster import ClusterState, convert_pod, implicit_group_name
+from scheduler.model.convert import job_with_status, podgroup_to_job
+from scheduler.model.job import JobInfo
 from scheduler.model.objects import TaskStatus
 from tests.builders import pod, podgroup
-from tests.unit.test_cluster_bulk import _REFUSED, _base, _by_apply, _many, _pods, picture
+from tests.unit.test_cluster_bulk import _REFUSED, _base, _by_apply, _many, _pods, flat, picture
 
 _NATIVE = getattr(podconvert_impl.native_module(), "move_task", None)
 _FORMS = {"pure": ClusterState.move_task_py, **({"compiled": _NATIVE} if _NATIVE else {})}
@@ -100,7 +102,14 @@ def test_apply_pod_leaves_the_state_detach_and_attach_leave(pods: str) -> None:
 def _groups() -> list[dict[str, Any]]:
     """PodGroups of every shape conversion reads outside the status."""
     plain = podgroup("g1", 2)
-    rich = podgroup("rich", 3, min_task_member={"worker": 2}, min_resources={"cpu": "2", "memory": "1Gi"})
+    rich = podgroup(
+        "rich",
+        3,
+        queue="q1",
+        priority_class="high",
+        min_task_member={"worker": 2},
+        min_resources={"cpu": "2", "memory": "1Gi"},
+    )
     rich["metadata"]["annotations"] = {"sla-waiting-time": "1h", "volcano.sh/preemptable": "false"}
     rich["metadata"]["labels"] = {"app": "x"}
     rich["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
@@ -164,3 +173,67 @@ def test_a_podgroup_whose_status_alone_changed_gives_the_job_a_full_conversion_g
             assert _without_memo(short) == _without_memo(full), what
             taken += what.startswith("status") and short.jobs[before.uid].tasks is before.tasks
     assert taken  # the shortcut was taken (and kept the job's tasks)
+
+
+# JobInfo's fields by who sets them: a new field must be placed here, and a field conversion
+# reads from the PodGroup outside its status must be copied by `job_with_status`
+_CONVERTED = {
+    "uid",
+    "name",
+    "namespace",
+    "queue",
+    "min_available",
+    "task_min_available",
+    "task_min_available_total",
+    "min_resources",
+    "priority_class_name",
+    "creation",
+    "waiting_time",
+    "network_topology",
+    "preemptable",
+    "subgroup_policies",
+}
+_FROM_STATUS = {"pod_group_status", "base_status", "pg_exists"}
+_SESSION_OR_TASKS = {
+    "_origin",
+    "_ready",
+    "_shared",
+    "_touched",
+    "allocated",
+    "fit_error",
+    "nodes_fit_errors",
+    "pending_request",
+    "priority",
+    "schedule_start",
+    "task_status_index",
+    "tasks",
+    "total_request",
+}
+
+
+def test_every_job_field_is_either_converted_from_the_spec_from_the_status_or_the_sessions() -> None:
+    slots = set(JobInfo.__slots__)
+    assert slots == _CONVERTED | _FROM_STATUS | _SESSION_OR_TASKS, (
+        "JobInfo's fields changed: place the new one above, and copy it in job_with_status "
+        "if podgroup_to_job sets it from outside the PodGroup's status"
+    )
+
+
+@pytest.mark.parametrize("which", range(len(_groups())))
+def test_job_with_status_gives_every_field_the_full_conversion_gives(which: int) -> None:
+    pg = _groups()[which]
+    for what, version in _versions(pg)[:3]:
+        full = podgroup_to_job(version)
+        short = job_with_status(podgroup_to_job(pg), full.pod_group_status)
+        for slot in sorted(_CONVERTED | _FROM_STATUS):
+            assert flat(getattr(short, slot)) == flat(getattr(full, slot)), (what, slot)
+    rich = podgroup_to_job(_groups()[1])
+    plain = JobInfo(uid=rich.uid, name=rich.name, namespace=rich.namespace)
+    # the rich PodGroup sets every converted field away from its default, so a field the copy
+    # forgot cannot pass for a default
+    same = {
+        s
+        for s in _CONVERTED - {"uid", "name", "namespace"}
+        if flat(getattr(rich, s)) == flat(getattr(plain, s))
+    }
+    assert not same, same

@@ -123,28 +123,11 @@ class Binder:
                     unsent.append(d)
                     continue
                 carried += 1
-            elif item.outcome == UNSENT or not self.cache.assume(
-                d.task.key, d.task.uid, d.node, d.annotations
-            ):
-                continue
-            else:
+            elif self._claim_early(item):
                 settled.add(d.task.key)
-                if d.task.pod.creation:  # claimed, in effect, when it was sent
-                    self._assumed_ms.observe(max(item.at - d.task.pod.creation, 0) * 1000)
-                if item.outcome == SENT:  # no node lock: nothing ran before the Binding
-                    self._prebound([d], 0.0, item.at)
-            if item.outcome == SENT:
-                self._bind_stage_ms.observe(item.ms)
-                self._succeeded(d)
-                continue
-            exc = status_error(item.status, item.body, {})
-            self.metrics.bind_errors.labels(str(exc.status)).inc()
-            if exc.status in (409, 404):
-                self._spawn(self._conflict(d, exc))
-            elif exc.retryable:  # retried the usual way, with its attempts and backoff
-                self._spawn(self._send_all([d], term) if item.carried else self._batch([d], [], term))
             else:
-                self._spawn(self._failed(d, exc))
+                continue
+            self._settle_outcome(item, term)
         if unsent:  # the carried binds the session ended before: back to the loop, in order
             self._spawn(self._send_all(unsent, term))
         self.carried += carried
@@ -154,6 +137,35 @@ class Binder:
             self.early += len(settled)
             self._record_scheduled()
         return settled
+
+    def _claim_early(self, item: Early) -> bool:
+        """Claim a bind the session's own sender sent: its task assumed on the node, as a batch
+        would have before sending; False for one not sent, or one the cache no longer takes."""
+        d = item.decision
+        if item.outcome == UNSENT or not self.cache.assume(d.task.key, d.task.uid, d.node, d.annotations):
+            return False
+        if d.task.pod.creation:  # claimed, in effect, when it was sent
+            self._assumed_ms.observe(max(item.at - d.task.pod.creation, 0) * 1000)
+        if item.outcome == SENT:  # no node lock: nothing ran before the Binding
+            self._prebound([d], 0.0, item.at)
+        return True
+
+    def _settle_outcome(self, item: Early, term: int | None) -> None:
+        """A claimed early bind's answer: recorded when sent, otherwise the conflict check (409,
+        404), a retry the usual way, or the failure path."""
+        d = item.decision
+        if item.outcome == SENT:
+            self._bind_stage_ms.observe(item.ms)
+            self._succeeded(d)
+            return
+        exc = status_error(item.status, item.body, {})
+        self.metrics.bind_errors.labels(str(exc.status)).inc()
+        if exc.status in (409, 404):
+            self._spawn(self._conflict(d, exc))
+        elif exc.retryable:  # with its attempts and backoff
+            self._spawn(self._send_all([d], term) if item.carried else self._batch([d], [], term))
+        else:
+            self._spawn(self._failed(d, exc))
 
     def carry_into(self, sender: CommitSender, term: int | None) -> int:
         """Hand `sender` the binds of this term's batches that no worker has taken yet: the

@@ -177,7 +177,10 @@ def _task_heap(ssn: Session, tasks: list[TaskInfo]) -> PriorityQueue[TaskInfo]:
     """The job's pending tasks in task order: by sort keys when the task order plugins give them
     (a tuple comparison in C per heap step instead of task_compare's plugin calls, ~3 % of a
     gang backlog's session), else compared by task_compare. Both pop the same order: the keys
-    order the tasks exactly as task_compare does and no two tie."""
+    order the tasks exactly as task_compare does and no two tie. A single task (a one-pod job)
+    is never compared: its keys would be built for nothing."""
+    if len(tasks) == 1:
+        return PriorityQueue(ssn.task_compare, tasks)
     keys = ssn.task_order_keys(tasks)
     if keys is None:
         return PriorityQueue(ssn.task_compare, tasks)

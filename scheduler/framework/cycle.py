@@ -172,18 +172,20 @@ def run_actions(ssn: Session, timings: dict[str, float] | None = None) -> None:
             timings[name] = (time.perf_counter() - t0) * 1000
 
 
-def _new_phase(ssn: Session, job: JobInfo) -> str:
+def _new_phase(ssn: Session, job: JobInfo, running: int, succeeded: int, failed: int) -> str:
+    """The job's phase from its task counts (its Running, Succeeded and Failed counts are the
+    caller's, which writes them to the status too: counted once per job at close)."""
     st = job.pod_group_status
-    unschedulable = any(
+    if running > 0 and any(
         c.type == "Unschedulable" and c.status == "True" and c.transition_id == ssn.uid for c in st.conditions
-    )
-    if job.count(TaskStatus.RUNNING) > 0 and unschedulable:
+    ):
         return PodGroupPhase.UNKNOWN
-    scheduled = job.count(TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
-    scheduled += sum(1 for t in job.tasks_in(TaskStatus.RELEASING) if t.node_name)
+    scheduled = running + job.count(TaskStatus.BOUND) + succeeded + failed
+    if TaskStatus.RELEASING in job.task_status_index:
+        scheduled += sum(1 for t in job.tasks_in(TaskStatus.RELEASING) if t.node_name)
     # A job with minMember 0 and nothing scheduled stays Pending/Inqueue rather than "Completed".
     if scheduled >= job.min_available and scheduled > 0:
-        if scheduled == job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+        if scheduled == succeeded + failed:
             return PodGroupPhase.COMPLETED
         return PodGroupPhase.RUNNING
     if st.phase != PodGroupPhase.INQUEUE:
@@ -248,10 +250,13 @@ def close_session(ssn: Session) -> SessionResult:
             res.pod_conditions.append(PodCondition(task, "Unschedulable", why))
     for job in ssn.active_jobs():
         st = job.pod_group_status
-        st.phase = _new_phase(ssn, job)
-        st.running = job.count(TaskStatus.RUNNING)
-        st.succeeded = job.count(TaskStatus.SUCCEEDED)
-        st.failed = job.count(TaskStatus.FAILED)
+        running = job.count(TaskStatus.RUNNING)
+        succeeded = job.count(TaskStatus.SUCCEEDED)
+        failed = job.count(TaskStatus.FAILED)
+        st.phase = _new_phase(ssn, job, running, succeeded, failed)
+        st.running = running
+        st.succeeded = succeeded
+        st.failed = failed
         res.podgroup_status[job.uid] = st
         old = ssn.old_status(job.uid)
         changed = old is None or not st.same(old)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from operator import attrgetter, is_not, or_
 
 from scheduler.model.node import NodeInfo
@@ -40,6 +40,8 @@ _FIELDS = (
     attrgetter("used.pods"),
 )
 _scalars = (attrgetter("allocatable.scalars"), attrgetter("used.scalars"))
+# a node's amount of a name it does not have (None is an amount set_node refuses)
+_ABSENT = object()
 
 
 @dataclass(slots=True)
@@ -124,9 +126,33 @@ def _limit(shift: int) -> int:
 
 
 def _fresh_scalars(nodes: list[NodeInfo], side: attrgetter) -> _Scalars | None:
-    kept = _Scalars({}, {}, {}, {})
+    """set_node(i, fresh=True) for every node in order: name by name in C-level passes when
+    every amount is a float (the usual case; a node-by-node loop cost ~3 % of a session of
+    one-pod jobs on 1,000 fresh nodes), else node by node. The same columns, sums, bounds and
+    the names in the order a walk meets them."""
+    dicts = list(map(side, nodes))
     n = len(nodes)
-    for i, scalars in enumerate(map(side, nodes)):
+    names = dict.fromkeys(chain.from_iterable(dicts))
+    columns = [list(map(dict.get, dicts, repeat(name), repeat(_ABSENT))) for name in names]
+    got = [[v for v in col if v is not _ABSENT] for col in columns]
+    if not all(set(map(type, vals)) == {float} for vals in got):
+        return _fresh_scalars_by_node(dicts, n)
+    # _exact for floats: whole (not NaN nor infinite) and not negative
+    if not all(all(map(float.is_integer, vals)) and min(vals) >= 0 for vals in got):
+        return None
+    kept = _Scalars({}, {}, {}, {})
+    for name, col in zip(names, columns, strict=True):
+        ints = [0 if v is _ABSENT else int(v) for v in col]
+        kept.values[name] = ints
+        kept.present[name] = bytearray(map(is_not, col, repeat(_ABSENT)))
+        kept.sums[name] = sum(ints)
+        kept.shifts[name] = _twos(reduce(or_, ints, 0))
+    return kept
+
+
+def _fresh_scalars_by_node(dicts: list[dict[str, float]], n: int) -> _Scalars | None:
+    kept = _Scalars({}, {}, {}, {})
+    for i, scalars in enumerate(dicts):
         if scalars and not kept.set_node(i, scalars, n, fresh=True):
             return None
     return kept

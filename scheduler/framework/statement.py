@@ -55,6 +55,13 @@ class Statement:
         self.operations.clear()
 
     def commit(self) -> None:
+        ops = self.operations
+        if len(ops) == 1 and ops[0].kind == ALLOCATE:
+            # a one-pod job's statement (most of a backlog of small jobs): its bind, without the
+            # passes that look for evictions
+            self.ssn.dispatch(ops[0].task)
+            ops.clear()
+            return
         for reason in {op.reason for op in self.operations if op.kind == EVICT}:
             self.ssn.eviction_transactions[reason] += 1
         for op in self.operations:

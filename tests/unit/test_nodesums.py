@@ -7,7 +7,15 @@ import random
 from typing import Any
 
 from scheduler.framework.cycle import close_session, open_session, run_actions
-from scheduler.framework.nodesums import CARRY, _Kept, node_totals, walk_totals
+from scheduler.framework.nodesums import (
+    CARRY,
+    _fresh_scalars,
+    _fresh_scalars_by_node,
+    _Kept,
+    _scalars,
+    node_totals,
+    walk_totals,
+)
 from scheduler.framework.session import Session, SessionOptions
 from scheduler.model.cluster import ClusterState
 from scheduler.model.objects import TaskStatus
@@ -187,3 +195,44 @@ def test_many_changed_nodes_naming_the_same_extended_resources_are_redone_exactl
         assert list(alloc.scalars) == list(walked[0].scalars)
         assert list(used.scalars) == list(walked[1].scalars)
         assert again is kept
+
+
+class _Side:
+    """Just what _fresh_scalars reads of a node: its allocatable's extended resources."""
+
+    def __init__(self, scalars: dict[str, Any]) -> None:
+        self.allocatable = Resource()
+        self.allocatable.scalars = scalars
+
+
+def test_fresh_extended_resources_by_column_equal_the_node_by_node_pass() -> None:
+    rng = random.Random(7)
+    names = ["ephemeral-storage", "nvidia.com/gpu", "hugepages-2Mi", "example.com/fpga"]
+    cases: list[list[dict[str, Any]]] = []
+    for _ in range(40):
+        nodes = []
+        for _ in range(rng.randint(0, 12)):
+            picked = rng.sample(names, rng.randint(0, len(names)))
+            nodes.append({n: float(rng.choice([0, 1000, 3 << 20, 5 * 1024**3])) for n in picked})
+        cases.append(nodes)
+    # amounts the kept totals refuse, and amounts of other types (the node-by-node pass decides)
+    cases += [
+        [{"a": 1000.0}, {"a": 1.5}],
+        [{"a": 1000.0}, {"a": -1000.0}],
+        [{"a": float("nan")}],
+        [{"a": float("inf")}],
+        [{"a": -0.0}, {"b": 2000.0, "a": 8.0}],
+        [{"a": 1000}, {"a": 2000.0}],
+        [{"a": None}, {"a": 1000.0}],
+        [{"a": True}],
+    ]
+    for dicts in cases:
+        nodes = [_Side(d) for d in dicts]
+        got = _fresh_scalars(nodes, _scalars[0])  # type: ignore[arg-type]
+        want = _fresh_scalars_by_node(dicts, len(dicts))
+        if want is None:
+            assert got is None, dicts
+            continue
+        assert got is not None, dicts
+        for field in ("values", "present", "sums", "shifts"):
+            assert list(getattr(got, field).items()) == list(getattr(want, field).items()), (field, dicts)

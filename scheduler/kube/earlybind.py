@@ -134,8 +134,7 @@ class CommitSender:
         if self._thread is None:
             if not due:
                 return
-            self._thread = LoopThread("early-binds")
-            self._thread.start(self._main, wait=0)
+            self._start()
         elif not due:  # the thread carries an earlier batch: it takes these at `not_before`
             return
         self._wake()
@@ -155,9 +154,12 @@ class CommitSender:
             # request a connection made each bind cost the session a lock hand-over, which is
             # why a short session otherwise sends after it ends)
             self.not_before = 0.0
-            self._thread = LoopThread("early-binds")
-            self._thread.start(self._main, wait=0)
+            self._start()
         self._wake()
+
+    def _start(self) -> None:
+        self._thread = LoopThread("early-binds")
+        self._thread.start(self._main, wait=0)
 
     def _wake(self) -> None:
         if self._thread is not None and not self._more.is_set():

@@ -500,6 +500,10 @@ QUEUE_TREE = "## Decision core with capacity and hierarchical queues (`vc-schedu
 
 
 def main(argv: Sequence[str]) -> int:
+    if "--devices" in argv and "--instructions" in argv:  # one device session's instruction count
+        from scheduler.sim.icount import main as icount_main
+
+        return icount_main([a for a in argv if a not in ("--devices", "--instructions")])
     if "--devices" in argv:  # the device hot-path micro-benchmark
         from scheduler.sim.devicebench import main as devices_main
 

@@ -9,6 +9,7 @@ nodes of identical cards, a third of them already partly used, pods asking one c
     vc-scheduler bench --devices [--nodes 1000 --gpus 8 --pods 3000] [--output docs/performance.md]
     vc-scheduler bench --devices --session-only [--repeats 5]   # the through-the-session figures alone
     vc-scheduler bench --devices --session-only --floor         # and the session without device asks
+    vc-scheduler bench --devices --instructions [--kind floor]  # one session's instructions (sim/icount.py)
 
 Besides the whole-table scan, four companions are reported: the per-node path (the predicate
 hook asks node by node and the plugin answers from one cached whole-table scan, so this adds the

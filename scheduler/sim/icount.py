@@ -5,7 +5,8 @@ docs/performance.md), so a 5 % change cannot be seen in seconds. The number of m
 instructions a session executes does not drift: with the hash seed fixed it is the same run
 after run to a few parts in a million, so two commits compare in one run each.
 
-    vc-scheduler bench --devices --instructions [--kind vgpu|floor|ascend] [--sessions 2]
+    vc-scheduler bench --devices --instructions [--kind vgpu|floor|ascend|all] [--sessions 2]
+        [--against OTHER_CHECKOUT] [--output docs/performance.md]
 
 runs the device bench's session (`--session-pods` one-pod jobs on `--nodes` fresh nodes x
 `--gpus`; `floor`: the same jobs without device asks, tiers without deviceshare) in two child
@@ -15,6 +16,11 @@ their instruction counts divided by `sessions` is one session's instructions, wi
 interpreter's start, the imports and the cluster's construction. Needs valgrind on PATH (Debian:
 `apt-get install valgrind`); each child runs ~50x slower than natively (about a minute at the
 defaults).
+
+`--against DIR` counts the same sessions with the scheduler package of another checkout (a git
+worktree of an older commit, built) and gives the ratio: a change's gain, measured on a host whose
+speed no timing can pin down. The counted child is this file run by path, so the older checkout
+needs only the device bench's session helpers, not this module.
 """
 
 from __future__ import annotations
@@ -26,8 +32,12 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+SECTION = "## Instructions per session (`vc-scheduler bench --devices --instructions`)"
 
 KINDS = ("vgpu", "floor", "ascend")
 
@@ -79,29 +89,114 @@ def run_child(kind: str, nodes: int, gpus: int, pods: int, seed: int, sessions: 
     return bound
 
 
-def _counted(args: list[str], env: dict[str, str]) -> int:
+# the directory holding this checkout's `scheduler` package (a source tree or site-packages)
+OWN_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _counted(args: list[str], env: dict[str, str], root: Path) -> int:
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise RuntimeError("valgrind is not on PATH (Debian: apt-get install valgrind)")
-    cmd = [valgrind, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
-    cmd += [sys.executable, "-m", "scheduler.sim.icount", "--child", *args]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    with tempfile.TemporaryDirectory(prefix="vc-icount-") as tmp:
+        # this file by path from a directory of its own, so that `scheduler` is imported from
+        # `root` alone (run from scheduler/sim it would shadow the standard library's gc)
+        script = Path(tmp) / "icount_child.py"
+        shutil.copyfile(__file__, script)
+        cmd = [valgrind, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+        cmd += [sys.executable, str(script), "--child", *args]
+        done = subprocess.run(
+            cmd, env={**env, "PYTHONPATH": str(root)}, cwd=root, capture_output=True, text=True, check=False
+        )
     if done.returncode != 0:
-        raise RuntimeError(f"counted child failed ({done.returncode}): {done.stderr[-2000:]}")
+        raise RuntimeError(f"counted child failed ({done.returncode}) in {root}: {done.stderr[-2000:]}")
     return parse_refs(done.stderr)
 
 
-def count_session(kind: str, nodes: int, gpus: int, pods: int, seed: int, sessions: int) -> SessionCount:
+def count_session(
+    kind: str, nodes: int, gpus: int, pods: int, seed: int, sessions: int, root: Path = OWN_ROOT
+) -> SessionCount:
+    """One session's instructions with the scheduler package under `root`."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
     if sessions < 1:
         raise ValueError("sessions must be at least 1")
+    if not (root / "scheduler" / "__init__.py").is_file():
+        raise ValueError(f"{root} holds no scheduler package")
     # set and dict orders follow string hashes: a fixed seed makes the count repeatable
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     base = [kind, str(nodes), str(gpus), str(pods), str(seed), str(sessions)]
-    with_runs = _counted([*base, "run"], env)
-    without = _counted([*base, "norun"], env)
+    with_runs = _counted([*base, "run"], env, root)
+    without = _counted([*base, "norun"], env, root)
     return SessionCount(kind, sessions, pods, (with_runs - without) // sessions)
+
+
+def _commit(root: Path) -> str:
+    """The checkout's commit (and `+changes` when its tree differs), or 'unknown' outside git."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+changes" if dirty else "")
+
+
+_WHAT = {
+    "vgpu": "one-pod jobs asking one vGPU (1-8 GiB, 0-50 % cores), deviceshare under binpack",
+    "floor": "the same jobs without device asks, tiers without deviceshare",
+    "ascend": "one-pod jobs asking one Ascend 310P vNPU (HAMi)",
+}
+
+
+def render_markdown(
+    cmd: str,
+    rows: list[tuple[SessionCount, SessionCount | None]],
+    commit: str,
+    other: str | None,
+    nodes: int,
+    gpus: int,
+) -> str:
+    head = ["kind", "what the session decides", f"instructions per session ({commit})", "per pod"]
+    if other is not None:
+        head += [f"against {other}", "ratio"]
+    lines = [
+        SECTION,
+        "",
+        "<!-- doc-test: skip: counts under valgrind, minutes a kind, run by hand; its output is this section -->",
+        "```",
+        cmd,
+        "```",
+        "",
+        f"The device bench's session ({rows[0][0].pods:,} one-pod jobs on {nodes:,} fresh nodes x {gpus}) counted "
+        "in machine instructions under valgrind: the difference of two runs, one building the clusters only, "
+        "divided by the counted sessions. The count does not depend on the host's speed (the hash seed is "
+        "fixed), so it compares commits measured on different days; it does not weigh cache misses, so a "
+        "change that saves instructions but touches more memory can still be slower in seconds.",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for mine, theirs in rows:
+        cells = [
+            mine.kind,
+            _WHAT[mine.kind],
+            f"{mine.instructions / 1e6:,.0f} M",
+            f"{mine.instructions / max(mine.pods, 1) / 1e3:,.0f} k",
+        ]
+        if theirs is not None:
+            cells += [
+                f"{theirs.instructions / 1e6:,.0f} M",
+                f"x{mine.instructions / max(theirs.instructions, 1):.2f}",
+            ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def child_main(argv: Sequence[str]) -> int:
@@ -110,24 +205,58 @@ def child_main(argv: Sequence[str]) -> int:
     return 0
 
 
+def _hide_against(arg: str, against: Path | None, commit: str | None) -> str:
+    if against is None:
+        return arg
+    if arg == str(against):
+        return f"<checkout of {commit}>"
+    if arg == f"--against={against}":
+        return f"--against=<checkout of {commit}>"
+    return arg
+
+
 def main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(
         prog="vc-scheduler bench --devices --instructions",
         description="Count one device-bench session's machine instructions under valgrind.",
     )
-    p.add_argument("--kind", choices=KINDS, default="vgpu", help="floor: the same jobs without device asks")
+    p.add_argument(
+        "--kind", choices=(*KINDS, "all"), default="vgpu", help="floor: the same jobs without device asks"
+    )
     p.add_argument("--nodes", type=int, default=1000)
     p.add_argument("--gpus", type=int, default=8, help="GPUs (or Ascend chips) per node")
     p.add_argument("--session-pods", type=int, default=1000, help="one-pod jobs in the session")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--sessions", type=int, default=2, help="counted sessions (after one warm-up)")
+    p.add_argument(
+        "--against", type=Path, help="another checkout's directory: count it too and give the ratio"
+    )
+    p.add_argument("--output", help="write the Markdown results into this file (replacing only this section)")
     args = p.parse_args(argv)
+    kinds = KINDS if args.kind == "all" else (args.kind,)
+    rows: list[tuple[SessionCount, SessionCount | None]] = []
     try:
-        got = count_session(args.kind, args.nodes, args.gpus, args.session_pods, args.seed, args.sessions)
+        for kind in kinds:
+            size = (args.nodes, args.gpus, args.session_pods, args.seed, args.sessions)
+            mine = count_session(kind, *size)
+            theirs = None if args.against is None else count_session(kind, *size, root=args.against.resolve())
+            print(mine.line() + ("" if theirs is None else f"; against {args.against}: {theirs.line()}"))
+            rows.append((mine, theirs))
     except (RuntimeError, ValueError) as exc:
         print(f"vc-scheduler bench --devices --instructions: {exc}", file=sys.stderr)
         return 2
-    print(got.line())
+    if args.output:
+        from scheduler.sim.report import replace_section
+
+        other = None if args.against is None else _commit(args.against.resolve())
+        # the other checkout by its commit: its directory means nothing to a reader
+        shown = [
+            f"<checkout of {other}>" if args.against is not None and a == str(args.against) else a
+            for a in argv
+        ]
+        cmd = "vc-scheduler bench --devices --instructions " + " ".join(shown)
+        text = render_markdown(cmd.strip(), rows, _commit(OWN_ROOT), other, args.nodes, args.gpus)
+        replace_section(args.output, SECTION, text)
     return 0
 
 

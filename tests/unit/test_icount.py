@@ -36,10 +36,12 @@ def test_unknown_kind_and_no_sessions_are_refused() -> None:
         icount.count_session("vgpu", 10, 8, 10, 7, 0)
 
 
-def test_one_sessions_count_is_the_difference_of_the_two_children(tmp_path: Path, monkeypatch) -> None:
-    # a stand-in valgrind: reports 1,000 instructions for the child that only builds clusters and
-    # 1,000 + 450 per counted session for the one that schedules them, as cachegrind prints them
-    fake = tmp_path / "valgrind"
+def _fake_valgrind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stand-in valgrind: 1,000 instructions for the child that only builds clusters and 1,000 +
+    450 per counted session for the one that schedules them (900 per session when the child's
+    PYTHONPATH is another checkout), printed as cachegrind prints them."""
+    fake = tmp_path / "bin" / "valgrind"
+    fake.parent.mkdir()
     fake.write_text(
         f"#!{sys.executable}\n"
         "import os, sys\n"
@@ -48,14 +50,42 @@ def test_one_sessions_count_is_the_difference_of_the_two_children(tmp_path: Path
         "assert os.environ['PYTHONHASHSEED'] == '0'\n"
         "child = args[args.index('--child') + 1:]\n"
         "sessions = int(child[5])\n"
-        "n = 1000 + (450 * sessions if child[6] == 'run' else 0)\n"
+        f"per = 450 if os.environ['PYTHONPATH'] == {str(icount.OWN_ROOT)!r} else 900\n"
+        "n = 1000 + (per * sessions if child[6] == 'run' else 0)\n"
         "sys.stderr.write(f'==7== I   refs:      {n:,}\\n')\n"
     )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_one_sessions_count_is_the_difference_of_the_two_children(tmp_path: Path, monkeypatch) -> None:
+    _fake_valgrind(tmp_path, monkeypatch)
     got = icount.count_session("floor", 10, 8, 10, 7, sessions=3)
     assert got.instructions == 450
     assert "floor: 0 M instructions per session" in got.line()
+
+
+def test_against_another_checkout_writes_both_counts_and_their_ratio(tmp_path: Path, monkeypatch) -> None:
+    _fake_valgrind(tmp_path, monkeypatch)
+    other = tmp_path / "older"
+    (other / "scheduler").mkdir(parents=True)
+    (other / "scheduler" / "__init__.py").write_text("")
+    doc = tmp_path / "performance.md"
+    doc.write_text("# Performance\n\n## Other section\n\nkept\n")
+    argv = ["--kind", "all", "--sessions", "1", "--against", str(other), "--output", str(doc)]
+    assert icount.main(argv) == 0
+    text = doc.read_text()
+    assert "## Other section\n\nkept" in text
+    assert icount.SECTION in text
+    for kind in icount.KINDS:
+        assert f"| {kind} |" in text
+    assert text.count("| x0.50 |") == 3  # 450 against 900 instructions a session
+    assert str(other) not in text  # the other checkout is named by its commit, not its directory
+
+
+def test_a_directory_without_the_package_is_refused() -> None:
+    with pytest.raises(ValueError, match="holds no scheduler package"):
+        icount.count_session("vgpu", 10, 8, 10, 7, 1, root=Path("/"))
 
 
 @pytest.mark.slow

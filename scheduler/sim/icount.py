@@ -108,6 +108,11 @@ def _counted(args: list[str], env: dict[str, str], root: Path) -> int:
             cmd, env={**env, "PYTHONPATH": str(root)}, cwd=root, capture_output=True, text=True, check=False
         )
     if done.returncode != 0:
+        if "VC_SCHEDULER_REQUIRE_NATIVE" in done.stderr:
+            raise RuntimeError(
+                f"{root}: its compiled modules are not built (run `python setup.py build_ext --inplace` "
+                "there), or set VC_SCHEDULER_PURE=1 to count the pure-Python twins on both sides"
+            )
         raise RuntimeError(f"counted child failed ({done.returncode}) in {root}: {done.stderr[-2000:]}")
     return parse_refs(done.stderr)
 
@@ -124,6 +129,9 @@ def count_session(
         raise ValueError(f"{root} holds no scheduler package")
     # set and dict orders follow string hashes: a fixed seed makes the count repeatable
     env = {**os.environ, "PYTHONHASHSEED": "0"}
+    if env.get("VC_SCHEDULER_PURE", "") in ("", "0"):
+        # an unbuilt checkout would count its pure-Python twins, ~1.6x the compiled paths' count
+        env["VC_SCHEDULER_REQUIRE_NATIVE"] = "1"
     base = [kind, str(nodes), str(gpus), str(pods), str(seed), str(sessions)]
     with_runs = _counted([*base, "run"], env, root)
     without = _counted([*base, "norun"], env, root)

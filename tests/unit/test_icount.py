@@ -48,6 +48,8 @@ def _fake_valgrind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         "args = sys.argv[1:]\n"
         "assert args[0] == '--tool=cachegrind', args\n"
         "assert os.environ['PYTHONHASHSEED'] == '0'\n"
+        "if os.environ['PYTHONPATH'].endswith('unbuilt'):\n"
+        "    sys.exit('ImportError: VC_SCHEDULER_REQUIRE_NATIVE is set but the compiled module x is not installed')\n"
         "child = args[args.index('--child') + 1:]\n"
         "sessions = int(child[5])\n"
         f"per = 450 if os.environ['PYTHONPATH'] == {str(icount.OWN_ROOT)!r} else 900\n"
@@ -103,3 +105,12 @@ def test_bench_without_valgrind_says_what_is_missing(monkeypatch, capsys) -> Non
     monkeypatch.setattr(icount.shutil, "which", lambda name: None)
     assert bench_main(["--devices", "--instructions", "--kind", "floor"]) == 2
     assert "valgrind is not on PATH" in capsys.readouterr().err
+
+
+def test_an_unbuilt_checkout_is_named_not_counted_as_pure_python(tmp_path: Path, monkeypatch) -> None:
+    _fake_valgrind(tmp_path, monkeypatch)
+    other = tmp_path / "unbuilt"
+    (other / "scheduler").mkdir(parents=True)
+    (other / "scheduler" / "__init__.py").write_text("")
+    with pytest.raises(RuntimeError, match="compiled modules are not built"):
+        icount.count_session("vgpu", 10, 8, 10, 7, 1, root=other)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import heapq
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -66,9 +66,12 @@ class PriorityQueue(Generic[T]):
         self._heap = [self._key(item) for _, item in self._heap]
 
     def pop(self) -> T:
+        # no typing.cast: it is a Python call per pop (the heap's entries are untyped)
         if self._sort_key is not None:
-            return cast("T", heapq.heappop(self._heap)[1])
-        return cast("T", heapq.heappop(self._heap).obj)
+            item: T = heapq.heappop(self._heap)[1]
+            return item
+        item = heapq.heappop(self._heap).obj
+        return item
 
     def clone(self) -> PriorityQueue[T]:
         """An independent queue with the same elements (the heap order carries over)."""

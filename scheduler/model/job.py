@@ -175,7 +175,11 @@ class JobInfo:
 
     def _own(self) -> None:
         self.tasks = dict(self.tasks)
-        self.task_status_index = {s: dict(d) for s, d in self.task_status_index.items()}
+        # a loop, not a comprehension: no frame of its own (a session owns every job it places)
+        index: dict[TaskStatus, dict[str, TaskInfo]] = {}
+        for s, d in self.task_status_index.items():
+            index[s] = dict(d)
+        self.task_status_index = index
         self._ready = list(self._ready)
         self.allocated = self.allocated.clone()
         self.total_request = self.total_request.clone()

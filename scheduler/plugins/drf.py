@@ -19,24 +19,33 @@ SHARE_DELTA = 1e-6
 def share_of(allocated: Resource, total: Resource) -> float:
     """The dominant share: the largest allocated / total over total's names not under EPSILON
     (cpu, memory, then the scalars, as Resource.items() lists them, each read as Resource.get
-    reads it), read directly at each placement instead of through a generator and get()."""
-    share = _share(allocated.milli_cpu, total.milli_cpu, 0.0)
-    share = _share(allocated.memory, total.memory, share)
+    reads it), read directly at each placement instead of through a generator and get(). The
+    per-name step is written out (not a helper called per name: five calls per placement);
+    a NaN total counts 0 or 1."""
+    share = 0.0
+    t = total.milli_cpu
+    if not t < EPSILON:
+        a = allocated.milli_cpu
+        s = a / t if t > 0 else (0.0 if a == 0 else 1.0)
+        if s > share:
+            share = s
+    t = total.memory
+    if not t < EPSILON:
+        a = allocated.memory
+        s = a / t if t > 0 else (0.0 if a == 0 else 1.0)
+        if s > share:
+            share = s
     if total.scalars:
         mine = allocated.scalars
         for name, t in total.scalars.items():
+            if t < EPSILON:
+                continue
             # a scalar named like a fixed resource reads that resource, as Resource.get does
             a = allocated.get(name) if name in FIXED_NAMES else mine.get(name, 0.0)
-            share = _share(a, t, share)
+            s = a / t if t > 0 else (0.0 if a == 0 else 1.0)
+            if s > share:
+                share = s
     return share
-
-
-def _share(a: float, t: float, share: float) -> float:
-    """share, or a / t when t is not under EPSILON and that is larger (a NaN t counts 0 or 1)."""
-    if t < EPSILON:
-        return share
-    s = a / t if t > 0 else (0.0 if a == 0 else 1.0)
-    return s if s > share else share
 
 
 def _total_key(total: Resource) -> tuple[float, float, float, tuple[tuple[str, float], ...]]:

@@ -54,23 +54,26 @@ def _unlimited_capability(cap: Resource | None, total: Resource) -> Resource:
 
 def share_of(allocated: Resource, deserved: Resource) -> float:
     """The largest allocated / deserved over deserved's names (cpu, memory, then its scalars, as
-    Resource.items() lists them, each read as Resource.get reads it). Asked at every placement:
-    read directly instead of through a generator and a method call per name."""
-    share = _share(allocated.milli_cpu, deserved.milli_cpu, 0.0)
-    share = _share(allocated.memory, deserved.memory, share)
+    Resource.items() lists them, each read as Resource.get reads it; 0 or 1 where nothing is
+    deserved). Asked at every placement: read directly, the per-name step written out instead of
+    a helper called per name."""
+    a, d = allocated.milli_cpu, deserved.milli_cpu
+    share = (0.0 if a == 0 else 1.0) if d <= 0 else a / d
+    if not share > 0.0:
+        share = 0.0  # a NaN or a negative figure leaves the share at 0, as max() from 0 does
+    a, d = allocated.memory, deserved.memory
+    s = (0.0 if a == 0 else 1.0) if d <= 0 else a / d
+    if s > share:
+        share = s
     if deserved.scalars:
         mine = allocated.scalars
         for name, d in deserved.scalars.items():
             # a scalar named like a fixed resource reads that resource, as Resource.get does
             a = allocated.get(name) if name in FIXED_NAMES else mine.get(name, 0.0)
-            share = _share(a, d, share)
+            s = (0.0 if a == 0 else 1.0) if d <= 0 else a / d
+            if s > share:
+                share = s
     return share
-
-
-def _share(a: float, d: float, share: float) -> float:
-    """share, or a / d (0 or 1 when nothing is deserved) when that is larger."""
-    s = (0.0 if a == 0 else 1.0) if d <= 0 else a / d
-    return s if s > share else share
 
 
 def _elastic(job: JobInfo) -> Resource:

@@ -22,13 +22,13 @@ from scheduler.model.objects import ALLOCATED_STATUSES, PodGroupPhase, PodGroupS
 from scheduler.model.snapshot import Snapshot
 
 # the members themselves, not a lookup on the enum class per job at close
-_RUNNING = TaskStatus.RUNNING
-_SUCCEEDED = TaskStatus.SUCCEEDED
-_FAILED = TaskStatus.FAILED
-_BOUND = TaskStatus.BOUND
-_PIPELINED = TaskStatus.PIPELINED
-_ALLOCATED = TaskStatus.ALLOCATED
-_PENDING = TaskStatus.PENDING
+_RUNNING, _SUCCEEDED, _FAILED, _BOUND = (
+    TaskStatus.RUNNING,
+    TaskStatus.SUCCEEDED,
+    TaskStatus.FAILED,
+    TaskStatus.BOUND,
+)
+_PIPELINED, _ALLOCATED, _PENDING = TaskStatus.PIPELINED, TaskStatus.ALLOCATED, TaskStatus.PENDING
 _NONE: dict[str, TaskInfo] = {}
 _NO_TASKS: list[TaskInfo] = []
 

@@ -1096,9 +1096,9 @@ class Session:
         task = mine if mine is not None else self.own(task)
         job = self.jobs[task.job]
         node = self.nodes[task.node_name]
-        node.remove_task(task)
+        old = task.status
         job.update_task_status(task, TaskStatus.BINDING)
-        node.add_task(task)
+        node.restatus(task, old)
         self.decisions.binds.append(task)
         if self.on_dispatch is not None:
             self.on_dispatch(task)

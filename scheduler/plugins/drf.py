@@ -23,20 +23,15 @@ def share_of(allocated: Resource, total: Resource) -> float:
     per-name step is written out (not a helper called per name: five calls per placement);
     a NaN total counts 0 or 1."""
     share = 0.0
-    t = total.milli_cpu
-    if not t < EPSILON:
-        a = allocated.milli_cpu
-        s = a / t if t > 0 else (0.0 if a == 0 else 1.0)
-        if s > share:
-            share = s
-    t = total.memory
-    if not t < EPSILON:
-        a = allocated.memory
-        s = a / t if t > 0 else (0.0 if a == 0 else 1.0)
-        if s > share:
-            share = s
-    if total.scalars:
-        mine = allocated.scalars
+    for a, t in ((allocated.milli_cpu, total.milli_cpu), (allocated.memory, total.memory)):
+        if not t < EPSILON:
+            s = a / t if t > 0 else (0.0 if a == 0 else 1.0)
+            if s > share:
+                share = s
+    mine = allocated.scalars
+    # nothing of any scalar allocated: each one's share is 0, no more than `share` (unless a
+    # scalar is named like a fixed resource, which reads that resource)
+    if total.scalars and (mine or not FIXED_NAMES.isdisjoint(total.scalars)):
         for name, t in total.scalars.items():
             if t < EPSILON:
                 continue
@@ -132,7 +127,12 @@ class DrfPlugin(Plugin):
             return victims, PERMIT
 
         def on_allocate(ev: Event) -> None:
-            a = mine(ev.task.job)
+            # mine() written out: a call less per placement
+            uid = ev.task.job
+            a = allocated.get(uid)
+            if a is not None and uid not in owned:
+                a = allocated[uid] = a.clone()
+                owned.add(uid)
             if a is not None:
                 a.add(ev.task.resreq)
                 shares[ev.task.job] = share_of(a, total)

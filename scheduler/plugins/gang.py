@@ -96,6 +96,14 @@ class GangPlugin(Plugin):
 
     def on_session_close(self, ssn: Session) -> None:
         self.unschedulable_jobs.clear()
+        # one condition for every ready job: conditions are replaced, never changed in place
+        scheduled = Condition(
+            "Scheduled",
+            "True",
+            "tasks in gang are ready to be scheduled",
+            "",
+            transition_id=ssn.uid,
+        )
         for job in ssn.active_jobs():
             if not job.tasks:
                 continue
@@ -113,16 +121,7 @@ class GangPlugin(Plugin):
                     Condition("Unschedulable", "True", NOT_ENOUGH_RESOURCES, msg, transition_id=ssn.uid),
                 )
             else:
-                set_condition(
-                    job,
-                    Condition(
-                        "Scheduled",
-                        "True",
-                        "tasks in gang are ready to be scheduled",
-                        "",
-                        transition_id=ssn.uid,
-                    ),
-                )
+                set_condition(job, scheduled)
 
 
 def _only_releasing(job: JobInfo) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import PERMIT, REJECT, EventHandler, Session
+from scheduler.framework.session import PERMIT, REJECT, Event, EventHandler, Session
 from scheduler.framework.shortfall import explain_sum
 from scheduler.model.job import JobInfo
 from scheduler.model.objects import ALLOCATED_STATUSES, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
@@ -65,8 +65,10 @@ def share_of(allocated: Resource, deserved: Resource) -> float:
     s = (0.0 if a == 0 else 1.0) if d <= 0 else a / d
     if s > share:
         share = s
-    if deserved.scalars:
-        mine = allocated.scalars
+    mine = allocated.scalars
+    # nothing of any scalar allocated: each one's share is 0 (or NaN), never above `share`
+    # (unless a scalar is named like a fixed resource, which reads that resource)
+    if deserved.scalars and (mine or not FIXED_NAMES.isdisjoint(deserved.scalars)):
         for name, d in deserved.scalars.items():
             # a scalar named like a fixed resource reads that resource, as Resource.get does
             a = allocated.get(name) if name in FIXED_NAMES else mine.get(name, 0.0)
@@ -260,18 +262,20 @@ class ProportionPlugin(Plugin):
             if a is not None and job.min_resources is not None:
                 a.inqueue.add(_without_gated(job, job.min_resources))
 
-        def update(task: TaskInfo, sign: int) -> None:
-            job = ssn.jobs.get(task.job)
-            if job is None:
-                return
-            a = attrs.get(job.queue)
-            if a is None:
-                return
-            if sign > 0:
-                a.allocated.add(task.resreq)
-            else:
-                a.allocated.sub(task.resreq)
-            a.share = share_of(a.allocated, a.deserved)
+        # the handlers themselves, not lambdas around a shared one: a call less per placement
+        def on_allocate(ev: Event) -> None:
+            job = ssn.jobs.get(ev.task.job)
+            a = None if job is None else attrs.get(job.queue)
+            if a is not None:
+                a.allocated.add(ev.task.resreq)
+                a.share = share_of(a.allocated, a.deserved)
+
+        def on_deallocate(ev: Event) -> None:
+            job = ssn.jobs.get(ev.task.job)
+            a = None if job is None else attrs.get(job.queue)
+            if a is not None:
+                a.allocated.sub(ev.task.resreq)
+                a.share = share_of(a.allocated, a.deserved)
 
         ssn.add_queue_order_fn(self.name, queue_order)
         ssn.add_overused_fn(self.name, overused)
@@ -280,4 +284,4 @@ class ProportionPlugin(Plugin):
         ssn.add_reclaimable_fn(self.name, reclaimable)
         ssn.add_job_enqueueable_fn(self.name, job_enqueueable)
         ssn.add_job_enqueued_fn(self.name, job_enqueued)
-        ssn.add_event_handler(EventHandler(lambda ev: update(ev.task, 1), lambda ev: update(ev.task, -1)))
+        ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))

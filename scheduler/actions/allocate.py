@@ -90,8 +90,20 @@ def allocate(ssn: Session) -> None:
         ssn, check, check_many=allocate_predicate_many(ssn), check_many_idle=allocate_predicate_many_idle(ssn)
     )
     placer = Placer(ssn, check, {CLUSTER_TOP: cache})
-    while not queues.empty():
-        q = queues.pop()
+    # A queue served goes back into the heap before the next pop. When it is the only queue
+    # left, that push and pop give it back without a comparison: it is kept in hand instead
+    # (one queue serving a backlog of one-pod jobs made both per job).
+    held: QueueInfo | None = None
+    while True:
+        if held is not None and queues.empty():
+            q = held
+        else:
+            if held is not None:
+                queues.push(held)
+            if queues.empty():
+                break
+            q = queues.pop()
+        held = None
         if ssn.overused(q):
             continue
         jobs = jobs_by_queue.get(q.name)
@@ -111,7 +123,7 @@ def allocate(ssn: Session) -> None:
             with contextlib.suppress(Exception):
                 stmt.discard()
             job.fit_error = str(ssn.contain("allocate", f"job {job.key}", exc))
-            queues.push(q)
+            held = q
             continue
         if ready:
             stmt.commit()
@@ -122,7 +134,7 @@ def allocate(ssn: Session) -> None:
                     jobs.push(job)
             elif not task_heaps[job.uid].empty():
                 jobs.push(job)
-        queues.push(q)
+        held = q
     cache.carry_over()
 
 

@@ -21,6 +21,17 @@ from scheduler.model.job import JobInfo
 from scheduler.model.objects import ALLOCATED_STATUSES, PodGroupPhase, PodGroupStatus, TaskInfo, TaskStatus
 from scheduler.model.snapshot import Snapshot
 
+# the members themselves, not a lookup on the enum class per job at close
+_RUNNING, _SUCCEEDED, _FAILED, _BOUND = (
+    TaskStatus.RUNNING,
+    TaskStatus.SUCCEEDED,
+    TaskStatus.FAILED,
+    TaskStatus.BOUND,
+)
+_PIPELINED, _ALLOCATED, _PENDING = TaskStatus.PIPELINED, TaskStatus.ALLOCATED, TaskStatus.PENDING
+_NONE: dict[str, TaskInfo] = {}
+_NO_TASKS: list[TaskInfo] = []
+
 
 @dataclass(slots=True)
 class BindDecision:
@@ -180,7 +191,7 @@ def _new_phase(ssn: Session, job: JobInfo, running: int, succeeded: int, failed:
         c.type == "Unschedulable" and c.status == "True" and c.transition_id == ssn.uid for c in st.conditions
     ):
         return PodGroupPhase.UNKNOWN
-    scheduled = running + job.count(TaskStatus.BOUND) + succeeded + failed
+    scheduled = running + len(job.task_status_index.get(_BOUND, _NONE)) + succeeded + failed
     if TaskStatus.RELEASING in job.task_status_index:
         scheduled += sum(1 for t in job.tasks_in(TaskStatus.RELEASING) if t.node_name)
     # A job with minMember 0 and nothing scheduled stays Pending/Inqueue rather than "Completed".
@@ -248,25 +259,33 @@ def close_session(ssn: Session) -> SessionResult:
     for task, why in ssn.unscheduled:
         if not task.scheduling_gated:
             res.pod_conditions.append(PodCondition(task, "Unschedulable", why))
+    # the counts read from the status buckets directly: this runs for every job a session placed
     for job in ssn.active_jobs():
         st = job.pod_group_status
-        running = job.count(TaskStatus.RUNNING)
-        succeeded = job.count(TaskStatus.SUCCEEDED)
-        failed = job.count(TaskStatus.FAILED)
+        index = job.task_status_index
+        running = len(index.get(_RUNNING, _NONE))
+        succeeded = len(index.get(_SUCCEEDED, _NONE))
+        failed = len(index.get(_FAILED, _NONE))
         st.phase = _new_phase(ssn, job, running, succeeded, failed)
         st.running = running
         st.succeeded = succeeded
         st.failed = failed
         res.podgroup_status[job.uid] = st
-        old = ssn.old_status(job.uid)
-        changed = old is None or not st.same(old)
+        # the status as the cluster has it (Session.old_status of a job of the session)
+        changed = not st.same(job.base_status)
         if changed:
             res.podgroup_changed.add(job.uid)
         if not job.tasks:
             continue
-        for t in job.tasks_in(TaskStatus.PIPELINED):
-            res.pipelined[t.key] = t.node_name
-        unplaced = job.tasks_in(TaskStatus.ALLOCATED, TaskStatus.PENDING, TaskStatus.PIPELINED)
+        pipelined = index.get(_PIPELINED)
+        if pipelined:
+            for t in pipelined.values():
+                res.pipelined[t.key] = t.node_name
+        unplaced = (
+            job.tasks_in(TaskStatus.ALLOCATED, TaskStatus.PENDING, TaskStatus.PIPELINED)
+            if pipelined or _ALLOCATED in index or _PENDING in index
+            else _NO_TASKS
+        )
         job_err = job_fit_error(job) if unplaced else ""
         for t in unplaced:
             if t.scheduling_gated:

@@ -87,7 +87,7 @@ def _account_on_node(node: NodeInfo, task: TaskInfo, req: Resource, status: Task
 
 def _account_in_job(job: JobInfo, task: TaskInfo, req: Resource, status: TaskStatus) -> None:
     """`job.add_task(task)` for a cluster job (not a view) and a task without scalar resources:
-    the same index and totals, the same floats (`_index_add`, `Resource.add` spelled out)."""
+    the same index and totals, the same floats (`_index_move`, `Resource.add` spelled out)."""
     uid = task.uid
     job.tasks[uid] = task
     index = job.task_status_index

@@ -175,7 +175,11 @@ class JobInfo:
 
     def _own(self) -> None:
         self.tasks = dict(self.tasks)
-        self.task_status_index = {s: dict(d) for s, d in self.task_status_index.items()}
+        # a loop, not a comprehension: no frame of its own (a session owns every job it places)
+        index: dict[TaskStatus, dict[str, TaskInfo]] = {}
+        for s, d in self.task_status_index.items():
+            index[s] = dict(d)
+        self.task_status_index = index
         self._ready = list(self._ready)
         self.allocated = self.allocated.clone()
         self.total_request = self.total_request.clone()
@@ -198,7 +202,7 @@ class JobInfo:
         if self._shared:
             self._own()
         self.tasks[task.uid] = task
-        self._index_add(task, task.status)
+        self._index_move(task, None, task.status)
         self.total_request.add(task.resreq)
         if task.status in ALLOCATED_STATUSES:
             self.allocated.add(task.resreq)
@@ -211,7 +215,7 @@ class JobInfo:
         t = self.tasks.pop(task.uid, None)
         if t is None:
             return
-        self._index_remove(t, t.status)
+        self._index_move(t, t.status, None)
         self.total_request.sub(t.resreq)
         if t.status in ALLOCATED_STATUSES:
             self.allocated.sub(t.resreq)
@@ -222,7 +226,7 @@ class JobInfo:
         if self._shared:
             self._own()
         old = task.status
-        self._index_remove(task, old)
+        self._index_move(task, old, status)
         if old in ALLOCATED_STATUSES and status not in ALLOCATED_STATUSES:
             self.allocated.sub(task.resreq)
         elif status in ALLOCATED_STATUSES and old not in ALLOCATED_STATUSES:
@@ -232,31 +236,32 @@ class JobInfo:
         elif status == _PENDING and old != _PENDING:
             self.pending_request.add(task.resreq)
         task.status = status
-        self._index_add(task, status)
 
-    def _index_add(self, task: TaskInfo, status: TaskStatus) -> None:
-        """Put the task in its status bucket, counting it if it was not there."""
-        bucket = self.task_status_index.setdefault(status, {})
-        if task.uid not in bucket:
-            if status in _READY:
-                self._ready[0] += 1
-            elif status == _PENDING and task.best_effort:
-                self._ready[1] += 1
-        bucket[task.uid] = task
-
-    def _index_remove(self, task: TaskInfo, status: TaskStatus) -> None:
-        """Take the task's uid out of the `status` bucket, uncounting what was there."""
-        bucket = self.task_status_index.get(status)
-        if bucket is None:
-            return
-        was = bucket.pop(task.uid, None)
-        if not bucket:
-            del self.task_status_index[status]
-        if was is not None:
-            if status in _READY:
-                self._ready[0] -= 1
-            elif status == _PENDING and was.best_effort:
-                self._ready[1] -= 1
+    def _index_move(self, task: TaskInfo, old: TaskStatus | None, new: TaskStatus | None) -> None:
+        """Take the task's uid out of the `old` bucket and put the task in the `new` one (None:
+        no such bucket), uncounting and counting what was and is there: a status change is one
+        call (two per placement)."""
+        index = self.task_status_index
+        uid = task.uid
+        if old is not None:
+            bucket = index.get(old)
+            if bucket is not None:
+                was = bucket.pop(uid, None)
+                if not bucket:
+                    del index[old]
+                if was is not None:
+                    if old in _READY:
+                        self._ready[0] -= 1
+                    elif old == _PENDING and was.best_effort:
+                        self._ready[1] -= 1
+        if new is not None:
+            bucket = index.setdefault(new, {})
+            if uid not in bucket:
+                if new in _READY:
+                    self._ready[0] += 1
+                elif new == _PENDING and task.best_effort:
+                    self._ready[1] += 1
+            bucket[uid] = task
 
     def with_spec_of(self, other: JobInfo) -> JobInfo:
         """`other` (a freshly converted PodGroup) carrying over this job's tasks."""

@@ -16,6 +16,8 @@ from scheduler.model.resources import Resource
 # a member looked up on the enum class costs an attribute lookup through its metaclass (~0.15 us);
 # add_task and remove_task run for every pod of an initial sync
 _RELEASING, _PIPELINED = TaskStatus.RELEASING, TaskStatus.PIPELINED
+# the statuses a node accounts apart from idle and used
+_SPLIT = (_RELEASING, _PIPELINED)
 
 
 def has_pod_affinity(pod: PodInfo) -> bool:
@@ -233,6 +235,46 @@ class NodeInfo:
                 self.used_ports.pop(p, None)
             else:
                 self.used_ports[p] = n
+
+    def restatus(self, task: TaskInfo, old: TaskStatus) -> None:
+        """What remove_task (the task under status `old`) then add_task (under its status now)
+        leave, for a task whose status the caller has just changed: one call for a commit's
+        Allocated -> Binding. When this view is private, holds this very task, and both statuses
+        take idle and used (neither Releasing nor Pipelined), the two calls' steps are taken
+        here: the same four sums in the same order (so the same floats), the version moved
+        twice, the task's entry (and its ports) moved to the end. Otherwise the two calls."""
+        status = task.status
+        uid = task.uid
+        tasks = self.tasks
+        if self._shared or tasks.get(uid) is not task or old in _SPLIT or status in _SPLIT:
+            task.status = old
+            self.remove_task(task)
+            task.status = status
+            self.add_task(task)
+            return
+        del tasks[uid]
+        tasks[uid] = task
+        self.version += 2
+        affinity = self.affinity_tasks
+        affinity.discard(uid)
+        pod = task.pod
+        if pod.affinity and has_pod_affinity(pod):
+            affinity.add(uid)
+        req = task.resreq
+        self.idle.add(req)
+        self.used.sub(req)
+        self.idle.sub(req)
+        self.used.add(req)
+        if pod.host_ports:
+            ports = self.used_ports
+            for p in pod.host_ports:
+                n = ports.get(p, 0) - 1
+                if n <= 0:
+                    ports.pop(p, None)
+                else:
+                    ports[p] = n
+            for p in pod.host_ports:
+                ports[p] = ports.get(p, 0) + 1
 
     def replace_task(self, old: TaskInfo, new: TaskInfo) -> None:
         """Swap a task object for its session-private copy (same uid and status: no accounting)."""

@@ -35,7 +35,8 @@ class GangPlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         def job_valid(job: JobInfo) -> ValidateResult | None:
-            if not job.check_task_valid():
+            # the role check only for a job that names role minimums (it passes otherwise)
+            if job.task_min_available and not job.check_task_valid():
                 return ValidateResult(
                     False, NOT_ENOUGH_PODS_OF_TASK, "Not enough valid pods of each task for gang-scheduling"
                 )
@@ -69,10 +70,12 @@ class GangPlugin(Plugin):
             return 1 if lr else -1
 
         def job_ready(job: JobInfo) -> bool:
-            return job.check_task_ready() and job.is_ready()
+            return job.is_ready() and (not job.task_min_available or job.check_task_ready())
 
         def job_pipelined(job: JobInfo) -> int:
-            return PERMIT if job.check_task_pipelined() and job.is_pipelined() else REJECT
+            if job.task_min_available and not job.check_task_pipelined():
+                return REJECT
+            return PERMIT if job.is_pipelined() else REJECT
 
         def job_starving(job: JobInfo) -> bool:
             return job.is_starving()
@@ -93,6 +96,14 @@ class GangPlugin(Plugin):
 
     def on_session_close(self, ssn: Session) -> None:
         self.unschedulable_jobs.clear()
+        # one condition for every ready job: conditions are replaced, never changed in place
+        scheduled = Condition(
+            "Scheduled",
+            "True",
+            "tasks in gang are ready to be scheduled",
+            "",
+            transition_id=ssn.uid,
+        )
         for job in ssn.active_jobs():
             if not job.tasks:
                 continue
@@ -110,16 +121,7 @@ class GangPlugin(Plugin):
                     Condition("Unschedulable", "True", NOT_ENOUGH_RESOURCES, msg, transition_id=ssn.uid),
                 )
             else:
-                set_condition(
-                    job,
-                    Condition(
-                        "Scheduled",
-                        "True",
-                        "tasks in gang are ready to be scheduled",
-                        "",
-                        transition_id=ssn.uid,
-                    ),
-                )
+                set_condition(job, scheduled)
 
 
 def _only_releasing(job: JobInfo) -> bool:

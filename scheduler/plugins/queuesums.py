@@ -98,8 +98,9 @@ def _walk(
     sums: dict[str, list[Resource]] = {}
     jobs: dict[str, int] = {}
     parts: dict[str, tuple[str, Part]] | None = {}
+    by_queue = group is queue_of  # the queue read directly: a call less per job
     for uid, job in ssn.jobs.items():
-        q = group(job)
+        q = job.queue if by_queue else group(job)
         s = sums.get(q)
         if s is None:
             s = sums[q] = [Resource() for _ in range(width)]

@@ -293,3 +293,16 @@ def test_a_run_picks_in_place_what_its_gathered_arrays_pick(
     assert _run_pick(twin, values, filled, start, n) == want
     if native is not None:
         assert _run_pick(native, values, filled, start, n) == want
+
+
+@needs_native
+def test_compiled_scans_read_bytes_and_refuse_to_write_them() -> None:
+    """The compiled scans read their arrays through pointers: read-only codes may be bytes (the
+    twin's answers), an array they write must be a bytearray, never a copy written in vain."""
+    codes = bytes([1, 0, 2, 1, 1])
+    assert native.window_stop(codes, 3, 2, 0, 0) == twin.window_stop(codes, 3, 2, 0, 0)
+    assert native.to_ask(codes, 0, 0, 3) == twin.to_ask(codes, 0, 0, 3)
+    with pytest.raises(TypeError):
+        native.forget(codes, [0])
+    with pytest.raises(TypeError):
+        native.top_ties([1.0, 2.0], bytearray([1, 1]))

@@ -515,7 +515,10 @@ class DeviceSharePlugin(Plugin):
     def predicate_many(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[Unfit | None]:
         """predicate() for each node: a plain vGPU request reads every node's answer from one
         whole-table scan; a refusal, an unusable node and any other request ask node by node."""
-        req = self._plain_vgpu(task)
+        # _plain_vgpu's kept answer, without the call
+        req: VgpuRequest | None = self._plain.get(task.uid, _UNASKED)  # type: ignore[assignment]
+        if req is _UNASKED:
+            req = self._plain_vgpu(task)
         if req is None or self._unusable:
             return [self.predicate(task, n) for n in nodes]
         # the session's node objects first: one compiled call finds their positions, brings the
@@ -659,7 +662,9 @@ class DeviceSharePlugin(Plugin):
         if event.restore:
             self._restore(task, node)
             return
-        r = self._shared_requests(task)
+        # the requests the pod's pre-predicate parsed, read without a call (a call per pod and
+        # hook was a measurable share of a one-pod job's device work); a request is never falsy
+        r = self._requests.get(task.uid) or self._shared_requests(task)
         if r is _NO_REQUEST:
             return
         # pre_predicate refuses exactly the requests with an error: asked only then
@@ -668,8 +673,10 @@ class DeviceSharePlugin(Plugin):
             if bad is not None:
                 raise AllocateError(bad.reason)
         try:
-            self._allocate_share(task, node, r.share)
-            self._allocate_vgpu(task, node, r.vgpu)
+            if r.share is not None:
+                self._allocate_share(task, node, r.share)
+            if r.vgpu is not None:
+                self._allocate_vgpu(task, node, r.vgpu)
             for chip, areq in r.ascend:
                 self._allocate_ascend(task, node, chip, areq)
         except AllocateError:
@@ -723,7 +730,8 @@ class DeviceSharePlugin(Plugin):
             use = vgpu.usage_of_segments(segments)
         if use is not None:  # what the session's close would decode from `ids`
             self._usage[task.uid] = (ids, use)
-        now = str(int(self._now()))
+        ssn = self.ssn
+        now = str(int(ssn.now)) if ssn is not None else "0"  # _now(), without the call per pod
         # key by key, in this order (the order the annotations are written in), without a dict per pod
         b = task.bind_annotations
         b[ann.VGPU_NODE] = node.name
@@ -755,7 +763,8 @@ class DeviceSharePlugin(Plugin):
         c = self._scans.kept_card(led, req, self._policy)
         if c < 0:
             return None
-        self._lock(task, node, ann.LOCK_VGPU)
+        if self.args.node_lock:  # _lock does nothing without node locks: not called per pod then
+            self._lock(task, node, ann.LOCK_VGPU)
         return led.charge_one(task.uid, ann.pod_group_key(task.namespace, task.pod.annotations), cs[0], c)
 
     def _allocate_ascend(self, task: TaskInfo, node: NodeInfo, chip: VnpuChip, req: AscendRequest) -> None:

@@ -1099,8 +1099,7 @@ class PlacementCache:
 
     def _ask(self, task: TaskInfo, vals: _NodeValues, idx: list[int]) -> None:
         """Ask the predicate about the nodes at `idx` (in scan order) and keep the answers."""
-        nodes, names = self.nodes, self._node_names()
-        verdicts, codes = vals.verdicts, vals.codes
+        nodes, codes = self.nodes, vals.codes
         first = idx[0] if idx else 0
         end = first + len(idx)
         # a run of positions (a cold shape's window, or one changed node) is sliced at C level:
@@ -1120,6 +1119,7 @@ class PlacementCache:
                 for i in idx:
                     codes[i] = FIT
             return
+        names, verdicts = self._node_names(), vals.verdicts
         for i, r in zip(idx, got, strict=True):
             if r is None:
                 codes[i] = FIT

@@ -11,7 +11,7 @@ from array import array
 from collections.abc import Callable
 from itertools import compress, repeat
 from operator import attrgetter, eq, is_, is_not, or_
-from typing import Any, cast
+from typing import Any
 
 from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.noderows import ResourceRows
@@ -102,6 +102,9 @@ def allocate_predicate_many_idle(ssn: Session) -> NodesPredicateIdle:
         task: TaskInfo, nodes: list[NodeInfo], at: list[int], codes: bytearray, rows: ResourceRows
     ) -> list[Unfit | list[str] | None]:
         short = rows.misfits_idle(task.init_resreq, nodes, at, codes, FIT, REFUSED)
+        if not short:
+            # _after_resources' usual case without its frame (once per ask of a placement cache)
+            return ssn.predicate_many(task, nodes)  # type: ignore[return-value]
         return _after_resources(ssn, task, nodes, short)
 
     return check_many
@@ -113,8 +116,9 @@ def _after_resources(
     """The answers of allocate's predicate given the positions whose FutureIdle is short: their
     resource reasons, and the plugins' answers for the others."""
     if not short:
-        # every node has the room: the plugins answer for all (their list is the answer)
-        return cast("list[Unfit | list[str] | None]", ssn.predicate_many(task, nodes))
+        # every node has the room: the plugins answer for all (their list is the answer; no
+        # typing.cast, a Python call per ask)
+        return ssn.predicate_many(task, nodes)  # type: ignore[return-value]
     out: list[Unfit | list[str] | None] = [None] * len(nodes)
     for i in short:
         out[i] = resource_fit_reasons(task, nodes[i])
@@ -1095,8 +1099,7 @@ class PlacementCache:
 
     def _ask(self, task: TaskInfo, vals: _NodeValues, idx: list[int]) -> None:
         """Ask the predicate about the nodes at `idx` (in scan order) and keep the answers."""
-        nodes, names = self.nodes, self._node_names()
-        verdicts, codes = vals.verdicts, vals.codes
+        nodes, codes = self.nodes, vals.codes
         first = idx[0] if idx else 0
         end = first + len(idx)
         # a run of positions (a cold shape's window, or one changed node) is sliced at C level:
@@ -1116,6 +1119,7 @@ class PlacementCache:
                 for i in idx:
                     codes[i] = FIT
             return
+        names, verdicts = self._node_names(), vals.verdicts
         for i, r in zip(idx, got, strict=True):
             if r is None:
                 codes[i] = FIT
@@ -1199,7 +1203,8 @@ class PlacementCache:
         ):
             picked = self._best_in_run(task, vals, entry, run)
             if picked is not _UNDECIDED:
-                return cast("NodeInfo | None", picked)
+                # not typing.cast: that is a Python call per pod
+                return picked  # type: ignore[return-value]
         order = entry.order
         if (
             order is None

@@ -123,6 +123,7 @@ class _TaskState:
         "affinity",
         "interpod",
         "node_name",
+        "plain",
         "ports",
         "spread",
         "taints",
@@ -150,6 +151,14 @@ class _TaskState:
             cs = constraints_of(pod, DO_NOT_SCHEDULE)
             if cs:
                 self.spread = SpreadState(sp, pod, cs)
+        # only a full node, an unschedulable one or an untolerated taint can refuse this task
+        self.plain = not (
+            self.node_name
+            or self.affinity is not None
+            or self.ports
+            or self.interpod is not None
+            or self.spread is not None
+        )
 
 
 # Session.carry's name for the plain nodes kept from one session to the next
@@ -378,13 +387,7 @@ class PredicatesPlugin(Plugin):
             st = current[0]
             if st is None or st.uid != task.uid:
                 st = prepare(task)
-            if (
-                st.node_name
-                or st.affinity is not None
-                or st.ports
-                or st.interpod is not None
-                or st.spread is not None
-            ):
+            if not st.plain:
                 return [check(st, task, n) for n in nodes]
             if plain.current().issuperset(nodes):
                 # plain_many's usual answer, without its call (once per ask of a placement cache)

@@ -100,6 +100,36 @@ def test_predicate_many_answers_what_predicate_answers_node_by_node() -> None:
     assert any(r is not None for r in many) and any(r is None for r in many)
 
 
+def test_predicate_many_asks_the_later_plugins_only_about_the_nodes_left() -> None:
+    """A plugin after the first refusal (here a third one, with no many form, in the last tier)
+    answers for the nodes no earlier plugin refused, and the answers are predicate's."""
+    ssn = _session()
+    nodes = ssn.node_list
+    refused_first = {nodes[1].name, nodes[2].name}
+    asked_last: list[str] = []
+    tier = next(t for t in ssn._tiered["predicate"] if t)
+    first_name, first_fn = tier[0]
+
+    def first(task: TaskInfo, n: NodeInfo) -> Any:
+        return Unfit("refused first") if n.name in refused_first else first_fn(task, n)
+
+    def last(task: TaskInfo, n: NodeInfo) -> Any:
+        asked_last.append(n.name)
+        return Unfit("refused last") if n.name == nodes[7].name else None
+
+    tier[0] = (first_name, first)
+    ssn._predicate_many.pop(first_name, None)
+    ssn._tiered["predicate"][-1].append(("third", last))
+    task = _pending(ssn)[0]
+    many = _reasons(ssn.predicate_many(task, nodes))
+    ends = (None, "refused first", "refused last")
+    refused_between = {n.name for n, r in zip(nodes, many, strict=True) if r not in ends}
+    assert asked_last and set(asked_last).isdisjoint(refused_first | refused_between)
+    assert many == _reasons([ssn.predicate(task, n) for n in nodes])
+    assert many[1] == many[2] == "refused first"
+    assert many[7] == "refused last" or nodes[7].name in refused_between
+
+
 def test_a_plugin_failure_in_predicate_many_is_contained_and_recorded_as_node_by_node() -> None:
     answers, errors = [], []
     for many in (True, False):

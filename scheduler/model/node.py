@@ -201,8 +201,7 @@ class NodeInfo:
         elif st == _PIPELINED:
             self.pipelined.add(req)
         else:
-            self.idle.sub(req)
-            self.used.add(req)
+            self.idle.pass_on(req, self.used)
         self.tasks[task.uid] = task
         pod = task.pod
         if pod.affinity and has_pod_affinity(pod):

@@ -209,6 +209,23 @@ class Resource:
                 s[k] = s.get(k, 0.0) - theirs[k]
         return self
 
+    def pass_on(self, req: Resource, to: Resource) -> None:
+        """self.sub(req) then to.add(req) in one pass over req (a request moving from idle to
+        used, from pending to allocated): each dimension gets the same float steps."""
+        self.milli_cpu -= req.milli_cpu
+        self.memory -= req.memory
+        self.pods -= req.pods
+        to.milli_cpu += req.milli_cpu
+        to.memory += req.memory
+        to.pods += req.pods
+        theirs = req.scalars
+        if theirs:
+            mine, dest = self.scalars, to.scalars
+            for k in theirs:
+                v = theirs[k]
+                mine[k] = mine.get(k, 0.0) - v
+                dest[k] = dest.get(k, 0.0) + v
+
     def sub_add(self, old: Resource, new: Resource) -> Resource:
         """self.sub(old).add(new) in one pass: each dimension gets the same two float steps in
         the same order, and scalars new to self are inserted in the order the two calls would

@@ -136,3 +136,11 @@ def test_a_request_put_back_is_not_assumed_to_cancel_out() -> None:
         {"a.io/x": 0.1 + 0.2 - 0.2, "b.io/y": 0.0},
     )
     assert r.milli_cpu != 0.1
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_resources(), _resources(), _resources())
+def test_pass_on_leaves_what_sub_then_add_leave(source: Resource, to: Resource, req: Resource) -> None:
+    s, t = source.clone(), to.clone()
+    s.pass_on(req, t)
+    assert (_bits(s), _bits(t)) == (_bits(source.clone().sub(req)), _bits(to.clone().add(req)))

@@ -227,6 +227,11 @@ class JobInfo:
             self._own()
         old = task.status
         self._index_move(task, old, status)
+        if old == _PENDING and status in ALLOCATED_STATUSES:
+            # a placement: allocated.add and pending_request.sub (separate sums) in one pass
+            self.pending_request.pass_on(task.resreq, self.allocated)
+            task.status = status
+            return
         if old in ALLOCATED_STATUSES and status not in ALLOCATED_STATUSES:
             self.allocated.sub(task.resreq)
         elif status in ALLOCATED_STATUSES and old not in ALLOCATED_STATUSES:

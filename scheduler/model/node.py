@@ -201,8 +201,7 @@ class NodeInfo:
         elif st == _PIPELINED:
             self.pipelined.add(req)
         else:
-            self.idle.sub(req)
-            self.used.add(req)
+            self.idle.pass_on(req, self.used)
         self.tasks[task.uid] = task
         pod = task.pod
         if pod.affinity and has_pod_affinity(pod):
@@ -241,7 +240,7 @@ class NodeInfo:
         leave, for a task whose status the caller has just changed: one call for a commit's
         Allocated -> Binding. When this view is private, holds this very task, and both statuses
         take idle and used (neither Releasing nor Pipelined), the two calls' steps are taken
-        here: the same four sums in the same order (so the same floats), the version moved
+        here: the same four sums per dimension in the same order (so the same floats), the version moved
         twice, the task's entry (and its ports) moved to the end. Otherwise the two calls."""
         status = task.status
         uid = task.uid
@@ -261,10 +260,9 @@ class NodeInfo:
         if pod.affinity and has_pod_affinity(pod):
             affinity.add(uid)
         req = task.resreq
-        self.idle.add(req)
-        self.used.sub(req)
-        self.idle.sub(req)
-        self.used.add(req)
+        # idle.add(req) then .sub(req), used.sub(req) then .add(req): a pass each, same floats
+        self.idle.add_sub(req, req)
+        self.used.sub_add(req, req)
         if pod.host_ports:
             ports = self.used_ports
             for p in pod.host_ports:

@@ -189,10 +189,12 @@ class Resource:
         self.milli_cpu += other.milli_cpu
         self.memory += other.memory
         self.pods += other.pods
-        if other.scalars:
+        theirs = other.scalars
+        if theirs:
             s = self.scalars
-            for k, v in other.scalars.items():
-                s[k] = s.get(k, 0.0) + v
+            # keys, not items(): a pair less per scalar (the same sums, in the same order)
+            for k in theirs:
+                s[k] = s.get(k, 0.0) + theirs[k]
         return self
 
     def sub(self, other: Resource) -> Resource:
@@ -200,10 +202,62 @@ class Resource:
         self.milli_cpu -= other.milli_cpu
         self.memory -= other.memory
         self.pods -= other.pods
-        if other.scalars:
+        theirs = other.scalars
+        if theirs:
             s = self.scalars
-            for k, v in other.scalars.items():
-                s[k] = s.get(k, 0.0) - v
+            for k in theirs:
+                s[k] = s.get(k, 0.0) - theirs[k]
+        return self
+
+    def pass_on(self, req: Resource, to: Resource) -> None:
+        """self.sub(req) then to.add(req) in one pass over req (a request moving from idle to
+        used, from pending to allocated): each dimension gets the same float steps."""
+        self.milli_cpu -= req.milli_cpu
+        self.memory -= req.memory
+        self.pods -= req.pods
+        to.milli_cpu += req.milli_cpu
+        to.memory += req.memory
+        to.pods += req.pods
+        theirs = req.scalars
+        if theirs:
+            mine, dest = self.scalars, to.scalars
+            for k in theirs:
+                v = theirs[k]
+                mine[k] = mine.get(k, 0.0) - v
+                dest[k] = dest.get(k, 0.0) + v
+
+    def sub_add(self, old: Resource, new: Resource) -> Resource:
+        """self.sub(old).add(new) in one pass: each dimension gets the same two float steps in
+        the same order, and scalars new to self are inserted in the order the two calls would
+        insert them (a task's request swapped for another, or put back as it was)."""
+        self.milli_cpu = (self.milli_cpu - old.milli_cpu) + new.milli_cpu
+        self.memory = (self.memory - old.memory) + new.memory
+        self.pods = (self.pods - old.pods) + new.pods
+        s, gone, came = self.scalars, old.scalars, new.scalars
+        for k in gone:
+            s[k] = s.get(k, 0.0) - gone[k]
+            if k in came:
+                s[k] += came[k]
+        if came is not gone:
+            for k in came:
+                if k not in gone:
+                    s[k] = s.get(k, 0.0) + came[k]
+        return self
+
+    def add_sub(self, new: Resource, old: Resource) -> Resource:
+        """self.add(new).sub(old) in one pass, as sub_add does it."""
+        self.milli_cpu = (self.milli_cpu + new.milli_cpu) - old.milli_cpu
+        self.memory = (self.memory + new.memory) - old.memory
+        self.pods = (self.pods + new.pods) - old.pods
+        s, came, gone = self.scalars, new.scalars, old.scalars
+        for k in came:
+            s[k] = s.get(k, 0.0) + came[k]
+            if k in gone:
+                s[k] -= gone[k]
+        if came is not gone:
+            for k in gone:
+                if k not in came:
+                    s[k] = s.get(k, 0.0) - gone[k]
         return self
 
     def multi(self, ratio: float) -> Resource:

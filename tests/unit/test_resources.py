@@ -102,3 +102,45 @@ def test_plus_less_equal_with_dimension_is_the_copy_add_and_compare(
     assert allocated.plus_less_equal_with_dimension(req, limit) is expected
     # and nothing is written (repr: a NaN equals itself there)
     assert repr((allocated.milli_cpu, allocated.memory, allocated.pods, allocated.scalars)) == before
+
+
+def _bits(r: Resource) -> str:
+    """Every value's type and exact bits (hex tells -0.0 from 0.0 and shows NaN), scalars in order."""
+
+    def b(v: float) -> str:
+        return f"{type(v).__name__}:{float(v).hex()}"
+
+    return repr((b(r.milli_cpu), b(r.memory), b(r.pods), [(k, b(v)) for k, v in r.scalars.items()]))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_resources(), _resources(), _resources())
+def test_sub_add_and_add_sub_leave_what_the_two_calls_leave(
+    base: Resource, old: Resource, new: Resource
+) -> None:
+    assert _bits(base.clone().sub_add(old, new)) == _bits(base.clone().sub(old).add(new))
+    assert _bits(base.clone().add_sub(new, old)) == _bits(base.clone().add(new).sub(old))
+    # the same request taken off and put back (a commit's status change on a node)
+    assert _bits(base.clone().sub_add(old, old)) == _bits(base.clone().sub(old).add(old))
+    assert _bits(base.clone().add_sub(old, old)) == _bits(base.clone().add(old).sub(old))
+
+
+def test_a_request_put_back_is_not_assumed_to_cancel_out() -> None:
+    # 0.1 + 0.2 - 0.2 is not 0.1 in floats: the one-pass forms take both steps
+    r = Resource(0.1, 0.1, {"a.io/x": 0.1})
+    step = Resource(0.2, 0.2, {"a.io/x": 0.2, "b.io/y": -0.0})
+    r.add_sub(step, step)
+    assert (r.milli_cpu, r.memory, r.scalars) == (
+        0.1 + 0.2 - 0.2,
+        0.1 + 0.2 - 0.2,
+        {"a.io/x": 0.1 + 0.2 - 0.2, "b.io/y": 0.0},
+    )
+    assert r.milli_cpu != 0.1
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_resources(), _resources(), _resources())
+def test_pass_on_leaves_what_sub_then_add_leave(source: Resource, to: Resource, req: Resource) -> None:
+    s, t = source.clone(), to.clone()
+    s.pass_on(req, t)
+    assert (_bits(s), _bits(t)) == (_bits(source.clone().sub(req)), _bits(to.clone().add(req)))

@@ -231,7 +231,7 @@ class DeviceSharePlugin(Plugin):
                 real = task.resreq.clone()
                 real.scalars[cfg.memory_name] = mem * 1000.0
                 real.scalars[cfg.cores_name] = cores * 1000.0
-                job.allocated.sub(task.resreq).add(real)
+                job.allocated.sub_add(task.resreq, real)
                 task.resreq = real
 
     def _build_share(self, node: NodeInfo) -> None:

@@ -33,6 +33,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,7 +187,8 @@ def render_markdown(
         "in machine instructions under valgrind: the difference of two runs, one building the clusters only, "
         "divided by the counted sessions. The count does not depend on the host's speed (the hash seed is "
         "fixed), so it compares commits measured on different days; it does not weigh cache misses, so a "
-        "change that saves instructions but touches more memory can still be slower in seconds.",
+        "change that saves instructions but touches more memory can still be slower in seconds "
+        f"(counted {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC).",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),

@@ -390,7 +390,8 @@ class PredicatesPlugin(Plugin):
             if not st.plain:
                 return [check(st, task, n) for n in nodes]
             if plain.current().issuperset(nodes):
-                # plain_many's usual answer, without its call (once per ask of a placement cache)
+                # the usual case: every node a known plain one, none of them read (once per ask
+                # of a placement cache)
                 return [None] * len(nodes)
             return plain_many(st, task, nodes)
 
@@ -400,9 +401,8 @@ class PredicatesPlugin(Plugin):
             # A task without node name, affinity, ports, inter-pod or spread terms can only be
             # refused by a full node, an unschedulable one or an untolerated taint: a node with
             # none of these passes without check()'s call, the others take check() itself.
+            # (predicate_many has answered when every node is a known plain one.)
             out: list[Unfit | None] = [None] * len(nodes)
-            if plain.current().issuperset(nodes):
-                return out  # the usual case: every node a known plain one, none of them read
             taints = st.taints
             # without evictions in the session a node's pod count is its task count (pod_count)
             count = sp.pod_count if sp.evicted_count else None

@@ -846,15 +846,16 @@ class PlacementCache:
         splits = self.splits
         assert splits is not None
         b = self.ssn.node_order_score(task, node)
-        if len(splits) == 1:  # nodeorder's alone, the default
-            per: tuple[int, ...] = (splits[0].per_node(task, node),)
-        else:
-            per = tuple(sp.per_node(task, node) for sp in splits)
         sc = vals.sc
         name = node.name
-        if sc.keep_parts:
-            sc.parts[name] = (b, per)
-        v = _combine(b, per, None, name)
+        if len(splits) == 1 and not sc.keep_parts:
+            # nodeorder's alone, the default: what _combine adds, base + (0.0 + part), inline
+            v = b + (0.0 + splits[0].per_node(task, node))
+        else:
+            per = tuple(sp.per_node(task, node) for sp in splits)
+            if sc.keep_parts:
+                sc.parts[name] = (b, per)
+            v = _combine(b, per, None, name)
         i = self._index.get(name)
         if i is not None:  # as _keep_scores keeps it
             final, known = self._score_arrays(sc)
@@ -1129,10 +1130,12 @@ class PlacementCache:
 
     def _refresh(self, task: TaskInfo, entry: _Entry) -> None:
         log = self.ssn.node_changes
-        if entry.seq == len(log):
+        end = len(log)
+        if entry.seq == end:
             return
-        changed = set(log[entry.seq :])
-        entry.seq = len(log)
+        # a gang's next pod: the one node its last pod went to, without a set of one name
+        changed = (log[-1],) if end - entry.seq == 1 else set(log[entry.seq :])
+        entry.seq = end
         vals = self._fresh(entry.values, task)
         nodes = self.ssn.nodes
         for name in changed:

@@ -20,6 +20,8 @@ resource scores need no normalisation and are computed in the same pass.
 
 from __future__ import annotations
 
+from typing import Any
+
 from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import BatchScoreSplit, Session
@@ -79,6 +81,10 @@ class NodeOrderPlugin(Plugin):
         self.weights = {key: arguments.get_int(key, default) for key, default in DEFAULT_WEIGHTS.items()}
         self.taint_constant = False
         self._memo = CpuMemoryMemo()
+        # per_nodes' plan for the last request seen (the request object, its weights, the
+        # fallback computation and the scores implementation): a gang's pods share one interned
+        # request, and the plan was rebuilt for every node a placement changed
+        self._plan: tuple[Resource, tuple[int, int, int, int], Any, Any] | None = None
 
     def on_session_open(self, ssn: Session) -> None:
         w = self.weights
@@ -87,6 +93,7 @@ class NodeOrderPlugin(Plugin):
         if not active:
             return
         sp = session_pods(ssn)
+        self._plan = None  # the weights read the session's taints
         # Without any taint in the cluster every node's TaintToleration raw score is 0, which
         # normalises (reversed) to 100 on every node whatever the candidates: a per-node constant.
         self.taint_constant = not ssn.any_node_taints()
@@ -121,17 +128,24 @@ class NodeOrderPlugin(Plugin):
     def per_node(self, task: TaskInfo, node: NodeInfo) -> int:
         """The scores that need no normalisation: they depend on the task and this node only,
         and, unless the task asks for whole GPUs, on their cpu and memory only."""
-        if task.resreq.scalars.get(GPU, 0.0) != 0:
-            return self._per_node(task, node)
         # the same memo slot and score as per_nodes gives (the compiled scores, see below)
         return self.per_nodes(task, [node])[0]
 
     def per_nodes(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[int]:
         """per_node for each node, in order: the task's weights read once, and each node's score
         computed (or found in the memo) without a chain of calls per node."""
-        if task.resreq.scalars.get(GPU, 0.0) != 0:
-            return [self._per_node(task, n) for n in nodes]
         req = task.resreq
+        plan = self._plan
+        if plan is None or plan[0] is not req:
+            if req.scalars.get(GPU, 0.0) != 0:
+                return [self._per_node(task, n) for n in nodes]
+            plan = self._plan = self._plan_for(req)
+        _, (wl, wm, wb, taint), compute, impl = plan
+        return impl.scores(self._memo.slots, nodes, req.milli_cpu, req.memory, wl, wm, wb, taint, compute)  # type: ignore[no-any-return]
+
+    def _plan_for(self, req: Resource) -> tuple[Resource, tuple[int, int, int, int], Any, Any]:
+        """per_nodes' weights, fallback computation and scores implementation for a request
+        without GPU (the request kept in the plan: it is recognised by identity)."""
         weights = self._task_weights(req)
         wl, wm, wb, taint = weights
         if wl or wm or wb:
@@ -145,7 +159,7 @@ class NodeOrderPlugin(Plugin):
             def compute(node: NodeInfo) -> int:
                 return taint
 
-        return self._memo.cpu_memory_scores(req, nodes, weights, compute)
+        return req, weights, compute, self._memo.implementation(weights)
 
     def _task_weights(self, req: Resource) -> tuple[int, int, int, int]:
         """The least/most-requested and balanced weights for this request, and the per-node

@@ -130,12 +130,21 @@ class CpuMemoryMemo:
         weights and the constant that `compute` applies, so that the compiled twin
         (cpumemscore_impl) can compute the same integers without calling it."""
         wl, wm, wb, taint = weights
-        b = _WEIGHT_BOUND
-        # compared one by one, not all() over a generator: asked once per pod (a gang's next pod
-        # scores the node its last pod went to), where the generator cost ~1 us
-        in_bound = -b < wl < b and -b < wm < b and -b < wb < b and -b < taint < b
-        impl = scores_impl if in_bound else python_scores
+        impl = self.implementation(weights)
         return impl.scores(self._slots, nodes, req.milli_cpu, req.memory, wl, wm, wb, taint, compute)  # type: ignore[no-any-return]
+
+    @property
+    def slots(self) -> dict[str, tuple[Resource, tuple[float, float, float, float], Any]]:
+        """The memo's slots, for a caller that calls `implementation(weights).scores` itself."""
+        return self._slots
+
+    @staticmethod
+    def implementation(weights: tuple[int, int, int, int]) -> Any:
+        """The scores module for these weights: the compiled one when they are in its bound."""
+        wl, wm, wb, taint = weights
+        b = _WEIGHT_BOUND
+        in_bound = -b < wl < b and -b < wm < b and -b < wb < b and -b < taint < b
+        return scores_impl if in_bound else python_scores
 
 
 # weights beyond this are left to the Python twin (the compiled one multiplies in 64-bit integers)

@@ -315,3 +315,25 @@ def test_score_shape_is_cpu_and_memory_unless_the_task_asks_whole_gpus() -> None
     plain = tasks["plain"].resreq
     assert ssn.score_shape(tasks["plain"]) == ((plain.milli_cpu, plain.memory),)
     assert ssn.score_shape(tasks["gpu"]) is None  # the GPU joins the balanced fractions
+
+
+def test_per_node_scores_follow_the_request_when_tasks_alternate() -> None:
+    # per_nodes keeps a plan (weights, scorer) for the last request object it met: tasks asked in
+    # turn, a whole-GPU one among them, must each get their own request's score
+    w = World()
+    w.node("a", cpu=8, mem_gi=16, scalars={"nvidia.com/gpu": 4000})
+    w.node("b", cpu=4, mem_gi=32, scalars={"nvidia.com/gpu": 4000})
+    w.pod("old", on="a", cpu=3, mem_gi=2)
+    w.pod("small", cpu=1, mem_gi=1)
+    w.pod("large", cpu=3, mem_gi=12)
+    w.pod("gpu", cpu=1, mem_gi=1, scalars={"nvidia.com/gpu": 2000})
+    ssn = w.session(tier("nodeorder"))
+    plugin = ssn.plugins["nodeorder"]
+    assert isinstance(plugin, NodeOrderPlugin)
+    tasks = {t.name: t for t in ssn.jobs["ns"].tasks.values()}
+    want = {(t, n.name): plugin._per_node(tasks[t], n) for t in tasks for n in ssn.node_list}
+    assert want[("small", "a")] != want[("large", "a")] != want[("gpu", "a")]
+    for name in ["small", "large", "gpu", "small", "gpu", "large", "large", "old"]:
+        for n in ssn.node_list:
+            assert plugin.per_node(tasks[name], n) == want[(name, n.name)], (name, n.name)
+        assert plugin.per_nodes(tasks[name], ssn.node_list) == [want[(name, n.name)] for n in ssn.node_list]

@@ -2,7 +2,9 @@
 
 The cluster keeps one live NodeInfo per node, updated as pods come and go. A session gets a
 copy-on-write view: it shares the task map and the resource totals until the session places or
-evicts something there, so opening a session on 5,000 nodes copies almost nothing.
+evicts something there, so opening a session on 5,000 nodes copies almost nothing. Even then
+it copies only what a plain placement changes (the task map, idle and used); the affinity set,
+the host ports and the releasing and pipelined totals follow when a task needs them.
 """
 
 from __future__ import annotations

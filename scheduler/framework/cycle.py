@@ -29,6 +29,7 @@ _RUNNING, _SUCCEEDED, _FAILED, _BOUND = (
     TaskStatus.BOUND,
 )
 _PIPELINED, _ALLOCATED, _PENDING = TaskStatus.PIPELINED, TaskStatus.ALLOCATED, TaskStatus.PENDING
+_RELEASING = TaskStatus.RELEASING
 _NONE: dict[str, TaskInfo] = {}
 _NO_TASKS: list[TaskInfo] = []
 
@@ -187,13 +188,20 @@ def _new_phase(ssn: Session, job: JobInfo, running: int, succeeded: int, failed:
     """The job's phase from its task counts (its Running, Succeeded and Failed counts are the
     caller's, which writes them to the status too: counted once per job at close)."""
     st = job.pod_group_status
-    if running > 0 and any(
-        c.type == "Unschedulable" and c.status == "True" and c.transition_id == ssn.uid for c in st.conditions
+    # most statuses carry no condition: no generator is made for them
+    if (
+        running > 0
+        and st.conditions
+        and any(
+            c.type == "Unschedulable" and c.status == "True" and c.transition_id == ssn.uid
+            for c in st.conditions
+        )
     ):
         return PodGroupPhase.UNKNOWN
-    scheduled = running + len(job.task_status_index.get(_BOUND, _NONE)) + succeeded + failed
-    if TaskStatus.RELEASING in job.task_status_index:
-        scheduled += sum(1 for t in job.tasks_in(TaskStatus.RELEASING) if t.node_name)
+    index = job.task_status_index
+    scheduled = running + len(index.get(_BOUND, _NONE)) + succeeded + failed
+    if _RELEASING in index:
+        scheduled += sum(1 for t in job.tasks_in(_RELEASING) if t.node_name)
     # A job with minMember 0 and nothing scheduled stays Pending/Inqueue rather than "Completed".
     if scheduled >= job.min_available and scheduled > 0:
         if scheduled == succeeded + failed:

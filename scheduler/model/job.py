@@ -182,11 +182,18 @@ class JobInfo:
         self.task_status_index = index
         self._ready = list(self._ready)
         self.allocated = self.allocated.clone()
-        self.total_request = self.total_request.clone()
+        # total_request stays the origin's: a status change leaves it as it is, and add_task and
+        # delete_task copy it first (`_own_total`)
         self.pending_request = self.pending_request.clone()
         self._shared = False
         if self._touched is not None:
             self._touched.add(self.uid)
+
+    def _own_total(self) -> None:
+        """Copy the total request while it is still the origin's (a view that `_own` left it to)."""
+        origin = self._origin
+        if origin is not None and self.total_request is origin.total_request:
+            self.total_request = self.total_request.clone()
 
     def replace_task(self, old: TaskInfo, new: TaskInfo) -> None:
         """Swap a task object for its session-private copy (same uid, same status)."""
@@ -201,6 +208,7 @@ class JobInfo:
     def add_task(self, task: TaskInfo) -> None:
         if self._shared:
             self._own()
+        self._own_total()
         self.tasks[task.uid] = task
         self._index_move(task, None, task.status)
         self.total_request.add(task.resreq)
@@ -215,6 +223,7 @@ class JobInfo:
         t = self.tasks.pop(task.uid, None)
         if t is None:
             return
+        self._own_total()
         self._index_move(t, t.status, None)
         self.total_request.sub(t.resreq)
         if t.status in ALLOCATED_STATUSES:

@@ -2,7 +2,9 @@
 
 The cluster keeps one live NodeInfo per node, updated as pods come and go. A session gets a
 copy-on-write view: it shares the task map and the resource totals until the session places or
-evicts something there, so opening a session on 5,000 nodes copies almost nothing.
+evicts something there, so opening a session on 5,000 nodes copies almost nothing. Even then
+it copies only what a plain placement changes (the task map, idle and used); the affinity set,
+the host ports and the releasing and pipelined totals follow when a task needs them.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class NodeInfo:
     views_owned = 0
 
     __slots__ = (
+        "_lent",
         "_origin",
         "_shared",
         "_touched",
@@ -92,6 +95,8 @@ class NodeInfo:
         self.devices: dict[str, Any] = {}
         self.raw_capacity: dict[str, Any] = {}
         self._shared = False
+        # affinity_tasks, used_ports, releasing and pipelined still the origin's (see `_own`)
+        self._lent = False
         # the cluster's node this is a session view of (None: not a view)
         self._origin: NodeInfo | None = None
         # a view's note to the cluster that its session changed it (see `session_view`)
@@ -122,6 +127,7 @@ class NodeInfo:
         n.devices = {}
         n.raw_capacity = self.raw_capacity
         n._shared = True
+        n._lent = False
         n._origin = self
         n._touched = touched
         n.version = 0
@@ -169,18 +175,28 @@ class NodeInfo:
             self._touched.add(self.name)
 
     def _own(self) -> None:
+        """Make the view private for a change. The task map, idle and used change with every
+        task, so they are copied now; the affinity set, the port counts and the releasing and
+        pipelined totals change only for a task that has an affinity term, host ports or one of
+        those two statuses (few of a burst's placements), so they stay the origin's until
+        `_own_rest` copies them before such a change."""
         NodeInfo.views_owned += 1
         if self._touched is not None:
             self._touched.add(self.name)
         self.version += 1
         self.tasks = dict(self.tasks)
-        self.affinity_tasks = set(self.affinity_tasks)
-        self.used_ports = dict(self.used_ports)
         self.idle = self.idle.clone()
         self.used = self.used.clone()
+        self._shared = False
+        self._lent = True
+
+    def _own_rest(self) -> None:
+        """Copy what `_own` left shared with the origin, before it changes."""
+        self.affinity_tasks = set(self.affinity_tasks)
+        self.used_ports = dict(self.used_ports)
         self.releasing = self.releasing.clone()
         self.pipelined = self.pipelined.clone()
-        self._shared = False
+        self._lent = False
 
     def future_idle(self) -> Resource:
         return self.idle.clone().add(self.releasing).sub(self.pipelined)
@@ -194,6 +210,9 @@ class NodeInfo:
         self.version += 1
         req = task.resreq
         st = task.status
+        pod = task.pod
+        if self._lent and (st in _SPLIT or pod.host_ports or (pod.affinity and has_pod_affinity(pod))):
+            self._own_rest()
         if st == _RELEASING:
             self.idle.sub(req)
             self.releasing.add(req)
@@ -203,7 +222,6 @@ class NodeInfo:
         else:
             self.idle.pass_on(req, self.used)
         self.tasks[task.uid] = task
-        pod = task.pod
         if pod.affinity and has_pod_affinity(pod):
             self.affinity_tasks.add(task.uid)
         for p in pod.host_ports:
@@ -216,9 +234,11 @@ class NodeInfo:
         if t is None:
             return
         self.version += 1
-        self.affinity_tasks.discard(t.uid)
         req = t.resreq
         st = t.status
+        if self._lent and (st in _SPLIT or t.pod.host_ports or t.uid in self.affinity_tasks):
+            self._own_rest()
+        self.affinity_tasks.discard(t.uid)
         if st == _RELEASING:
             self.idle.add(req)
             self.releasing.sub(req)
@@ -254,9 +274,13 @@ class NodeInfo:
         del tasks[uid]
         tasks[uid] = task
         self.version += 2
+        pod = task.pod
+        if self._lent and (
+            pod.host_ports or uid in self.affinity_tasks or (pod.affinity and has_pod_affinity(pod))
+        ):
+            self._own_rest()
         affinity = self.affinity_tasks
         affinity.discard(uid)
-        pod = task.pod
         if pod.affinity and has_pod_affinity(pod):
             affinity.add(uid)
         req = task.resreq

@@ -162,7 +162,9 @@ class Resource:
         r = Resource.__new__(Resource)
         r.milli_cpu = self.milli_cpu
         r.memory = self.memory
-        r.scalars = dict(self.scalars)
+        # most resources carry no scalar: a literal is cheaper than copying an empty dict
+        scalars = self.scalars
+        r.scalars = scalars.copy() if scalars else {}
         r.pods = self.pods
         return r
 

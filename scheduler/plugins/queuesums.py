@@ -108,7 +108,13 @@ def _walk(
         jobs[q] += 1
         part = part_of(job)
         for i, r in part:
-            s[i].add(r)
+            if r.scalars:
+                s[i].add(r)
+            else:  # Resource.add without a scalar, written out: the same three sums
+                t = s[i]
+                t.milli_cpu += r.milli_cpu
+                t.memory += r.memory
+                t.pods += r.pods
         if parts is not None:
             if _exact(part):
                 parts[uid] = (q, _own(part))

@@ -13,7 +13,7 @@ Unlike upstream, Allocate/Release run from this plugin rather than from `predica
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import attrgetter
 
 from scheduler.framework.arguments import Arguments
@@ -41,6 +41,7 @@ from scheduler.plugins.deviceshare.locks import HeldLocks
 from scheduler.plugins.deviceshare.requests import (
     AscendRequest,
     GpuShareRequest,
+    VgpuContainerRequest,
     VgpuRequest,
     ascend_request,
     gpushare_request,
@@ -60,6 +61,10 @@ _TEMPLATES_LIMIT = 4096
 _NO_ANNOTATIONS: dict[str, str] = {}
 
 
+# a request's answer not worked out yet
+_UNASKED = object()
+
+
 @dataclass(slots=True)
 class PodDeviceRequests:
     """What one pod asks of each kind; errors are reasons for an impossible request."""
@@ -72,6 +77,8 @@ class PodDeviceRequests:
     # HAMi Ascend: one request per chip kind the pod asks for, in configuration order
     ascend: tuple[tuple[VnpuChip, AscendRequest], ...] = ()
     ascend_error: str = ""
+    # the container of a pod asking nothing but one vGPU card (see one_card_of), worked out once
+    one_card: VgpuContainerRequest | object | None = field(default=_UNASKED, compare=False, repr=False)
 
     @property
     def uses_any(self) -> bool:
@@ -87,7 +94,26 @@ class PodDeviceRequests:
 
 
 _NO_REQUEST = PodDeviceRequests()
-_UNASKED = object()
+
+
+def one_card_of(r: PodDeviceRequests) -> VgpuContainerRequest | None:
+    """The vGPU container request of a pod whose one container asks one vGPU card, with no
+    required mode and nothing else of any device kind (no error either); None for any other."""
+    req = r.vgpu
+    if (
+        req is None
+        or req.mode
+        or req.n_containers != 1
+        or len(req.containers) != 1
+        or r.share is not None
+        or r.ascend
+        or r.share_error
+        or r.vgpu_error
+        or r.ascend_error
+    ):
+        return None
+    cr = req.containers[0]
+    return cr if cr.nums == 1 and cr.index == 0 else None
 
 
 def _share_memory(pod: PodInfo) -> int:
@@ -159,6 +185,9 @@ class DeviceSharePlugin(Plugin):
         self._vgpu_at: dict[str, int] = {}
         # the same positions by the session's node objects (NodeInfo hashes by identity)
         self._vgpu_at_node: dict[NodeInfo, int] = {}
+        # no exclusivity rule and no node locks: a one-card pod's commit may take the kept card
+        # and charge it in one call (on_allocate)
+        self._one_call_commit = False
 
     @classmethod
     def validate(cls, arguments: Arguments) -> list[str]:
@@ -183,6 +212,9 @@ class DeviceSharePlugin(Plugin):
             )
         share = a.gpu_sharing or a.gpu_number
         chips = self.config.vnpus if a.ascend_hami else ()
+        # filled as the vGPU ledgers are built (_build_vgpu)
+        self._vgpu_at = {}
+        self._vgpu_at_node = {}
         for node in ssn.node_list:
             try:
                 if share and ann.GPU_NUMBER in node.raw_capacity:
@@ -196,17 +228,13 @@ class DeviceSharePlugin(Plugin):
                 for kind in (gpushare.KIND, vgpu.KIND, *(c.common_word for c in chips)):
                     node.devices.pop(kind, None)
                     self._unusable.setdefault(node.name, {})[kind] = "internal error reading its devices"
+                self._vgpu_at.pop(node.name, None)
+                self._vgpu_at_node.pop(node, None)
                 ssn.contain(self.name, f"node {node.name}", exc)
-        table = self.table
-        self._vgpu_at = {
-            n.name: led.idx
-            for n in ssn.node_list
-            if isinstance(led := n.devices.get(vgpu.KIND), VgpuLedger) and led.table is table
-        }
-        self._vgpu_at_node = {n: self._vgpu_at[n.name] for n in ssn.node_list if n.name in self._vgpu_at}
         self.exclusive = (
             ExclusiveRules.build(a.exclusive_rules, ssn) if a.vgpu and a.exclusive_rules else None
         )
+        self._one_call_commit = self.exclusive is None and not a.node_lock
         ssn.add_pre_predicate_fn(self.name, self.pre_predicate)
         ssn.add_predicate_fn(self.name, self.predicate, self.predicate_many)
         ssn.add_node_order_fn(self.name, self.node_order, self.node_order_many, self.score_shape)
@@ -252,6 +280,8 @@ class DeviceSharePlugin(Plugin):
         for task in node.tasks.values():
             self._replay_vgpu(led, task)
         node.set_device(vgpu.KIND, led)
+        # the ledger's position in the whole-table scans, by name and by the session's node object
+        self._vgpu_at[node.name] = self._vgpu_at_node[node] = led.idx
 
     def _build_ascend(self, node: NodeInfo, chip: VnpuChip) -> None:
         table = self._npu_tables.get(chip.common_word)
@@ -667,6 +697,22 @@ class DeviceSharePlugin(Plugin):
         r = self._requests.get(task.uid) or self._shared_requests(task)
         if r is _NO_REQUEST:
             return
+        cr = r.one_card
+        if cr is _UNASKED:
+            cr = r.one_card = one_card_of(r)
+        if cr is not None and self._one_call_commit:
+            # the usual pod: _allocate_vgpu's commit of the card its predicate's scan kept, when
+            # that answer is current (else the general path below fits afresh)
+            led = node.devices.get(vgpu.KIND)
+            if led is None:
+                return
+            if led.clean and led.mig is None and task.uid not in led.pods:
+                got = self._scans.charge_kept(led, r.vgpu, self._policy, cr)  # type: ignore[arg-type]
+                if got is not None:
+                    group = ann.pod_group_key(task.namespace, task.pod.annotations)
+                    ids, use = led.took_one(task.uid, group, got[0], got[1], cr.cores)  # type: ignore[union-attr]
+                    self._annotate_vgpu(task, node, ids, use)
+                    return
         # pre_predicate refuses exactly the requests with an error: asked only then
         if r.share_error or r.vgpu_error or r.ascend_error:
             bad = self.pre_predicate(task)
@@ -728,6 +774,11 @@ class DeviceSharePlugin(Plugin):
             led.add_pod(task.uid, ann.pod_group_key(task.namespace, task.pod.annotations), segments)
             ids = ann.encode_pod_devices(segments)
             use = vgpu.usage_of_segments(segments)
+        self._annotate_vgpu(task, node, ids, use)
+
+    def _annotate_vgpu(self, task: TaskInfo, node: NodeInfo, ids: str, use: tuple[int, int] | None) -> None:
+        """The bind annotations of a vGPU allocation whose `vgpu-ids-new` value is `ids` (`use`:
+        the memory and cores it names, when known)."""
         if use is not None:  # what the session's close would decode from `ids`
             self._usage[task.uid] = (ids, use)
         ssn = self.ssn
@@ -760,11 +811,17 @@ class DeviceSharePlugin(Plugin):
             or task.uid in led.pods
         ):
             return None
+        if not self.args.node_lock:  # _lock does nothing without node locks: found and charged at once
+            got = self._scans.charge_kept(led, req, self._policy, cs[0])
+            if got is None:
+                return None
+            c, mem = got
+            group = ann.pod_group_key(task.namespace, task.pod.annotations)
+            return led.took_one(task.uid, group, c, mem, cs[0].cores)
         c = self._scans.kept_card(led, req, self._policy)
         if c < 0:
             return None
-        if self.args.node_lock:  # _lock does nothing without node locks: not called per pod then
-            self._lock(task, node, ann.LOCK_VGPU)
+        self._lock(task, node, ann.LOCK_VGPU)
         return led.charge_one(task.uid, ann.pod_group_key(task.namespace, task.pod.annotations), cs[0], c)
 
     def _allocate_ascend(self, task: TaskInfo, node: NodeInfo, chip: VnpuChip, req: AscendRequest) -> None:

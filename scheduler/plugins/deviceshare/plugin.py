@@ -13,7 +13,7 @@ Unlike upstream, Allocate/Release run from this plugin rather than from `predica
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import attrgetter
 
 from scheduler.framework.arguments import Arguments
@@ -77,8 +77,6 @@ class PodDeviceRequests:
     # HAMi Ascend: one request per chip kind the pod asks for, in configuration order
     ascend: tuple[tuple[VnpuChip, AscendRequest], ...] = ()
     ascend_error: str = ""
-    # the container of a pod asking nothing but one vGPU card (see one_card_of), worked out once
-    one_card: VgpuContainerRequest | object | None = field(default=_UNASKED, compare=False, repr=False)
 
     @property
     def uses_any(self) -> bool:
@@ -94,6 +92,25 @@ class PodDeviceRequests:
 
 
 _NO_REQUEST = PodDeviceRequests()
+
+
+def plain_vgpu_of(r: PodDeviceRequests) -> VgpuRequest | None:
+    """The vGPU request when that is all the pod asks, with no mode: its answer on every node is
+    one entry of the shared whole-table scan (unless an exclusivity rule tracks the pod)."""
+    req = r.vgpu
+    if (
+        req is None
+        or not req.containers
+        or req.mode
+        or r.share is not None
+        or r.share_error
+        or r.vgpu_error
+        or r.ascend_error
+        or r.ascend
+        or r.gpu_types is not None
+    ):
+        return None
+    return req
 
 
 def one_card_of(r: PodDeviceRequests) -> VgpuContainerRequest | None:
@@ -173,6 +190,11 @@ class DeviceSharePlugin(Plugin):
         self.ssn: Session | None = None
         self.exclusive: ExclusiveRules | None = None
         self._scans = ScanCache()
+        # id(requests) -> (those requests, their plain vGPU request, their one-card container):
+        # see _shapes_of; the entry keeps the requests alive, so that their id is not reused
+        self._shapes: dict[
+            int, tuple[PodDeviceRequests, VgpuRequest | None, VgpuContainerRequest | None]
+        ] = {}
         # task uid -> its vGPU request when the predicate may take the short path (_plain_vgpu)
         self._plain: dict[str, VgpuRequest | None] = {}
         # task uid -> its HAMi Ascend asks when the predicate may take the short path (_plain_ascend)
@@ -199,6 +221,7 @@ class DeviceSharePlugin(Plugin):
         self._usage.clear()
         self._scans.clear()
         self._templates.clear()
+        self._shapes.clear()
         self._npu_tables = {}
         a = self.args
         if a.vgpu or a.ascend_hami:
@@ -245,21 +268,25 @@ class DeviceSharePlugin(Plugin):
         if not self.args.vgpu:
             return
         cfg = self.config
+        mem_name, cores_name = cfg.memory_name, cfg.cores_name
         usage = self._usage
+        key, held = ann.VGPU_IDS_NEW, ALLOCATED_STATUSES
         for job in ssn.jobs.values():
             for task in job.tasks.values():
+                b = task.bind_annotations
                 # the annotation first: a dict lookup, where the status's is a Python-level enum hash
-                if ann.VGPU_IDS_NEW not in task.bind_annotations or task.status not in ALLOCATED_STATUSES:
+                if key not in b or task.status not in held:
                     continue
                 kept = usage.get(task.uid)
-                if kept is not None and kept[0] is task.bind_annotations[ann.VGPU_IDS_NEW]:
+                if kept is not None and kept[0] is b[key]:
                     mem, cores = kept[1]
                 else:
-                    mem, cores = vgpu.vgpu_usage_of(task.bind_annotations)
-                real = task.resreq.clone()
-                real.scalars[cfg.memory_name] = mem * 1000.0
-                real.scalars[cfg.cores_name] = cores * 1000.0
-                job.allocated.sub_add(task.resreq, real)
+                    mem, cores = vgpu.vgpu_usage_of(b)
+                old = task.resreq
+                real = old.clone()
+                real.scalars[mem_name] = mem * 1000.0
+                real.scalars[cores_name] = cores * 1000.0
+                job.allocated.sub_add(old, real)
                 task.resreq = real
 
     def _build_share(self, node: NodeInfo) -> None:
@@ -425,19 +452,20 @@ class DeviceSharePlugin(Plugin):
         got = self._plain.get(uid, _UNASKED)
         if got is not _UNASKED:
             return got  # type: ignore[return-value]
-        r = self._shared_requests(task)
-        req = r.vgpu
-        plain = (
-            req is not None
-            and bool(req.containers)
-            and not req.mode
-            and r.share is None
-            and not (r.share_error or r.vgpu_error or r.ascend_error or r.ascend)
-            and r.gpu_types is None
-            and not (self.exclusive is not None and self.exclusive.track(task.pod))
-        )
-        self._plain[uid] = req if plain else None
+        req = self._shapes_of(self._shared_requests(task))[1]
+        ex = self.exclusive
+        self._plain[uid] = None if ex is not None and ex.track(task.pod) else req
         return self._plain[uid]
+
+    def _shapes_of(
+        self, r: PodDeviceRequests
+    ) -> tuple[PodDeviceRequests, VgpuRequest | None, VgpuContainerRequest | None]:
+        """(r, plain_vgpu_of(r), one_card_of(r)), worked out once per requests object (the pods of
+        a template share theirs)."""
+        got = self._shapes.get(id(r))
+        if got is None or got[0] is not r:
+            got = self._shapes[id(r)] = (r, plain_vgpu_of(r), one_card_of(r))
+        return got
 
     def _plain_ascend(self, task: TaskInfo) -> tuple[tuple[VnpuChip, AscendRequest], ...] | None:
         """The task's HAMi Ascend asks when that is all it asks (no other kind, no error): the
@@ -697,9 +725,10 @@ class DeviceSharePlugin(Plugin):
         r = self._requests.get(task.uid) or self._shared_requests(task)
         if r is _NO_REQUEST:
             return
-        cr = r.one_card
-        if cr is _UNASKED:
-            cr = r.one_card = one_card_of(r)
+        shapes = self._shapes.get(id(r))
+        if shapes is None or shapes[0] is not r:
+            shapes = self._shapes_of(r)
+        cr = shapes[2]
         if cr is not None and self._one_call_commit:
             # the usual pod: _allocate_vgpu's commit of the card its predicate's scan kept, when
             # that answer is current (else the general path below fits afresh)

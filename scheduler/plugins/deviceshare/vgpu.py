@@ -304,7 +304,10 @@ class ScanCache:
         """How many of the nodes do not fit `req`, their answers brought up to date; -1 when one
         is not in `at_of` (node -> position; None: `nodes` are positions). One compiled call
         (`refresh_nodes`) for a scan the hot path answers alone, else `answers`."""
-        scan = self._current(table, req, policy)
+        last_req, last_policy, scan = self._last  # _current, without the call (once per pod)
+        if last_req is not req or last_policy != policy or scan is None or scan.table is not table:
+            scan = self._scan_of(table, req, policy)
+            self._last = (req, policy, scan)
         if scan.plain:
             return table.impl.refresh_nodes(
                 nodes, at_of, table.starts, table.node_flags, table.count, table.devmem, table.used_num,
@@ -478,6 +481,7 @@ class CardLists:
         "mode",
         "nvidia_ok",
         "nvidia_ok_row",
+        "plain",
         "types",
         "uuid_index",
         "uuids",
@@ -510,6 +514,8 @@ class CardLists:
             if last == ann.MODE_MPS
             else ann.MODE_HAMI_CORE
         )
+        # rows a ledger may take without the general constructor (VgpuLedger._healthy)
+        self.plain = self.in_range and self.mode != ann.MODE_MIG
 
 
 # registration annotation -> its decoded cards (or why none) and what ledgers derive from them:
@@ -634,21 +640,18 @@ class VgpuLedger:
         value = node.annotations.get(ann.VGPU_REGISTER)
         if value is None:
             return None, "no vGPU registration"
-        scalars = node.allocatable.scalars
-        for name in _NODE_RESOURCES:
-            if scalars.get(name, 0.0) <= 0:
-                return None, f"node allocatable has no {name}"
-        cards, why, derived = _registered_cards(value)
+        has = node.allocatable.scalars.get
+        number, cores, memory = _NODE_RESOURCES
+        if has(number, 0.0) <= 0 or has(cores, 0.0) <= 0 or has(memory, 0.0) <= 0:
+            for name in _NODE_RESOURCES:  # the first one missing
+                if has(name, 0.0) <= 0:
+                    return None, f"node allocatable has no {name}"
+        cards, why, derived = _REGISTRATIONS.get(value) or _registered_cards(value)
         if cards is None:
             return None, why
         listed = node.annotations.get(ann.GPU_UNHEALTHY_IDS)
         if listed is None:  # the usual node: no card to leave out
-            if (
-                table is not None
-                and derived is not None
-                and derived.in_range
-                and derived.mode != ann.MODE_MIG
-            ):
+            if table is not None and derived is not None and derived.plain:
                 return cls._healthy(node.name, cfg, table, derived), ""
             return cls(node.name, cards, cfg, table, derived=derived), ""
         return cls(node.name, cards, cfg, table, ann.decode_unhealthy_ids(listed), derived), ""

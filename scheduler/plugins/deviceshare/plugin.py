@@ -378,6 +378,8 @@ class DeviceSharePlugin(Plugin):
         # every empty list reads the same: 0 stands for it (pods built by hand have their own)
         ident = (id(pod.containers), id(inits) if inits else 0, pod.namespace, pod.node_name)
         hit = self._templates.get(ident)
+        if hit is not None and rest is _NO_ANNOTATIONS and not hit[1]:
+            return hit[2]  # no other annotation, so no pod-group spread: the template's requests
         if hit is not None and hit[1] == rest:
             r = hit[2]
             # without pod-group spread (the policy is in `rest`: the template's) the group name
@@ -452,7 +454,9 @@ class DeviceSharePlugin(Plugin):
         got = self._plain.get(uid, _UNASKED)
         if got is not _UNASKED:
             return got  # type: ignore[return-value]
-        req = self._shapes_of(self._shared_requests(task))[1]
+        r = self._shared_requests(task)
+        got = self._shapes.get(id(r))
+        req = (got if got is not None and got[0] is r else self._shapes_of(r))[1]
         ex = self.exclusive
         self._plain[uid] = None if ex is not None and ex.track(task.pod) else req
         return self._plain[uid]

@@ -411,15 +411,11 @@ class ScanCache:
         """kept_card(led, req, policy) for a request of one card (its container `cr`), charged to
         the node's arrays in the same compiled call: (the card's local index, the memory charged),
         or None, nothing changed. The caller records the pod on the ledger (VgpuLedger.took_one)."""
-        if req.mode:
+        got = self._scan_at(led, req, policy)
+        if got is None:
             return None
-        last_req, last_policy, scan = self._last
-        if last_req is not req or last_policy != policy:
-            scan = self._scans.get(self._key(req, policy))
+        scan, i = got
         t = led.table
-        i = led.idx
-        if scan is None or scan.table is not t or i >= len(scan.fitted):
-            return None
         return t.impl.charge_kept(
             scan.codes, scan.fitted, scan.cards, scan.total, t.node_flags, t.node_ver, t.devmem,
             t.used_num, t.used_mem, t.used_cores, i, led.base, cr.mem, cr.pct, cr.cores,
@@ -436,16 +432,25 @@ class ScanCache:
 
     def _kept_at(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[_Scan, int] | None:
         """The scan holding kept_fit's answer and the node's position in it, or None."""
+        got = self._scan_at(led, req, policy)
+        if got is None:
+            return None
+        scan, i = got
+        t = led.table
+        if t.node_flags[i] or scan.codes[i] != FIT or scan.fitted[i] != t.node_ver[i]:
+            return None
+        return got
+
+    def _scan_at(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[_Scan, int] | None:
+        """The kept scan of the request's shape over the ledger's table and the node's position
+        in it, or None (no such scan, or a required mode: those are fitted node by node)."""
         if req.mode:
             return None
         last_req, last_policy, scan = self._last
         if last_req is not req or last_policy != policy:
             scan = self._scans.get(self._key(req, policy))
-        t = led.table
         i = led.idx
-        if scan is None or scan.table is not t or i >= len(scan.fitted):
-            return None
-        if t.node_flags[i] or scan.codes[i] != FIT or scan.fitted[i] != t.node_ver[i]:
+        if scan is None or scan.table is not led.table or i >= len(scan.fitted):
             return None
         return scan, i
 

@@ -369,6 +369,51 @@ def refresh_nodes(
     return misfits
 
 
+def charge_kept(
+    array.array out_code,
+    array.array fitted_ver,
+    array.array out_cards,
+    Py_ssize_t total,
+    array.array node_flags,
+    array.array node_ver,
+    array.array devmem,
+    array.array used_num,
+    array.array used_mem,
+    array.array used_cores,
+    Py_ssize_t i,
+    Py_ssize_t base,
+    long long mem,
+    long long pct,
+    long long cores,
+):
+    # see fit.charge_kept
+    cdef Py_ssize_t n_nodes = min(Py_SIZE(node_flags), Py_SIZE(node_ver), Py_SIZE(out_code), Py_SIZE(fitted_ver))
+    if i < 0 or i >= n_nodes:
+        raise IndexError(f"node {i} out of range")
+    cdef const long long *flags = int64s(node_flags, n_nodes, "node_flags")
+    cdef long long *ver = <long long *> int64s(node_ver, n_nodes, "node_ver")
+    cdef const long long *codes = int64s(out_code, n_nodes, "out_code")
+    cdef const long long *fitted = int64s(fitted_ver, n_nodes, "fitted_ver")
+    if flags[i] != 0 or codes[i] != C_FIT or fitted[i] != ver[i]:
+        return None
+    if total < 1 or Py_SIZE(out_cards) < (i + 1) * total:
+        raise IndexError(f"no cards of node {i}")
+    cdef long long c = int64s(out_cards, (i + 1) * total, "out_cards")[i * total]
+    cdef Py_ssize_t g = base + c
+    if g < 0 or g >= min(Py_SIZE(devmem), Py_SIZE(used_num), Py_SIZE(used_mem), Py_SIZE(used_cores)):
+        raise IndexError(f"card {g} out of range")
+    cdef const long long *dm = int64s(devmem, g + 1, "devmem")
+    cdef long long *un = <long long *> int64s(used_num, g + 1, "used_num")
+    cdef long long *um = <long long *> int64s(used_mem, g + 1, "used_mem")
+    cdef long long *uc = <long long *> int64s(used_cores, g + 1, "used_cores")
+    cdef long long demand = dm[g] * pct // 100 if pct != C_PCT_UNSET else mem
+    un[g] += 1
+    um[g] += demand
+    uc[g] += cores
+    ver[i] += 1
+    return c, demand
+
+
 def best_node(const long long[::1] out_code, const double[::1] out_score, Py_ssize_t lo, Py_ssize_t hi):
     cdef Py_ssize_t i, best = -1
     cdef double top = 0.0

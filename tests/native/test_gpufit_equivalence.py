@@ -34,6 +34,7 @@ def test_both_modules_expose_the_same_interface() -> None:
         "fit_nodes",
         "fit_listed",
         "refresh_nodes",
+        "charge_kept",
         "FIT",
         "TOO_MANY_CARDS",
         "NOT_FITTED",
@@ -343,3 +344,55 @@ def test_compiled_fit_refuses_arrays_it_would_read_past_or_misread() -> None:
         native.fit_nodes(*args[:2], array("q", [1]), *args[3:], 1, 0, 1, *out)
     with pytest.raises(TypeError):
         native.fit_nodes(*args, 1, 0, 1, out[0], array("q", [0]), out[2])
+
+
+def run_charge(mod, p: dict, i: int, stale: bool) -> tuple:
+    """charge_kept of node i's answer in a scan of every node for the request's first container
+    asking one card (stale: the node's version moved since the scan): (its answer, the card
+    arrays and node versions after it)."""
+    p = {**p, "req": [1, *p["req"][1:4]]}
+    ints = {k: array("q", v) for k, v in p.items() if isinstance(v, list)}
+    n = len(p["node_flags"])
+    code, score, cards = array("q", [-1] * n), array("d", [0.0] * n), array("q", [-1] * n)
+    mod.fit_nodes(
+        ints["starts"], ints["node_flags"], ints["count"], ints["devmem"], ints["used_num"], ints["used_mem"],
+        ints["used_cores"], ints["usable"], ints["req"], p["policy"], 0, n, code, score, cards,
+    )  # fmt: skip
+    node_ver, fitted = array("q", [5] * n), array("q", [5] * n)
+    if stale:
+        node_ver[i] += 1
+    _, mem, pct, cores = p["req"]
+    got = mod.charge_kept(
+        code, fitted, cards, 1, ints["node_flags"], node_ver, ints["devmem"], ints["used_num"],
+        ints["used_mem"], ints["used_cores"], i, ints["starts"][i], mem, pct, cores,
+    )  # fmt: skip
+    arrays = tuple(list(ints[k]) for k in ("used_num", "used_mem", "used_cores"))
+    return got, arrays, list(node_ver), code[i] == python_fit.FIT and not p["node_flags"][i], cards[i]
+
+
+@settings(max_examples=200, deadline=None)
+@given(problems(), st.data())
+def test_charge_kept_charges_the_card_the_scan_chose(p: dict, data: st.DataObject) -> None:
+    """charge_kept charges exactly the card a current fitting answer chose (its demand, its cores,
+    one more pod, the node's version moved on) and nothing at all otherwise; compiled = twin."""
+    n = len(p["node_flags"])
+    i = data.draw(st.integers(0, n - 1))
+    stale = data.draw(st.booleans())
+    got, arrays, ver, fits, card = run_charge(python_fit, p, i, stale)
+    before = tuple(p[k] for k in ("used_num", "used_mem", "used_cores"))
+    if stale or not fits:
+        # the version a stale node already had (6) or the scan's (5): untouched either way
+        assert got is None and arrays == before and ver[i] == (6 if stale else 5)
+    else:
+        c, demand = got
+        assert c == card
+        g = p["starts"][i] + c
+        _, mem, pct, cores = p["req"][:4]
+        assert demand == (p["devmem"][g] * pct // 100 if pct != python_fit.PCT_UNSET else mem)
+        want = [list(a) for a in before]
+        want[0][g] += 1
+        want[1][g] += demand
+        want[2][g] += cores
+        assert [list(a) for a in arrays] == want and ver[i] == 6
+    if native is not None:
+        assert run_charge(native, p, i, stale) == (got, arrays, ver, fits, card)

@@ -267,6 +267,51 @@ def refresh_nodes(
     return misfits
 
 
+def charge_kept(
+    out_code: Any,
+    fitted_ver: Any,
+    out_cards: Any,
+    total: int,
+    node_flags: Any,
+    node_ver: Any,
+    devmem: Any,
+    used_num: Any,
+    used_mem: Any,
+    used_cores: Any,
+    i: int,
+    base: int,
+    mem: int,
+    pct: int,
+    cores: int,
+) -> tuple[int, int] | None:
+    """Charge node i's kept one-card answer of a scan: (its local card, the memory charged), or
+    None, nothing changed, when the scan holds no current fitting answer there.
+
+    The scan (out_code, fitted_ver, out_cards with `total` cards a node) answers node i while
+    fitted_ver[i] == node_ver[i], the node is not left to Python (node_flags) and it fits. Its
+    first chosen card c (global base + c) then takes one more pod, the container's demand
+    (`pct` percent of the card's memory, or `mem` when pct is PCT_UNSET) and `cores`, and node
+    i's version moves on (the scan's answer there is stale from now on). One call for the usual
+    pod's commit: finding the kept card and charging it were most of the plugin's allocation."""
+    n_nodes = min(len(node_flags), len(node_ver), len(out_code), len(fitted_ver))
+    if not 0 <= operator.index(i) < n_nodes:
+        raise IndexError(f"node {i} out of range")
+    if node_flags[i] or out_code[i] != FIT or fitted_ver[i] != node_ver[i]:
+        return None
+    if total < 1 or len(out_cards) < (i + 1) * total:
+        raise IndexError(f"no cards of node {i}")
+    c = out_cards[i * total]
+    g = base + c
+    if not 0 <= g < min(len(devmem), len(used_num), len(used_mem), len(used_cores)):
+        raise IndexError(f"card {g} out of range")
+    demand = devmem[g] * pct // 100 if pct != PCT_UNSET else mem
+    used_num[g] += 1
+    used_mem[g] += demand
+    used_cores[g] += cores
+    node_ver[i] += 1
+    return c, demand
+
+
 def best_node(out_code: Any, out_score: Any, lo: int, hi: int) -> int:
     """Index of the fitting node with the highest score in lo..hi-1 (ties: lowest index), or -1."""
     best, top = -1, 0.0

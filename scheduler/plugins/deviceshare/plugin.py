@@ -41,6 +41,7 @@ from scheduler.plugins.deviceshare.locks import HeldLocks
 from scheduler.plugins.deviceshare.requests import (
     AscendRequest,
     GpuShareRequest,
+    VgpuContainerRequest,
     VgpuRequest,
     ascend_request,
     gpushare_request,
@@ -58,6 +59,10 @@ _GROUP_NAMES = frozenset((ann.GROUP_NAME, ann.GROUP_NAME_VOLCANO))
 _TEMPLATES_LIMIT = 4096
 # the other annotations of a pod that has none but its group name (never changed)
 _NO_ANNOTATIONS: dict[str, str] = {}
+
+
+# a request's answer not worked out yet
+_UNASKED = object()
 
 
 @dataclass(slots=True)
@@ -87,7 +92,45 @@ class PodDeviceRequests:
 
 
 _NO_REQUEST = PodDeviceRequests()
-_UNASKED = object()
+
+
+def plain_vgpu_of(r: PodDeviceRequests) -> VgpuRequest | None:
+    """The vGPU request when that is all the pod asks, with no mode: its answer on every node is
+    one entry of the shared whole-table scan (unless an exclusivity rule tracks the pod)."""
+    req = r.vgpu
+    if (
+        req is None
+        or not req.containers
+        or req.mode
+        or r.share is not None
+        or r.share_error
+        or r.vgpu_error
+        or r.ascend_error
+        or r.ascend
+        or r.gpu_types is not None
+    ):
+        return None
+    return req
+
+
+def one_card_of(r: PodDeviceRequests) -> VgpuContainerRequest | None:
+    """The vGPU container request of a pod whose one container asks one vGPU card, with no
+    required mode and nothing else of any device kind (no error either); None for any other."""
+    req = r.vgpu
+    if (
+        req is None
+        or req.mode
+        or req.n_containers != 1
+        or len(req.containers) != 1
+        or r.share is not None
+        or r.ascend
+        or r.share_error
+        or r.vgpu_error
+        or r.ascend_error
+    ):
+        return None
+    cr = req.containers[0]
+    return cr if cr.nums == 1 and cr.index == 0 else None
 
 
 def _share_memory(pod: PodInfo) -> int:
@@ -147,6 +190,11 @@ class DeviceSharePlugin(Plugin):
         self.ssn: Session | None = None
         self.exclusive: ExclusiveRules | None = None
         self._scans = ScanCache()
+        # id(requests) -> (those requests, their plain vGPU request, their one-card container):
+        # see _shapes_of; the entry keeps the requests alive, so that their id is not reused
+        self._shapes: dict[
+            int, tuple[PodDeviceRequests, VgpuRequest | None, VgpuContainerRequest | None]
+        ] = {}
         # task uid -> its vGPU request when the predicate may take the short path (_plain_vgpu)
         self._plain: dict[str, VgpuRequest | None] = {}
         # task uid -> its HAMi Ascend asks when the predicate may take the short path (_plain_ascend)
@@ -159,6 +207,9 @@ class DeviceSharePlugin(Plugin):
         self._vgpu_at: dict[str, int] = {}
         # the same positions by the session's node objects (NodeInfo hashes by identity)
         self._vgpu_at_node: dict[NodeInfo, int] = {}
+        # no exclusivity rule and no node locks: a one-card pod's commit may take the kept card
+        # and charge it in one call (on_allocate)
+        self._one_call_commit = False
 
     @classmethod
     def validate(cls, arguments: Arguments) -> list[str]:
@@ -170,6 +221,7 @@ class DeviceSharePlugin(Plugin):
         self._usage.clear()
         self._scans.clear()
         self._templates.clear()
+        self._shapes.clear()
         self._npu_tables = {}
         a = self.args
         if a.vgpu or a.ascend_hami:
@@ -183,6 +235,9 @@ class DeviceSharePlugin(Plugin):
             )
         share = a.gpu_sharing or a.gpu_number
         chips = self.config.vnpus if a.ascend_hami else ()
+        # filled as the vGPU ledgers are built (_build_vgpu)
+        self._vgpu_at = {}
+        self._vgpu_at_node = {}
         for node in ssn.node_list:
             try:
                 if share and ann.GPU_NUMBER in node.raw_capacity:
@@ -196,17 +251,13 @@ class DeviceSharePlugin(Plugin):
                 for kind in (gpushare.KIND, vgpu.KIND, *(c.common_word for c in chips)):
                     node.devices.pop(kind, None)
                     self._unusable.setdefault(node.name, {})[kind] = "internal error reading its devices"
+                self._vgpu_at.pop(node.name, None)
+                self._vgpu_at_node.pop(node, None)
                 ssn.contain(self.name, f"node {node.name}", exc)
-        table = self.table
-        self._vgpu_at = {
-            n.name: led.idx
-            for n in ssn.node_list
-            if isinstance(led := n.devices.get(vgpu.KIND), VgpuLedger) and led.table is table
-        }
-        self._vgpu_at_node = {n: self._vgpu_at[n.name] for n in ssn.node_list if n.name in self._vgpu_at}
         self.exclusive = (
             ExclusiveRules.build(a.exclusive_rules, ssn) if a.vgpu and a.exclusive_rules else None
         )
+        self._one_call_commit = self.exclusive is None and not a.node_lock
         ssn.add_pre_predicate_fn(self.name, self.pre_predicate)
         ssn.add_predicate_fn(self.name, self.predicate, self.predicate_many)
         ssn.add_node_order_fn(self.name, self.node_order, self.node_order_many, self.score_shape)
@@ -217,21 +268,25 @@ class DeviceSharePlugin(Plugin):
         if not self.args.vgpu:
             return
         cfg = self.config
+        mem_name, cores_name = cfg.memory_name, cfg.cores_name
         usage = self._usage
+        key, held = ann.VGPU_IDS_NEW, ALLOCATED_STATUSES
         for job in ssn.jobs.values():
             for task in job.tasks.values():
+                b = task.bind_annotations
                 # the annotation first: a dict lookup, where the status's is a Python-level enum hash
-                if ann.VGPU_IDS_NEW not in task.bind_annotations or task.status not in ALLOCATED_STATUSES:
+                if key not in b or task.status not in held:
                     continue
                 kept = usage.get(task.uid)
-                if kept is not None and kept[0] is task.bind_annotations[ann.VGPU_IDS_NEW]:
+                if kept is not None and kept[0] is b[key]:
                     mem, cores = kept[1]
                 else:
-                    mem, cores = vgpu.vgpu_usage_of(task.bind_annotations)
-                real = task.resreq.clone()
-                real.scalars[cfg.memory_name] = mem * 1000.0
-                real.scalars[cfg.cores_name] = cores * 1000.0
-                job.allocated.sub_add(task.resreq, real)
+                    mem, cores = vgpu.vgpu_usage_of(b)
+                old = task.resreq
+                real = old.clone()
+                real.scalars[mem_name] = mem * 1000.0
+                real.scalars[cores_name] = cores * 1000.0
+                job.allocated.sub_add(old, real)
                 task.resreq = real
 
     def _build_share(self, node: NodeInfo) -> None:
@@ -252,6 +307,8 @@ class DeviceSharePlugin(Plugin):
         for task in node.tasks.values():
             self._replay_vgpu(led, task)
         node.set_device(vgpu.KIND, led)
+        # the ledger's position in the whole-table scans, by name and by the session's node object
+        self._vgpu_at[node.name] = self._vgpu_at_node[node] = led.idx
 
     def _build_ascend(self, node: NodeInfo, chip: VnpuChip) -> None:
         table = self._npu_tables.get(chip.common_word)
@@ -321,6 +378,8 @@ class DeviceSharePlugin(Plugin):
         # every empty list reads the same: 0 stands for it (pods built by hand have their own)
         ident = (id(pod.containers), id(inits) if inits else 0, pod.namespace, pod.node_name)
         hit = self._templates.get(ident)
+        if hit is not None and rest is _NO_ANNOTATIONS and not hit[1]:
+            return hit[2]  # no other annotation, so no pod-group spread: the template's requests
         if hit is not None and hit[1] == rest:
             r = hit[2]
             # without pod-group spread (the policy is in `rest`: the template's) the group name
@@ -396,18 +455,21 @@ class DeviceSharePlugin(Plugin):
         if got is not _UNASKED:
             return got  # type: ignore[return-value]
         r = self._shared_requests(task)
-        req = r.vgpu
-        plain = (
-            req is not None
-            and bool(req.containers)
-            and not req.mode
-            and r.share is None
-            and not (r.share_error or r.vgpu_error or r.ascend_error or r.ascend)
-            and r.gpu_types is None
-            and not (self.exclusive is not None and self.exclusive.track(task.pod))
-        )
-        self._plain[uid] = req if plain else None
+        got = self._shapes.get(id(r))
+        req = (got if got is not None and got[0] is r else self._shapes_of(r))[1]
+        ex = self.exclusive
+        self._plain[uid] = None if ex is not None and ex.track(task.pod) else req
         return self._plain[uid]
+
+    def _shapes_of(
+        self, r: PodDeviceRequests
+    ) -> tuple[PodDeviceRequests, VgpuRequest | None, VgpuContainerRequest | None]:
+        """(r, plain_vgpu_of(r), one_card_of(r)), worked out once per requests object (the pods of
+        a template share theirs)."""
+        got = self._shapes.get(id(r))
+        if got is None or got[0] is not r:
+            got = self._shapes[id(r)] = (r, plain_vgpu_of(r), one_card_of(r))
+        return got
 
     def _plain_ascend(self, task: TaskInfo) -> tuple[tuple[VnpuChip, AscendRequest], ...] | None:
         """The task's HAMi Ascend asks when that is all it asks (no other kind, no error): the
@@ -667,6 +729,23 @@ class DeviceSharePlugin(Plugin):
         r = self._requests.get(task.uid) or self._shared_requests(task)
         if r is _NO_REQUEST:
             return
+        shapes = self._shapes.get(id(r))
+        if shapes is None or shapes[0] is not r:
+            shapes = self._shapes_of(r)
+        cr = shapes[2]
+        if cr is not None and self._one_call_commit:
+            # the usual pod: _allocate_vgpu's commit of the card its predicate's scan kept, when
+            # that answer is current (else the general path below fits afresh)
+            led = node.devices.get(vgpu.KIND)
+            if led is None:
+                return
+            if led.clean and led.mig is None and task.uid not in led.pods:
+                got = self._scans.charge_kept(led, r.vgpu, self._policy, cr)  # type: ignore[arg-type]
+                if got is not None:
+                    group = ann.pod_group_key(task.namespace, task.pod.annotations)
+                    ids, use = led.took_one(task.uid, group, got[0], got[1], cr.cores)  # type: ignore[union-attr]
+                    self._annotate_vgpu(task, node, ids, use)
+                    return
         # pre_predicate refuses exactly the requests with an error: asked only then
         if r.share_error or r.vgpu_error or r.ascend_error:
             bad = self.pre_predicate(task)
@@ -728,6 +807,11 @@ class DeviceSharePlugin(Plugin):
             led.add_pod(task.uid, ann.pod_group_key(task.namespace, task.pod.annotations), segments)
             ids = ann.encode_pod_devices(segments)
             use = vgpu.usage_of_segments(segments)
+        self._annotate_vgpu(task, node, ids, use)
+
+    def _annotate_vgpu(self, task: TaskInfo, node: NodeInfo, ids: str, use: tuple[int, int] | None) -> None:
+        """The bind annotations of a vGPU allocation whose `vgpu-ids-new` value is `ids` (`use`:
+        the memory and cores it names, when known)."""
         if use is not None:  # what the session's close would decode from `ids`
             self._usage[task.uid] = (ids, use)
         ssn = self.ssn
@@ -760,11 +844,17 @@ class DeviceSharePlugin(Plugin):
             or task.uid in led.pods
         ):
             return None
+        if not self.args.node_lock:  # _lock does nothing without node locks: found and charged at once
+            got = self._scans.charge_kept(led, req, self._policy, cs[0])
+            if got is None:
+                return None
+            c, mem = got
+            group = ann.pod_group_key(task.namespace, task.pod.annotations)
+            return led.took_one(task.uid, group, c, mem, cs[0].cores)
         c = self._scans.kept_card(led, req, self._policy)
         if c < 0:
             return None
-        if self.args.node_lock:  # _lock does nothing without node locks: not called per pod then
-            self._lock(task, node, ann.LOCK_VGPU)
+        self._lock(task, node, ann.LOCK_VGPU)
         return led.charge_one(task.uid, ann.pod_group_key(task.namespace, task.pod.annotations), cs[0], c)
 
     def _allocate_ascend(self, task: TaskInfo, node: NodeInfo, chip: VnpuChip, req: AscendRequest) -> None:

@@ -67,8 +67,6 @@ class VgpuTable:
         self.python_nodes = 0  # MIG nodes: fitted in Python after the hot path
         # the fit implementation (compiled or Python twin); the bench swaps it to compare
         self.impl = fit_impl
-        # bumped on every charge change of any card
-        self.generation = 0
         # per node (ledger index): bumped on every change of its charges or cap; a scan's answer
         # for a node is current while the version it was fitted at is this one
         self.node_ver = array("q")
@@ -95,19 +93,30 @@ class VgpuTable:
             raise ValueError(f"card {c.uuid!r}: count {c.count} or devmem {c.devmem} out of range")
         if len(ok) != len(cards):
             raise ValueError(f"{len(ok)} health flags for {len(cards)} cards")
+        # the usual node (no unhealthy card listed) has its cards' own flags: their row, built once
+        return self.add_row(
+            ledger, d, d.nvidia_ok_row if ok == d.nvidia_ok else array("q", map(int, ok)), mig
+        )
+
+    def add_row(self, ledger: VgpuLedger, d: CardLists, ok_row: array, mig: bool) -> int:
+        """add_node once its cards are known to be in range: their rows appended, with `ok_row`
+        as their health flags (one per card)."""
         idx = len(self.ledgers)
         self.ledgers.append(ledger)
         # whole rows at once (array.extend from an array copies memory)
         self.count.extend(d.count)
         self.devmem.extend(d.devmem)
-        self.used_num.extend(d.zeros)
-        self.used_mem.extend(d.zeros)
-        self.used_cores.extend(d.zeros)
-        # the usual node (no unhealthy card listed) has its cards' own flags: their row, built once
-        self.static_ok.extend(d.nvidia_ok_row if ok == d.nvidia_ok else array("q", map(int, ok)))
+        zeros = d.zeros
+        self.used_num.extend(zeros)
+        self.used_mem.extend(zeros)
+        self.used_cores.extend(zeros)
+        self.static_ok.extend(ok_row)
         self.starts.append(len(self.count))
-        self.node_flags.append(1 if mig else 0)
-        self.python_nodes += 1 if mig else 0
+        if mig:
+            self.node_flags.append(1)
+            self.python_nodes += 1
+        else:
+            self.node_flags.append(0)
         self.out_code.append(0)
         self.out_score.append(0.0)
         self.node_ver.append(0)
@@ -133,7 +142,6 @@ class VgpuTable:
 
     def touch(self, idx: int) -> None:
         """Node `idx` changed its charges (or its cap): scans of the table are out of date there."""
-        self.generation += 1
         self.node_ver[idx] += 1
 
     def fit_all(self, req: VgpuRequest, policy: int) -> tuple[array, array]:
@@ -296,7 +304,10 @@ class ScanCache:
         """How many of the nodes do not fit `req`, their answers brought up to date; -1 when one
         is not in `at_of` (node -> position; None: `nodes` are positions). One compiled call
         (`refresh_nodes`) for a scan the hot path answers alone, else `answers`."""
-        scan = self._current(table, req, policy)
+        last_req, last_policy, scan = self._last  # _current, without the call (once per pod)
+        if last_req is not req or last_policy != policy or scan is None or scan.table is not table:
+            scan = self._scan_of(table, req, policy)
+            self._last = (req, policy, scan)
         if scan.plain:
             return table.impl.refresh_nodes(
                 nodes, at_of, table.starts, table.node_flags, table.count, table.devmem, table.used_num,
@@ -394,6 +405,22 @@ class ScanCache:
         got = self._kept_at(led, req, policy)
         return -1 if got is None else got[0].cards[got[1] * got[0].total]
 
+    def charge_kept(
+        self, led: VgpuLedger, req: VgpuRequest, policy: int, cr: VgpuContainerRequest
+    ) -> tuple[int, int] | None:
+        """kept_card(led, req, policy) for a request of one card (its container `cr`), charged to
+        the node's arrays in the same compiled call: (the card's local index, the memory charged),
+        or None, nothing changed. The caller records the pod on the ledger (VgpuLedger.took_one)."""
+        got = self._scan_at(led, req, policy)
+        if got is None:
+            return None
+        scan, i = got
+        t = led.table
+        return t.impl.charge_kept(
+            scan.codes, scan.fitted, scan.cards, scan.total, t.node_flags, t.node_ver, t.devmem,
+            t.used_num, t.used_mem, t.used_cores, i, led.base, cr.mem, cr.pct, cr.cores,
+        )  # fmt: skip
+
     def _kept_cards(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[array, float] | None:
         """The cards and score of kept_fit's answer (see there), or None."""
         got = self._kept_at(led, req, policy)
@@ -405,16 +432,25 @@ class ScanCache:
 
     def _kept_at(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[_Scan, int] | None:
         """The scan holding kept_fit's answer and the node's position in it, or None."""
+        got = self._scan_at(led, req, policy)
+        if got is None:
+            return None
+        scan, i = got
+        t = led.table
+        if t.node_flags[i] or scan.codes[i] != FIT or scan.fitted[i] != t.node_ver[i]:
+            return None
+        return got
+
+    def _scan_at(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[_Scan, int] | None:
+        """The kept scan of the request's shape over the ledger's table and the node's position
+        in it, or None (no such scan, or a required mode: those are fitted node by node)."""
         if req.mode:
             return None
         last_req, last_policy, scan = self._last
         if last_req is not req or last_policy != policy:
             scan = self._scans.get(self._key(req, policy))
-        t = led.table
         i = led.idx
-        if scan is None or scan.table is not t or i >= len(scan.fitted):
-            return None
-        if t.node_flags[i] or scan.codes[i] != FIT or scan.fitted[i] != t.node_ver[i]:
+        if scan is None or scan.table is not led.table or i >= len(scan.fitted):
             return None
         return scan, i
 
@@ -447,8 +483,10 @@ class CardLists:
         "count",
         "devmem",
         "in_range",
+        "mode",
         "nvidia_ok",
         "nvidia_ok_row",
+        "plain",
         "types",
         "uuid_index",
         "uuids",
@@ -472,6 +510,17 @@ class CardLists:
         self.count = array("q", [c.count for c in cards] if self.in_range else [])
         self.devmem = array("q", [c.devmem for c in cards] if self.in_range else [])
         self.zeros = array("q", bytes(8 * len(cards)))
+        # the node's sharing mode as its last card names it (MIG still depends on the config)
+        last = cards[-1].mode if cards else ""
+        self.mode = (
+            ann.MODE_MIG
+            if last == ann.MODE_MIG
+            else ann.MODE_MPS
+            if last == ann.MODE_MPS
+            else ann.MODE_HAMI_CORE
+        )
+        # rows a ledger may take without the general constructor (VgpuLedger._healthy)
+        self.plain = self.in_range and self.mode != ann.MODE_MIG
 
 
 # registration annotation -> its decoded cards (or why none) and what ledgers derive from them:
@@ -521,6 +570,9 @@ def _flat(req: VgpuRequest) -> array:
     return _flat_total(req)[0]
 
 
+_new_ledger = object.__new__
+
+
 class VgpuLedger:
     """One node's vGPU cards: a view of its rows of the session's `VgpuTable`."""
 
@@ -561,14 +613,7 @@ class VgpuLedger:
         self.uuid_index = d.uuid_index
         self.clean = d.clean
         self.factor = cfg.gpu_memory_factor
-        last = cards[-1].mode
-        self.mode = (
-            ann.MODE_MIG
-            if last == ann.MODE_MIG
-            else ann.MODE_MPS
-            if last == ann.MODE_MPS
-            else ann.MODE_HAMI_CORE
-        )
+        self.mode = d.mode
         self.mig: list[MigCard | None] | None = None
         if self.mode == ann.MODE_MIG:
             geoms = [cfg.geometry_for(c.type) for c in cards]
@@ -600,17 +645,44 @@ class VgpuLedger:
         value = node.annotations.get(ann.VGPU_REGISTER)
         if value is None:
             return None, "no vGPU registration"
-        scalars = node.allocatable.scalars
-        for name in _NODE_RESOURCES:
-            if scalars.get(name, 0.0) <= 0:
-                return None, f"node allocatable has no {name}"
-        cards, why, derived = _registered_cards(value)
+        has = node.allocatable.scalars.get
+        number, cores, memory = _NODE_RESOURCES
+        if has(number, 0.0) <= 0 or has(cores, 0.0) <= 0 or has(memory, 0.0) <= 0:
+            for name in _NODE_RESOURCES:  # the first one missing
+                if has(name, 0.0) <= 0:
+                    return None, f"node allocatable has no {name}"
+        cards, why, derived = _REGISTRATIONS.get(value) or _registered_cards(value)
         if cards is None:
             return None, why
         listed = node.annotations.get(ann.GPU_UNHEALTHY_IDS)
         if listed is None:  # the usual node: no card to leave out
+            if table is not None and derived is not None and derived.plain:
+                return cls._healthy(node.name, cfg, table, derived), ""
             return cls(node.name, cards, cfg, table, derived=derived), ""
         return cls(node.name, cards, cfg, table, ann.decode_unhealthy_ids(listed), derived), ""
+
+    @classmethod
+    def _healthy(cls, node_name: str, cfg: DeviceConfig, table: VgpuTable, d: CardLists) -> VgpuLedger:
+        """`cls(node_name, cards, cfg, table, derived=d)` for cards in range, none listed unhealthy
+        and not in MIG mode: the usual node, built without the general constructor's checks (a
+        session opens with a ledger per vGPU node)."""
+        led = _new_ledger(cls)
+        led.node_name = node_name
+        led.table = table
+        led.n = len(d.uuids)
+        led.uuids = d.uuids
+        led.types = d.types
+        led.uuid_index = d.uuid_index
+        led.clean = d.clean
+        led.factor = cfg.gpu_memory_factor
+        led.mode = d.mode
+        led.mig = None
+        led.idx = idx = table.add_row(led, d, d.nvidia_ok_row, False)
+        led.base = table.starts[idx]
+        led.pods = {}
+        led.version = 0
+        led.memo = None
+        return led
 
     # -- card filters (spec 3.4 rules 1, 3, 8) ----------------------------------------------------
     def uuid_filter_miss(self, req: VgpuRequest) -> str:
@@ -696,12 +768,24 @@ class VgpuLedger:
         t.used_num[g] += 1
         t.used_mem[g] += mem
         t.used_cores[g] += cores
+        t.node_ver[self.idx] += 1
+        return self.took_one(uid, group_key, c, mem, cores)
+
+    def took_one(
+        self, uid: str, group_key: str, c: int, mem: int, cores: int
+    ) -> tuple[str, tuple[int, int] | None]:
+        """charge_one once card c's arrays are charged (`mem` and `cores` of one more pod, the
+        node's version moved on): the pod recorded as holding them, and charge_one's answer."""
         if group_key and (mem or cores):
-            held = t.group_cards.setdefault(group_key, {})
-            held[g] = held.get(g, 0) + 1
+            cards = self.table.group_cards
+            held = cards.get(group_key)
+            g = self.base + c
+            if held is None:
+                cards[group_key] = {g: 1}
+            else:
+                held[g] = held.get(g, 0) + 1
         self.pods[uid] = (group_key, [_Charge(c, mem, cores, None)])
         self.version += 1
-        t.touch(self.idx)
         top = ann.REGISTER_INT_MAX
         use = (mem, cores) if 0 <= mem <= top and 0 <= cores <= top else None
         return f"{self.uuids[c]},{ann.VGPU_REQUEST_TYPE},{mem},{cores}:", use

@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scheduler.flags import parse_args
 from scheduler.model.duration import parse_duration
 from scheduler.sim.report import DOC_TEST_SKIP, load_average, load_sentence, replace_section
 
@@ -600,6 +601,10 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
                 await sout.readline()
             spy = _start_spy(args.spy, daemon.pid) if args.spy else None
             cpu0, server_cpu0 = _cpu_seconds(daemon.pid), _cpu_seconds(server.pid)
+            # marked first: the server's "after" is then the burst's first bind
+            sin.write(b"mark\n")
+            await sin.drain()
+            await sout.readline()
             sin.write(f"burst {args.burst} {args.gang}\n".encode())
             await sin.drain()
             b = json.loads(await sout.readline())
@@ -624,6 +629,9 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
             result["burst_create_seconds"] = round(b["end"] - b["start"], 2)
             result["burst_seconds"] = round(st["last"] - b["start"], 2)
             result["burst_pods_per_second"] = round(args.burst / max(st["last"] - b["start"], 1e-3))
+            if st["after"]:
+                result["burst_first_bind_seconds"] = round(st["after"] - b["start"], 2)
+                result.update(_rate_limit_floor(args, st["after"] - b["start"]))
             result["burst_daemon_cpu_ms_per_pod"] = round(
                 (_cpu_seconds(daemon.pid) - cpu0) * 1000 / args.burst, 3
             )
@@ -816,6 +824,17 @@ def render(result: dict[str, Any], command: str, load_before: str) -> str:
                 f"| burst: {r['burst']:,} pods created at once while running, creation → last bind | "
                 f"{r['burst_seconds']} s ({r['burst_pods_per_second']:,} pods/s) | ≥ 3,000 pods/s: "
                 f"{'reached' if r['burst_pods_per_second'] >= 3000 else 'not reached'} |",
+                *(
+                    [
+                        f"| creation → the burst's first bind | {r['burst_first_bind_seconds']} s | |",
+                        f"| earliest last bind the client's rate limit allows ({r['burst_client_qps']:,.0f} "
+                        f"Bindings/s, {r['burst_client_burst']:,} saved up: `--kube-api-qps`/`--kube-api-burst`) | "
+                        f"{r['burst_rate_limit_floor_seconds']} s "
+                        f"({r['burst_rate_limit_ceiling_pods_per_second']:,} pods/s at most) | |",
+                    ]
+                    if r.get("burst_rate_limit_floor_seconds") is not None
+                    else []
+                ),
                 f"| of which daemon CPU per burst pod (watch, decision, Binding, event) | "
                 f"{r['burst_daemon_cpu_ms_per_pod']} ms | |",
                 f"| and the API server's CPU per burst pod (create, Binding, status and event writes, watch events) | "
@@ -876,6 +895,25 @@ def render(result: dict[str, Any], command: str, load_before: str) -> str:
     return "\n".join(lines)
 
 
+def _rate_limit_floor(args: argparse.Namespace, first_bind_s: float) -> dict[str, Any]:
+    """The earliest last bind the daemon's client rate limit allows. Bindings take tokens of the
+    core clientset's bucket (`--kube-api-qps` a second, `--kube-api-burst` saved up, Volcano's
+    2000 / 2000 unless the run passes others with --daemon-flag): after the first bind, the
+    burst's other Bindings need (pods - burst) / qps seconds of refill at least, however fast
+    the decisions are."""
+    opts = parse_args(["--kubeconfig", "x", *args.daemon_flag])
+    qps, saved = opts.kube_api_qps, opts.kube_api_burst
+    if qps <= 0:  # unlimited
+        return {"burst_client_qps": qps, "burst_client_burst": saved}
+    floor = first_bind_s + max(0, args.burst - saved) / qps
+    return {
+        "burst_client_qps": qps,
+        "burst_client_burst": saved,
+        "burst_rate_limit_floor_seconds": round(floor, 2),
+        "burst_rate_limit_ceiling_pods_per_second": round(args.burst / max(floor, 1e-3)),
+    }
+
+
 def _burst_bound(r: dict[str, Any]) -> list[str]:
     """What the two processes' CPU per burst pod allows on this machine, whatever the overlap."""
     daemon_ms, server_ms = r.get("burst_daemon_cpu_ms_per_pod"), r.get("burst_server_cpu_ms_per_pod")
@@ -890,12 +928,31 @@ def _burst_bound(r: dict[str, Any]) -> list[str]:
         ]
     both = 2000 / (daemon_ms + server_ms)  # two cores, perfectly shared
     return [
+        *_limited(r),
         f"The burst is bounded by CPU on both sides: the API server alone spends {server_ms} ms per burst",
         "pod (`--server-profile` shows where: HTTP handling, admission, storage, watch encoding), so",
         f"it could not take more than {1000 / server_ms:,.0f} pods/s with a daemon that cost nothing, and",
         f"daemon and server together ({daemon_ms + server_ms:.3f} ms per pod) allow at most {both:,.0f} pods/s",
         "on this machine's two cores even if they overlapped perfectly.",
         *_trailing(r, daemon_ms, server_ms),
+    ]
+
+
+def _limited(r: dict[str, Any]) -> list[str]:
+    """A sentence when the last bind came at the floor the client's rate limit sets (within 5 %):
+    then that limit, not CPU, set the burst's pace."""
+    floor, took = r.get("burst_rate_limit_floor_seconds"), r.get("burst_seconds")
+    if (
+        floor is None
+        or took is None
+        or floor <= r.get("burst_first_bind_seconds", 0.0)
+        or took > 1.05 * floor
+    ):
+        return []
+    return [
+        f"The burst's last bind came at the floor the daemon's client rate limit sets ({took} s against {floor} s:",
+        f"{r['burst_client_qps']:,.0f} Bindings a second after {r['burst_client_burst']:,} saved up), so that limit set",
+        "its pace; raise `--kube-api-qps`/`--kube-api-burst` (the run's `--daemon-flag`) to see the daemon's own.",
     ]
 
 

@@ -28,11 +28,17 @@ def test_a_tiny_run_writes_its_section_with_the_burst_cpu_split_and_a_server_pro
 
     def window(prefix: str) -> float:
         line = next(line for line in text.splitlines() if line.startswith(prefix))
-        return float(line.split("|")[2].strip().removesuffix(" ms"))
+        return float(line.split("|")[2].strip().removesuffix(" ms").removesuffix(" s"))
 
     assert daemon_ms >= window("| of which daemon CPU per burst pod")
     assert server_ms >= window("| and the API server's CPU per burst pod")
     assert "The burst's writes go on after its last bind" in text
+    # the client's rate limit (Volcano's 2000 / 2000 here) allows any 16-pod burst at once
+    first = window("| creation → the burst's first bind")
+    limit = next(
+        line for line in text.splitlines() if line.startswith("| earliest last bind the client's rate limit")
+    )
+    assert "2,000 Bindings/s, 2,000 saved up" in limit and f"| {first} s (" in limit
     # the profile covers the burst window: the server bound the burst's pods in it
     functions = {name for (_file, _line, name) in pstats.Stats(str(prof)).stats}  # type: ignore[attr-defined]
     assert "bind" in functions and "create" in functions
@@ -103,3 +109,44 @@ def test_the_daemon_log_gives_the_sync_cpu_and_the_pod_list_wait() -> None:
     assert "start_to_first_session_seconds" not in timeline
     dlog.sessions.append({"ms": 500.0, "wall": t0 + 3.0})
     assert daemonbench._timeline(dlog, t0)["start_to_first_session_seconds"] == 2.5
+
+
+def test_the_rate_limit_floor_is_the_bindings_refill_after_the_first_bind() -> None:
+    import argparse
+
+    def floor(flags: list[str]) -> dict[str, object]:
+        return daemonbench._rate_limit_floor(argparse.Namespace(daemon_flag=flags, burst=5000), 0.45)
+
+    # Volcano's defaults: 2,000 saved up, the other 3,000 Bindings at 2,000 a second
+    assert floor([]) == {
+        "burst_client_qps": 2000.0,
+        "burst_client_burst": 2000,
+        "burst_rate_limit_floor_seconds": 1.95,
+        "burst_rate_limit_ceiling_pods_per_second": 2564,
+    }
+    # as Volcano's own performance setup raises them: the whole burst fits the saved tokens
+    raised = floor(["--kube-api-qps=10000", "--kube-api-burst=10000"])
+    assert raised["burst_rate_limit_floor_seconds"] == 0.45
+    # no limit: no floor to report
+    assert "burst_rate_limit_floor_seconds" not in floor(["--kube-api-qps=0"])
+
+
+def test_a_burst_at_its_rate_limit_floor_says_the_limit_set_its_pace() -> None:
+    cpu = {"burst_daemon_cpu_ms_per_pod": 0.29, "burst_server_cpu_ms_per_pod": 0.19}
+    limit = {"burst_client_qps": 2000.0, "burst_client_burst": 2000, "burst_first_bind_seconds": 0.45}
+    at_floor = " ".join(
+        daemonbench._burst_bound(
+            {**cpu, **limit, "burst_seconds": 1.95, "burst_rate_limit_floor_seconds": 1.95}
+        )
+    )
+    assert "floor the daemon's client rate limit sets (1.95 s against 1.95 s" in at_floor
+    # slower than the floor: CPU (or anything else) set the pace, not the limit
+    slower = " ".join(
+        daemonbench._burst_bound(
+            {**cpu, **limit, "burst_seconds": 2.6, "burst_rate_limit_floor_seconds": 1.95}
+        )
+    )
+    assert "rate limit" not in slower and "bounded by CPU" in slower
+    # a burst the saved tokens cover has no refill floor to meet
+    covered = {**cpu, **limit, "burst_seconds": 0.5, "burst_rate_limit_floor_seconds": 0.45}
+    assert "rate limit" not in " ".join(daemonbench._burst_bound(covered))

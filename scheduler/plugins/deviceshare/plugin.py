@@ -455,8 +455,7 @@ class DeviceSharePlugin(Plugin):
         if got is not _UNASKED:
             return got  # type: ignore[return-value]
         r = self._shared_requests(task)
-        got = self._shapes.get(id(r))
-        req = (got if got is not None and got[0] is r else self._shapes_of(r))[1]
+        req = self._shapes_of(r)[1]
         ex = self.exclusive
         self._plain[uid] = None if ex is not None and ex.track(task.pod) else req
         return self._plain[uid]
@@ -729,10 +728,7 @@ class DeviceSharePlugin(Plugin):
         r = self._requests.get(task.uid) or self._shared_requests(task)
         if r is _NO_REQUEST:
             return
-        shapes = self._shapes.get(id(r))
-        if shapes is None or shapes[0] is not r:
-            shapes = self._shapes_of(r)
-        cr = shapes[2]
+        cr = self._shapes_of(r)[2]
         if cr is not None and self._one_call_commit:
             # the usual pod: _allocate_vgpu's commit of the card its predicate's scan kept, when
             # that answer is current (else the general path below fits afresh)
@@ -740,11 +736,9 @@ class DeviceSharePlugin(Plugin):
             if led is None:
                 return
             if led.clean and led.mig is None and task.uid not in led.pods:
-                got = self._scans.charge_kept(led, r.vgpu, self._policy, cr)  # type: ignore[arg-type]
-                if got is not None:
-                    group = ann.pod_group_key(task.namespace, task.pod.annotations)
-                    ids, use = led.took_one(task.uid, group, got[0], got[1], cr.cores)  # type: ignore[union-attr]
-                    self._annotate_vgpu(task, node, ids, use)
+                written = self._take_kept_one(task, led, r.vgpu, cr)  # type: ignore[arg-type]
+                if written is not None:
+                    self._annotate_vgpu(task, node, *written)
                     return
         # pre_predicate refuses exactly the requests with an error: asked only then
         if r.share_error or r.vgpu_error or r.ascend_error:
@@ -845,17 +839,24 @@ class DeviceSharePlugin(Plugin):
         ):
             return None
         if not self.args.node_lock:  # _lock does nothing without node locks: found and charged at once
-            got = self._scans.charge_kept(led, req, self._policy, cs[0])
-            if got is None:
-                return None
-            c, mem = got
-            group = ann.pod_group_key(task.namespace, task.pod.annotations)
-            return led.took_one(task.uid, group, c, mem, cs[0].cores)
+            return self._take_kept_one(task, led, req, cs[0])
         c = self._scans.kept_card(led, req, self._policy)
         if c < 0:
             return None
         self._lock(task, node, ann.LOCK_VGPU)
         return led.charge_one(task.uid, ann.pod_group_key(task.namespace, task.pod.annotations), cs[0], c)
+
+    def _take_kept_one(
+        self, task: TaskInfo, led: VgpuLedger, req: VgpuRequest, cr: VgpuContainerRequest
+    ) -> tuple[str, tuple[int, int] | None] | None:
+        """A one-card request's card, kept by the predicate's scan, found and charged in one
+        compiled call and recorded on the ledger (no node locks to take first): its
+        `vgpu-ids-new` value and usage, or None, nothing changed (no current answer)."""
+        got = self._scans.charge_kept(led, req, self._policy, cr)
+        if got is None:
+            return None
+        group = ann.pod_group_key(task.namespace, task.pod.annotations)
+        return led.took_one(task.uid, group, got[0], got[1], cr.cores)
 
     def _allocate_ascend(self, task: TaskInfo, node: NodeInfo, chip: VnpuChip, req: AscendRequest) -> None:
         led = node.devices.get(chip.common_word)

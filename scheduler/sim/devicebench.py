@@ -345,14 +345,18 @@ def render_markdown(
     ascend: dict[str, tuple[int, float]],
     sizes: tuple[int, int, int],
     repeats: int,
+    spreads: dict[str, str] | None = None,
 ) -> str:
-    """The section: vGPU scan and decisions, the session figures, HAMi Ascend per path."""
+    """The section: vGPU scan and decisions, the session figures, HAMi Ascend per path. `spreads`:
+    how each session path was measured ('median of N sessions, low-high/s'), by path."""
     n_per_node, n_session, n_ascend = sizes
+    spread = {kind: "one session" for kind in ("session", "ascend session", "floor")} | (spreads or {})
     yes = {True: "reached", False: "NOT reached"}
     lines = [
         SECTION,
         "",
-        f"Command: `{cmd}` (median of {repeats} runs for the table; "
+        f"Command: `{cmd}` (median of {repeats} runs for the table and for each session figure, "
+        "the session kinds taken in turn; "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, Python {platform.python_version()}, "
         f"load average {load_average()} (1 / 5 / 15 min) when it finished). Ratios compare paths "
         "measured back to back in the same run.",
@@ -392,14 +396,16 @@ def render_markdown(
         f"- Through a real session (`run_session` with Volcano's default tiers plus deviceshare under binpack, "
         f"{n_session:,} one-pod vGPU jobs on {r['nodes']:,} fresh nodes x {r['gpus_per_node']} GPUs, "
         "the garbage collector set as the daemon sets it): "
-        f"{session:,.0f} decisions/s ({paths['session'][0]:,} bound), {_versus(session, per_node)} the per-node path: "
+        f"{session:,.0f} decisions/s ({spread['session']}; {paths['session'][0]:,} bound), "
+        f"{_versus(session, per_node)} the per-node path: "
         "besides the device fit the session runs every plugin's predicates and scores for each pod, but it "
         "samples nodes and keeps each node's answers until that node changes.",
         f"- Goal >= 10,000 vGPU decisions/s through the session: {yes[session >= 10_000]} ({session:,.0f}/s).",
-        *_floor_bullet(paths, session, n_session),
+        *_floor_bullet(paths, session, n_session, spread["floor"]),
         f"- HAMi Ascend through the same session (deviceshare.AscendHAMiVNPUEnable instead of vGPU, "
         f"{n_session:,} one-pod jobs asking one 310P chip on {r['nodes']:,} fresh nodes x {r['gpus_per_node']} chips): "
-        f"{_rate(*paths['ascend session']):,.0f} decisions/s ({paths['ascend session'][0]:,} bound).",
+        f"{_rate(*paths['ascend session']):,.0f} decisions/s ({spread['ascend session']}; "
+        f"{paths['ascend session'][0]:,} bound).",
         "",
         f"HAMi Ascend 310P at {r['nodes']:,} nodes x {r['gpus_per_node']} chips, {n_ascend:,} pods asking one "
         "chip with 2,000-12,000 MiB (template-rounded), binpack; the same pods on the same nodes for each path:",
@@ -419,6 +425,32 @@ def render_markdown(
         lines.append(f"| {labels[name]} | {rate:,.0f} | {ratio} |")
     lines += ["", f"- Goal >= 2,000 Ascend decisions/s compiled: {yes[top >= 2000]} ({top:,.0f}/s).", ""]
     return "\n".join(lines)
+
+
+def _session_medians(
+    nodes: int, gpus: int, pods: int, seed: int, repeats: int
+) -> dict[str, list[tuple[int, float]]]:
+    """`repeats` sessions of each kind (vGPU, Ascend, the floor), taken in turn so that the host's
+    drift over the minutes they take touches every kind alike."""
+    kinds = {"session": {}, "ascend session": {"ascend": True}, "floor": {"floor": True}}
+    runs: dict[str, list[tuple[int, float]]] = {kind: [] for kind in kinds}
+    for _ in range(repeats):
+        for kind, how in kinds.items():
+            runs[kind].append(_session_rate(nodes, gpus, pods, seed, **how))
+    return runs
+
+
+def _median_path(runs: list[tuple[int, float]]) -> tuple[int, float]:
+    """(pods bound, the median session's seconds) of equal sessions."""
+    return runs[0][0], statistics.median(secs for _, secs in runs)
+
+
+def _spread(runs: list[tuple[int, float]]) -> str:
+    """'median of N sessions, low-high/s' for a path measured more than once."""
+    if len(runs) < 2:
+        return "one session"
+    rates = sorted(_rate(*r) for r in runs)
+    return f"median of {len(runs)} sessions, {rates[0]:,.0f}-{rates[-1]:,.0f}/s"
 
 
 def _session_only(nodes: int, gpus: int, pods: int, seed: int, repeats: int, floor: bool = False) -> int:
@@ -441,18 +473,21 @@ def _session_only(nodes: int, gpus: int, pods: int, seed: int, repeats: int, flo
     return 0
 
 
-def _floor_line(floor_rate: float, vgpu_rate: float, bound: int, pods: int) -> str:
+def _floor_line(floor_rate: float, vgpu_rate: float, bound: int, pods: int, spread: str = "") -> str:
     """The floor of the vGPU session (the decision core alone) and the device part, per pod."""
     floor_us = 1e6 / floor_rate if floor_rate else float("nan")
     vgpu_us = 1e6 / vgpu_rate if vgpu_rate else float("nan")
     return (
         f"Floor (the same jobs without device asks, tiers without deviceshare): {floor_rate:,.0f} "
-        f"decisions/s ({bound:,} bound of {pods:,}), {floor_us:,.0f} us a pod; the device part "
+        f"decisions/s ({spread + '; ' if spread else ''}{bound:,} bound of {pods:,}), {floor_us:,.0f} us a pod; "
+        "the device part "
         f"{vgpu_us - floor_us:,.0f} us a pod of the vGPU session's {vgpu_us:,.0f}"
     )
 
 
-def _floor_bullet(paths: dict[str, tuple[int, float]], session: float, pods: int) -> list[str]:
+def _floor_bullet(
+    paths: dict[str, tuple[int, float]], session: float, pods: int, spread: str = ""
+) -> list[str]:
     """The session's floor, when measured: what the decision core alone costs these jobs, so the
     reader sees how much of a vGPU decision is the device part and how much is not."""
     if "floor" not in paths:
@@ -469,7 +504,7 @@ def _floor_bullet(paths: dict[str, tuple[int, float]], session: float, pods: int
         why = (
             f"At 10,000 decisions/s the device part may cost at most {100 - floor_us:,.0f} us a pod above it."
         )
-    return [f"- {_floor_line(floor, session, paths['floor'][0], pods)}. {why}"]
+    return [f"- {_floor_line(floor, session, paths['floor'][0], pods, spread)}. {why}"]
 
 
 def main(argv: Sequence[str]) -> int:
@@ -503,11 +538,10 @@ def main(argv: Sequence[str]) -> int:
     r = _median_run(args.nodes, args.gpus, args.pods, args.seed, max(1, args.repeats))
     native = native_module()
     table = _cluster(args.nodes, args.gpus, native if native is not None else python_fit, args.seed)
+    session_runs = _session_medians(args.nodes, args.gpus, args.session_pods, args.seed, max(1, args.repeats))
     paths = {
         "per-node": _decide_per_node(table, _pods(args.per_node_pods, args.seed)),
-        "session": _session_rate(args.nodes, args.gpus, args.session_pods, args.seed),
-        "ascend session": _session_rate(args.nodes, args.gpus, args.session_pods, args.seed, ascend=True),
-        "floor": _session_rate(args.nodes, args.gpus, args.session_pods, args.seed, floor=True),
+        **{kind: _median_path(runs) for kind, runs in session_runs.items()},
     }
     ascend = _ascend_rates(args.nodes, args.gpus, args.ascend_pods, args.seed)
     print(
@@ -523,7 +557,17 @@ def main(argv: Sequence[str]) -> int:
         cmd = "vc-scheduler bench --devices " + " ".join(argv)
         sizes = (args.per_node_pods, args.session_pods, args.ascend_pods)
         replace_section(
-            args.output, SECTION, render_markdown(cmd.strip(), r, paths, ascend, sizes, max(1, args.repeats))
+            args.output,
+            SECTION,
+            render_markdown(
+                cmd.strip(),
+                r,
+                paths,
+                ascend,
+                sizes,
+                max(1, args.repeats),
+                {kind: _spread(runs) for kind, runs in session_runs.items()},
+            ),
         )
     return 0
 

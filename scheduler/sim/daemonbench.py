@@ -823,7 +823,8 @@ def render(result: dict[str, Any], command: str, load_before: str) -> str:
             [
                 f"| burst: {r['burst']:,} pods created at once while running, creation → last bind | "
                 f"{r['burst_seconds']} s ({r['burst_pods_per_second']:,} pods/s) | ≥ 3,000 pods/s: "
-                f"{'reached' if r['burst_pods_per_second'] >= 3000 else 'not reached'} |",
+                f"{'reached' if r['burst_pods_per_second'] >= 3000 else 'not reached'}"
+                f"{' (client rate limit raised: rows below)' if r.get('burst_default_limit_floor_seconds') else ''} |",
                 *(
                     [
                         f"| creation → the burst's first bind | {r['burst_first_bind_seconds']} s | |",
@@ -833,6 +834,16 @@ def render(result: dict[str, Any], command: str, load_before: str) -> str:
                         f"({r['burst_rate_limit_ceiling_pods_per_second']:,} pods/s at most) | |",
                     ]
                     if r.get("burst_rate_limit_floor_seconds") is not None
+                    else []
+                ),
+                *(
+                    [
+                        f"| the same at the default limit ({r['burst_default_client_qps']:,.0f} / "
+                        f"{r['burst_default_client_burst']:,}, Volcano's): earliest last bind | "
+                        f"{r['burst_default_limit_floor_seconds']} s "
+                        f"({r['burst_default_limit_ceiling_pods_per_second']:,} pods/s at most) | |",
+                    ]
+                    if r.get("burst_default_limit_floor_seconds") is not None
                     else []
                 ),
                 f"| of which daemon CPU per burst pod (watch, decision, Binding, event) | "
@@ -903,15 +914,20 @@ def _rate_limit_floor(args: argparse.Namespace, first_bind_s: float) -> dict[str
     the decisions are."""
     opts = parse_args(["--kubeconfig", "x", *args.daemon_flag])
     qps, saved = opts.kube_api_qps, opts.kube_api_burst
-    if qps <= 0:  # unlimited
-        return {"burst_client_qps": qps, "burst_client_burst": saved}
-    floor = first_bind_s + max(0, args.burst - saved) / qps
-    return {
-        "burst_client_qps": qps,
-        "burst_client_burst": saved,
-        "burst_rate_limit_floor_seconds": round(floor, 2),
-        "burst_rate_limit_ceiling_pods_per_second": round(args.burst / max(floor, 1e-3)),
-    }
+    out: dict[str, Any] = {"burst_client_qps": qps, "burst_client_burst": saved}
+    if qps > 0:  # not unlimited
+        floor = first_bind_s + max(0, args.burst - saved) / qps
+        out["burst_rate_limit_floor_seconds"] = round(floor, 2)
+        out["burst_rate_limit_ceiling_pods_per_second"] = round(args.burst / max(floor, 1e-3))
+    default = parse_args(["--kubeconfig", "x"])
+    if (qps, saved) != (default.kube_api_qps, default.kube_api_burst):
+        # the run raised (or lowered) the limit: what the default would have allowed the same burst
+        floor = first_bind_s + max(0, args.burst - default.kube_api_burst) / default.kube_api_qps
+        out["burst_default_limit_floor_seconds"] = round(floor, 2)
+        out["burst_default_limit_ceiling_pods_per_second"] = round(args.burst / max(floor, 1e-3))
+        out["burst_default_client_qps"] = default.kube_api_qps
+        out["burst_default_client_burst"] = default.kube_api_burst
+    return out
 
 
 def _burst_bound(r: dict[str, Any]) -> list[str]:
@@ -929,6 +945,7 @@ def _burst_bound(r: dict[str, Any]) -> list[str]:
     both = 2000 / (daemon_ms + server_ms)  # two cores, perfectly shared
     return [
         *_limited(r),
+        *_raised(r),
         f"The burst is bounded by CPU on both sides: the API server alone spends {server_ms} ms per burst",
         "pod (`--server-profile` shows where: HTTP handling, admission, storage, watch encoding), so",
         f"it could not take more than {1000 / server_ms:,.0f} pods/s with a daemon that cost nothing, and",
@@ -953,6 +970,22 @@ def _limited(r: dict[str, Any]) -> list[str]:
         f"The burst's last bind came at the floor the daemon's client rate limit sets ({took} s against {floor} s:",
         f"{r['burst_client_qps']:,.0f} Bindings a second after {r['burst_client_burst']:,} saved up), so that limit set",
         "its pace; raise `--kube-api-qps`/`--kube-api-burst` (the run's `--daemon-flag`) to see the daemon's own.",
+    ]
+
+
+def _raised(r: dict[str, Any]) -> list[str]:
+    """Sentences when the run set the daemon's client rate limit away from the default: the burst
+    then shows the daemon's pace, and the reader needs what the default would have allowed."""
+    floor = r.get("burst_default_limit_floor_seconds")
+    if floor is None:
+        return []
+    return [
+        f"This run set the daemon's client rate limit to {r['burst_client_qps']:,.0f} requests a second with",
+        f"{r['burst_client_burst']:,} saved up (`--kube-api-qps`/`--kube-api-burst`, the chart's",
+        "`custom.scheduler_kube_api_qps`/`_burst`), as Volcano's own performance setup does: at the default",
+        f"{r['burst_default_client_qps']:,.0f} / {r['burst_default_client_burst']:,} every Binding past the saved-up ones",
+        f"waits for a token, and the same burst's last bind could come no sooner than {floor} s",
+        f"({r['burst_default_limit_ceiling_pods_per_second']:,} pods/s), however fast the daemon decides.",
     ]
 
 

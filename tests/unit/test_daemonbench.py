@@ -14,7 +14,8 @@ def test_a_tiny_run_writes_its_section_with_the_burst_cpu_split_and_a_server_pro
     doc.write_text(f"# Performance\n\n{daemonbench.SECTION}\n\nstale figures\n\n## Next\n\nkept\n")
     prof = tmp_path / "server.prof"
     argv = ["--nodes", "4", "--running", "16", "--pending", "8", "--burst", "16", "--arrival-rate", "0",
-            "--idle-seconds", "0.5", "--server-profile", str(prof), "--output", str(doc)]  # fmt: skip
+            "--idle-seconds", "0.5", "--server-profile", str(prof), "--output", str(doc),
+            "--daemon-flag=--kube-api-qps=3000", "--daemon-flag=--kube-api-burst=3000"]  # fmt: skip
     assert daemonbench.main(argv) == 0
     text = doc.read_text()
     assert "stale figures" not in text and "## Next\n\nkept" in text
@@ -33,12 +34,17 @@ def test_a_tiny_run_writes_its_section_with_the_burst_cpu_split_and_a_server_pro
     assert daemon_ms >= window("| of which daemon CPU per burst pod")
     assert server_ms >= window("| and the API server's CPU per burst pod")
     assert "The burst's writes go on after its last bind" in text
-    # the client's rate limit (Volcano's 2000 / 2000 here) allows any 16-pod burst at once
+    # the client's rate limit (raised to 3000 / 3000 here) allows any 16-pod burst at once
     first = window("| creation → the burst's first bind")
     limit = next(
         line for line in text.splitlines() if line.startswith("| earliest last bind the client's rate limit")
     )
-    assert "2,000 Bindings/s, 2,000 saved up" in limit and f"| {first} s (" in limit
+    assert "3,000 Bindings/s, 3,000 saved up" in limit and f"| {first} s (" in limit
+    # and so would the default (Volcano's 2000 / 2000), which the section names beside the raised one
+    default = next(line for line in text.splitlines() if line.startswith("| the same at the default limit"))
+    assert "(2,000 / 2,000, Volcano's)" in default and f"| {first} s (" in default
+    assert "(client rate limit raised: rows below) |" in text
+    assert "--kube-api-qps=3000" in text  # the daemon's command line shows the flags the run passed
     # the profile covers the burst window: the server bound the burst's pods in it
     functions = {name for (_file, _line, name) in pstats.Stats(str(prof)).stats}  # type: ignore[attr-defined]
     assert "bind" in functions and "create" in functions
@@ -127,6 +133,10 @@ def test_the_rate_limit_floor_is_the_bindings_refill_after_the_first_bind() -> N
     # as Volcano's own performance setup raises them: the whole burst fits the saved tokens
     raised = floor(["--kube-api-qps=10000", "--kube-api-burst=10000"])
     assert raised["burst_rate_limit_floor_seconds"] == 0.45
+    # and a raised limit reports what the default would have allowed the same burst
+    assert raised["burst_default_limit_floor_seconds"] == 1.95
+    assert raised["burst_default_limit_ceiling_pods_per_second"] == 2564
+    assert "burst_default_limit_floor_seconds" not in floor([])
     # no limit: no floor to report
     assert "burst_rate_limit_floor_seconds" not in floor(["--kube-api-qps=0"])
 
@@ -150,3 +160,22 @@ def test_a_burst_at_its_rate_limit_floor_says_the_limit_set_its_pace() -> None:
     # a burst the saved tokens cover has no refill floor to meet
     covered = {**cpu, **limit, "burst_seconds": 0.5, "burst_rate_limit_floor_seconds": 0.45}
     assert "rate limit" not in " ".join(daemonbench._burst_bound(covered))
+
+
+def test_a_burst_under_a_raised_limit_says_what_the_default_allows() -> None:
+    import argparse
+
+    limits = daemonbench._rate_limit_floor(
+        argparse.Namespace(daemon_flag=["--kube-api-qps=10000", "--kube-api-burst=10000"], burst=5000), 0.45
+    )
+    cpu = {"burst_daemon_cpu_ms_per_pod": 0.25, "burst_server_cpu_ms_per_pod": 0.16}
+    text = " ".join(
+        daemonbench._burst_bound({**cpu, **limits, "burst_seconds": 1.4, "burst_first_bind_seconds": 0.45})
+    )
+    assert "set the daemon's client rate limit to 10,000 requests a second" in text
+    assert "no sooner than 1.95 s (2,564 pods/s)" in text
+    # at the default limit there is nothing to add
+    default = daemonbench._rate_limit_floor(argparse.Namespace(daemon_flag=[], burst=5000), 0.45)
+    assert "set the daemon's client rate limit" not in " ".join(
+        daemonbench._burst_bound({**cpu, **default, "burst_seconds": 2.6, "burst_first_bind_seconds": 0.45})
+    )

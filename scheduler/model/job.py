@@ -204,6 +204,15 @@ class JobInfo:
         if bucket is not None and old.uid in bucket:
             bucket[new.uid] = new
 
+    def replace_and_update(self, old: TaskInfo, new: TaskInfo, status: TaskStatus) -> None:
+        """replace_task(old, new) then update_task_status(new, status): a session's first change
+        of a task (its placement) in one call. The swap in the status bucket is left out: the
+        move takes the uid out of that bucket anyway, and counts the same task state."""
+        if self._shared:
+            self._own()
+        self.tasks[new.uid] = new
+        self.update_task_status(new, status)
+
     # -- membership ---------------------------------------------------------------------------
     def add_task(self, task: TaskInfo) -> None:
         if self._shared:
@@ -317,7 +326,12 @@ class JobInfo:
         return self._ready[1]
 
     def valid_task_num(self) -> int:
-        return self.count(*READY_STATUSES, TaskStatus.PIPELINED, TaskStatus.PENDING)
+        # the buckets there are (one or two for most jobs), not the seven statuses looked up
+        n = 0
+        for s, bucket in self.task_status_index.items():
+            if s in _VALID_STATUSES:
+                n += len(bucket)
+        return n
 
     def is_ready(self) -> bool:
         # ready_task_num() + pending_best_effort_num() >= min_available: the job order asks it

@@ -107,6 +107,12 @@ def _walk(
             jobs[q] = 0
         jobs[q] += 1
         part = part_of(job)
+        if not part:
+            # a job that counts for none of the sums (overcommit's view of a job without
+            # minResources: most jobs): its kept part is empty, without the two calls that say so
+            if parts is not None:
+                parts[uid] = (q, ())
+            continue
         for i, r in part:
             if r.scalars:
                 s[i].add(r)

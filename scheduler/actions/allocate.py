@@ -84,7 +84,8 @@ def allocate(ssn: Session) -> None:
                 continue
             topo_jobs[job.uid] = tj
         else:
-            task_heaps[job.uid] = _task_heap(ssn, tasks)
+            # a single task needs no order (see _task_heap)
+            task_heaps[job.uid] = tasks if len(tasks) == 1 else _task_heap(ssn, tasks)
         jobs = jobs_by_queue.get(q.name)
         if jobs is None:
             jobs = jobs_by_queue[q.name] = PriorityQueue.keyed(ssn.job_compare, job_key)
@@ -102,6 +103,10 @@ def allocate(ssn: Session) -> None:
     # left, that push and pop give it back without a comparison: it is kept in hand instead
     # (one queue serving a backlog of one-pod jobs made both per job).
     held: QueueInfo | None = None
+    # A job's statement ends committed or discarded, both of which empty it, or kept for its
+    # pipelined tasks: an empty one serves the next job (a Statement made per one-pod job was a
+    # Python call each).
+    spare = Statement(ssn)
     while True:
         if held is not None and queues.empty():
             q = held
@@ -119,7 +124,9 @@ def allocate(ssn: Session) -> None:
             continue
         job = jobs.pop()
         tj = topo_jobs.get(job.uid)
-        stmt = Statement(ssn)
+        if spare.operations:
+            spare = Statement(ssn)
+        stmt = spare
         try:
             if tj is not None:
                 found = allocate_for_job(ssn, q, tj, placer)
@@ -169,7 +176,7 @@ def _allocate_tasks(
             break
         if gate is SKIP:
             continue
-        candidates = _nominated_first(ssn, task, check, errors)
+        candidates = _nominated_first(ssn, task, check, errors) if task.pod.nominated_node else []
         from_cache = not candidates
         if from_cache:
             candidates = cache.feasible(task, errors)
@@ -197,11 +204,9 @@ def _task_heap(ssn: Session, tasks: list[TaskInfo]) -> TaskQueue:
     """The job's pending tasks in task order: by sort keys when the task order plugins give them
     (a tuple comparison in C per heap step instead of task_compare's plugin calls, ~3 % of a
     gang backlog's session), else compared by task_compare. Both pop the same order: the keys
-    order the tasks exactly as task_compare does and no two tie. A single task (a one-pod job)
-    is never compared: it stays in its list, which pops it and is then empty, without a queue's
-    three Python calls."""
-    if len(tasks) == 1:
-        return tasks
+    order the tasks exactly as task_compare does and no two tie. (A single task, a one-pod job's,
+    is never compared: the caller keeps it in its list, which pops it and is then empty, without
+    a queue's three Python calls.)"""
     keys = ssn.task_order_keys(tasks)
     if keys is None:
         return PriorityQueue(ssn.task_compare, tasks)

@@ -137,7 +137,9 @@ def _fresh_scalars(nodes: list[NodeInfo], side: attrgetter) -> _Scalars | None:
     # which nodes name each one, and their amounts: C-level passes, not a loop per node (a name
     # every node has, the usual case, is its column as it is)
     present = [bytearray(map(is_not, col, repeat(_ABSENT))) for col in columns]
-    got = [col if all(mask) else list(compress(col, mask)) for col, mask in zip(columns, present, strict=True)]
+    got = [
+        col if all(mask) else list(compress(col, mask)) for col, mask in zip(columns, present, strict=True)
+    ]
     if not all(set(map(type, vals)) == {float} for vals in got):
         return _fresh_scalars_by_node(dicts, n)
     # _exact for floats: whole (not NaN nor infinite) and not negative

@@ -121,9 +121,12 @@ def _reservation(job: JobInfo, min_resources: Resource) -> Resource:
 
 def _part(job: JobInfo) -> list[tuple[int, Resource]]:
     """What a job adds to its queue's allocated (0), request (1), inqueue (2) and elastic (3)."""
-    part = [(0, job.allocated), (1, job.allocated)]
+    # Adding an all-zero vector without scalars changes nothing (a sum that starts at +0.0 is
+    # never -0.0, and x + 0.0 is x): skipped, the allocation of a pending job and the pending
+    # request of a running one.
+    a = job.allocated
+    part = [(0, a), (1, a)] if a.milli_cpu or a.memory or a.pods or a.scalars else []
     p = job.pending_request
-    # adding an all-zero vector without scalars changes nothing: skipped for running jobs
     if p.milli_cpu or p.memory or p.pods or p.scalars:
         part.append((1, p))
     phase = job.pod_group_status.phase

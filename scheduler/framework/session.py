@@ -64,8 +64,10 @@ POINTS = (
     "hyper_node_order",
     "hyper_node_gradient",
 )
-# the member itself: a TaskStatus member looked up on its class is a descriptor call (~0.1 us)
-_BINDING = TaskStatus.BINDING
+# the members themselves: a member looked up on TaskStatus goes through EnumType's __getattr__
+# hook (~900 instructions), and these are asked per placement
+_PENDING, _ALLOCATED, _BINDING = TaskStatus.PENDING, TaskStatus.ALLOCATED, TaskStatus.BINDING
+_RELEASING = TaskStatus.RELEASING
 _job_of = attrgetter("job")
 # PodGroup phases of jobs that nothing in a session can change unless they changed in the cluster
 # Points without a switch in Volcano: always consulted.
@@ -1093,7 +1095,7 @@ class Session:
         except AllocateError:
             self._fire_deallocate(task)
             node.remove_task(task)
-            job.update_task_status(task, TaskStatus.PENDING)
+            job.update_task_status(task, _PENDING)
             task.node_name = ""
             raise
         return task
@@ -1108,7 +1110,7 @@ class Session:
         if node is not None:
             node.remove_task(task)
             self.node_changes.append(node.name)
-        job.update_task_status(task, TaskStatus.PENDING)
+        job.update_task_status(task, _PENDING)
         task.node_name = ""
 
     def mark_releasing(self, task: TaskInfo) -> tuple[TaskInfo, TaskStatus]:
@@ -1118,7 +1120,7 @@ class Session:
         node = self.nodes[task.node_name]
         old = task.status
         node.remove_task(task)
-        job.update_task_status(task, TaskStatus.RELEASING)
+        job.update_task_status(task, _RELEASING)
         node.add_task(task)
         self.node_changes.append(node.name)
         self._fire_deallocate(task)
@@ -1155,10 +1157,10 @@ class Session:
 
     def allocate_and_maybe_dispatch(self, task: TaskInfo, node: NodeInfo) -> None:
         """Backfill's direct allocation: place, then bind every Allocated task once the job is ready."""
-        task = self.place(task, node, TaskStatus.ALLOCATED)
+        task = self.place(task, node, _ALLOCATED)
         job = self.jobs[task.job]
         if self.job_ready(job):
-            for t in job.tasks_in(TaskStatus.ALLOCATED):
+            for t in job.tasks_in(_ALLOCATED):
                 self.dispatch(t)
 
     # ------------------------------------------------------------------ fit errors --

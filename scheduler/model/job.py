@@ -20,8 +20,9 @@ from scheduler.model.topology import NetworkTopologySpec, SubGroupPolicy
 
 # the phases of a PodGroup whose status a session leaves as it is when nothing else changed
 QUIET_PHASES = (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED)
-# the member itself, not a lookup on the enum class per call (these run for every pod of a sync)
-_PENDING = TaskStatus.PENDING
+# the members themselves, not a lookup on the enum class per call (these run for every pod of a
+# sync; a member looked up on TaskStatus goes through EnumType's __getattr__ hook)
+_PENDING, _PIPELINED = TaskStatus.PENDING, TaskStatus.PIPELINED
 # the statuses each of the role checks counts (built once: allocate asks after every placement)
 _VALID_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
 _READY_ROLE_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
@@ -320,7 +321,7 @@ class JobInfo:
         return self._ready[0]
 
     def waiting_task_num(self) -> int:
-        return self.count(TaskStatus.PIPELINED)
+        return self.count(_PIPELINED)
 
     def pending_best_effort_num(self) -> int:
         return self._ready[1]
@@ -357,11 +358,11 @@ class JobInfo:
         return (
             self.pg_exists
             and self.pod_group_status.phase in QUIET_PHASES
-            and not self.task_status_index.get(TaskStatus.PENDING)
+            and not self.task_status_index.get(_PENDING)
         )
 
     def has_pending_tasks(self) -> bool:
-        return bool(self.task_status_index.get(TaskStatus.PENDING))
+        return bool(self.task_status_index.get(_PENDING))
 
     def _check_roles(self, statuses: frozenset[TaskStatus]) -> bool:
         if self.min_available < self.task_min_available_total or not self.task_min_available:

@@ -23,11 +23,19 @@ def share_of(allocated: Resource, total: Resource) -> float:
     per-name step is written out (not a helper called per name: five calls per placement);
     a NaN total counts 0 or 1."""
     share = 0.0
-    for a, t in ((allocated.milli_cpu, total.milli_cpu), (allocated.memory, total.memory)):
-        if not t < EPSILON:
-            s = a / t if t > 0 else (0.0 if a == 0 else 1.0)
-            if s > share:
-                share = s
+    # cpu, then memory: the step written out twice, not a loop over a tuple of pairs built per call
+    t = total.milli_cpu
+    if not t < EPSILON:
+        a = allocated.milli_cpu
+        s = a / t if t > 0 else (0.0 if a == 0 else 1.0)
+        if s > share:
+            share = s
+    t = total.memory
+    if not t < EPSILON:
+        a = allocated.memory
+        s = a / t if t > 0 else (0.0 if a == 0 else 1.0)
+        if s > share:
+            share = s
     mine = allocated.scalars
     # nothing of any scalar allocated: each one's share is 0, no more than `share` (unless a
     # scalar is named like a fixed resource, which reads that resource)

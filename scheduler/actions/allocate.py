@@ -169,10 +169,12 @@ def _allocate_tasks(
     one-pod job asked it three times)."""
     failed_roles: set[str] = set()
     nodes = ssn.node_list
+    # asked once: placements change no task's membership of the job, nor its minimum
+    go_on = job.need_continue_allocating()
     while tasks:
         task = tasks.pop()
         errors = FitErrors()
-        gate = task_gate(ssn, queue, job, task, failed_roles, nodes, errors, job.need_continue_allocating())
+        gate = task_gate(ssn, queue, job, task, failed_roles, nodes, errors, go_on)
         if gate is STOP:
             break
         if gate is SKIP:
@@ -185,7 +187,7 @@ def _allocate_tasks(
             ssn.record_fit_errors(job, task, errors)
             if task.role:
                 failed_roles.add(task.role)
-            if job.need_continue_allocating():
+            if go_on:
                 continue
             break
         placed = place_best(ssn, stmt, task, candidates, errors, cache, from_cache)

@@ -33,13 +33,22 @@ from scheduler.model.job import JobInfo
 from scheduler.model.objects import PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 from scheduler.model.topology import CLUSTER_TOP
 
+_NO_TASKS: dict[str, TaskInfo] = {}
+# a job's pending tasks as allocate takes them: true while one is left, pop() the next in task
+# order (PriorityQueue.__len__, or a list of one task)
+TaskQueue = PriorityQueue[TaskInfo] | list[TaskInfo]
+# the member itself: a member looked up on TaskStatus goes through EnumType's __getattr__ hook
+# (~900 instructions), and this is asked per job
+_PENDING = TaskStatus.PENDING
+
 
 def _pending_tasks(job: JobInfo) -> list[TaskInfo]:
-    return [
-        t
-        for t in job.task_status_index.get(TaskStatus.PENDING, {}).values()
-        if not t.scheduling_gated and not t.best_effort
-    ]
+    # a loop, not a comprehension: no frame of its own (this runs for every job allocate queues)
+    out = []
+    for t in job.task_status_index.get(_PENDING, _NO_TASKS).values():
+        if not t.scheduling_gated and not t.best_effort:
+            out.append(t)
+    return out
 
 
 def allocate(ssn: Session) -> None:
@@ -47,14 +56,14 @@ def allocate(ssn: Session) -> None:
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_compare)
     queued: set[str] = set()
     jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
-    task_heaps: dict[str, PriorityQueue[TaskInfo]] = {}
+    task_heaps: dict[str, TaskQueue] = {}
     topo_jobs: dict[str, TopologyJob] = {}
     # Only the popped job changes while allocate runs (its placements and their events), so a
     # queued job's order key stays true: a key per push instead of job_compare per comparison.
     job_key = ssn.job_order_key()
 
     for job in ssn.unquiet_jobs():
-        if not job.task_status_index.get(TaskStatus.PENDING):
+        if not job.task_status_index.get(_PENDING):
             continue
         if job.is_pending():
             if has_enqueue:
@@ -76,7 +85,8 @@ def allocate(ssn: Session) -> None:
                 continue
             topo_jobs[job.uid] = tj
         else:
-            task_heaps[job.uid] = _task_heap(ssn, tasks)
+            # a single task needs no order (see _task_heap)
+            task_heaps[job.uid] = tasks if len(tasks) == 1 else _task_heap(ssn, tasks)
         jobs = jobs_by_queue.get(q.name)
         if jobs is None:
             jobs = jobs_by_queue[q.name] = PriorityQueue.keyed(ssn.job_compare, job_key)
@@ -94,6 +104,10 @@ def allocate(ssn: Session) -> None:
     # left, that push and pop give it back without a comparison: it is kept in hand instead
     # (one queue serving a backlog of one-pod jobs made both per job).
     held: QueueInfo | None = None
+    # A job's statement ends committed or discarded, both of which empty it, or kept for its
+    # pipelined tasks: an empty one serves the next job (a Statement made per one-pod job was a
+    # Python call each).
+    spare = Statement(ssn)
     while True:
         if held is not None and queues.empty():
             q = held
@@ -111,7 +125,9 @@ def allocate(ssn: Session) -> None:
             continue
         job = jobs.pop()
         tj = topo_jobs.get(job.uid)
-        stmt = Statement(ssn)
+        if spare.operations:
+            spare = Statement(ssn)
+        stmt = spare
         try:
             if tj is not None:
                 found = allocate_for_job(ssn, q, tj, placer)
@@ -132,7 +148,7 @@ def allocate(ssn: Session) -> None:
                     ssn.job_hypernodes[job.uid] = tj.unit.allocated_hypernode
                 if not tj.worksheet.empty():
                     jobs.push(job)
-            elif not task_heaps[job.uid].empty():
+            elif task_heaps[job.uid]:
                 jobs.push(job)
         held = q
     cache.carry_over()
@@ -143,7 +159,7 @@ def _allocate_tasks(
     stmt: Statement,
     queue: QueueInfo,
     job: JobInfo,
-    tasks: PriorityQueue[TaskInfo],
+    tasks: TaskQueue,
     check: object,
     cache: PlacementCache,
 ) -> bool:
@@ -153,15 +169,17 @@ def _allocate_tasks(
     one-pod job asked it three times)."""
     failed_roles: set[str] = set()
     nodes = ssn.node_list
-    while not tasks.empty():
+    # asked once: placements change no task's membership of the job, nor its minimum
+    go_on = job.need_continue_allocating()
+    while tasks:
         task = tasks.pop()
         errors = FitErrors()
-        gate = task_gate(ssn, queue, job, task, failed_roles, nodes, errors, job.need_continue_allocating())
+        gate = task_gate(ssn, queue, job, task, failed_roles, nodes, errors, go_on)
         if gate is STOP:
             break
         if gate is SKIP:
             continue
-        candidates = _nominated_first(ssn, task, check, errors)
+        candidates = _nominated_first(ssn, task, check, errors) if task.pod.nominated_node else []
         from_cache = not candidates
         if from_cache:
             candidates = cache.feasible(task, errors)
@@ -169,7 +187,7 @@ def _allocate_tasks(
             ssn.record_fit_errors(job, task, errors)
             if task.role:
                 failed_roles.add(task.role)
-            if job.need_continue_allocating():
+            if go_on:
                 continue
             break
         placed = place_best(ssn, stmt, task, candidates, errors, cache, from_cache)
@@ -185,14 +203,13 @@ def _allocate_tasks(
     return False
 
 
-def _task_heap(ssn: Session, tasks: list[TaskInfo]) -> PriorityQueue[TaskInfo]:
+def _task_heap(ssn: Session, tasks: list[TaskInfo]) -> TaskQueue:
     """The job's pending tasks in task order: by sort keys when the task order plugins give them
     (a tuple comparison in C per heap step instead of task_compare's plugin calls, ~3 % of a
     gang backlog's session), else compared by task_compare. Both pop the same order: the keys
-    order the tasks exactly as task_compare does and no two tie. A single task (a one-pod job)
-    is never compared: its keys would be built for nothing."""
-    if len(tasks) == 1:
-        return PriorityQueue(ssn.task_compare, tasks)
+    order the tasks exactly as task_compare does and no two tie. (A single task, a one-pod job's,
+    is never compared: the caller keeps it in its list, which pops it and is then empty, without
+    a queue's three Python calls.)"""
     keys = ssn.task_order_keys(tasks)
     if keys is None:
         return PriorityQueue(ssn.task_compare, tasks)

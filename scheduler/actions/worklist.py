@@ -35,5 +35,9 @@ def queue_worklist(
             seen.add(queue.name)
             queues.push(queue)
         if wanted(job):
-            by_queue.setdefault(queue.name, PriorityQueue(ssn.job_compare)).push(job)
+            # not setdefault: its default, a new queue, would be made for every wanted job
+            jobs_of = by_queue.get(queue.name)
+            if jobs_of is None:
+                jobs_of = by_queue[queue.name] = PriorityQueue(ssn.job_compare)
+            jobs_of.push(job)
     return queues, by_queue

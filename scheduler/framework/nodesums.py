@@ -134,17 +134,26 @@ def _fresh_scalars(nodes: list[NodeInfo], side: attrgetter) -> _Scalars | None:
     n = len(nodes)
     names = dict.fromkeys(chain.from_iterable(dicts))
     columns = [list(map(dict.get, dicts, repeat(name), repeat(_ABSENT))) for name in names]
-    got = [[v for v in col if v is not _ABSENT] for col in columns]
+    # which nodes name each one, and their amounts: C-level passes, not a loop per node (a name
+    # every node has, the usual case, is its column as it is)
+    present = [bytearray(map(is_not, col, repeat(_ABSENT))) for col in columns]
+    got = [
+        col if all(mask) else list(compress(col, mask)) for col, mask in zip(columns, present, strict=True)
+    ]
     if not all(set(map(type, vals)) == {float} for vals in got):
         return _fresh_scalars_by_node(dicts, n)
     # _exact for floats: whole (not NaN nor infinite) and not negative
     if not all(all(map(float.is_integer, vals)) and min(vals) >= 0 for vals in got):
         return None
     kept = _Scalars({}, {}, {}, {})
-    for name, col in zip(names, columns, strict=True):
-        ints = [0 if v is _ABSENT else int(v) for v in col]
+    for name, col, mask, vals in zip(names, columns, present, got, strict=True):
+        if vals is col:
+            ints = list(map(int, col))
+        else:
+            it = map(int, vals)
+            ints = [next(it) if has else 0 for has in mask]
         kept.values[name] = ints
-        kept.present[name] = bytearray(map(is_not, col, repeat(_ABSENT)))
+        kept.present[name] = mask
         kept.sums[name] = sum(ints)
         kept.shifts[name] = _twos(reduce(or_, ints, 0))
     return kept

@@ -108,6 +108,10 @@ class PriorityQueue(Generic[T]):
         # a run is emptied by the pop that takes its last entry: no entry left means none queued
         return not self._heap
 
+    def __bool__(self) -> bool:
+        # what empty() says, for a caller that tests the queue as it tests a list (not __len__'s sum)
+        return bool(self._heap)
+
     def __len__(self) -> int:
         return len(self._heap) - self._head
 

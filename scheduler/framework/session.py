@@ -16,7 +16,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from operator import add
+from operator import add, attrgetter
 from typing import Any
 
 from scheduler.conf import SchedulerConfiguration
@@ -64,6 +64,11 @@ POINTS = (
     "hyper_node_order",
     "hyper_node_gradient",
 )
+# the members themselves: a member looked up on TaskStatus goes through EnumType's __getattr__
+# hook (~900 instructions), and these are asked per placement
+_PENDING, _ALLOCATED, _BINDING = TaskStatus.PENDING, TaskStatus.ALLOCATED, TaskStatus.BINDING
+_RELEASING = TaskStatus.RELEASING
+_job_of = attrgetter("job")
 # PodGroup phases of jobs that nothing in a session can change unless they changed in the cluster
 # Points without a switch in Volcano: always consulted.
 _UNSWITCHED = frozenset({"job_valid", "victim_queue_order", "unified_evictable"})
@@ -567,7 +572,10 @@ class Session:
             return None
 
         def key(job: JobInfo) -> tuple | None:
-            parts = [fn(job) for fn in fns]
+            # a loop, not a comprehension: no frame of its own (a key per job allocate queues)
+            parts = []
+            for fn in fns:
+                parts.append(fn(job))
             c = job.creation
             if None in parts or c != c:
                 return None
@@ -981,9 +989,10 @@ class Session:
         memo = self._unquiet
         if memo is not None and memo[0] == owned and memo[1] is jobs and memo[2] == len(jobs):
             return memo[3]
-        uids = {t.job for t in self._owned.values()}
+        # C-level passes: a generator and two comprehensions stepped through every job in Python
+        uids = set(map(_job_of, self._owned.values()))
         uids.update(busy)
-        got = [jobs[uid] for uid in sorted((u for u in uids if u in jobs), key=position.__getitem__)]
+        got = list(map(jobs.__getitem__, sorted(filter(jobs.__contains__, uids), key=position.__getitem__)))
         self._unquiet = (owned, jobs, len(jobs), got)
         return got
 
@@ -1060,9 +1069,20 @@ class Session:
         Returns the session's own copy of the task, which is what changed.
         """
         mine = self._owned.get(task.uid)
-        task = mine if mine is not None else self.own(task)
-        job = self.jobs[task.job]
-        job.update_task_status(task, status)
+        if mine is not None:
+            task = mine
+            job = self.jobs[task.job]
+            job.update_task_status(task, status)
+        else:
+            # own() and the status change in one step: the job swaps in the copy as it moves it
+            # (most placements are of a task the session has not changed yet)
+            if task.node_name:
+                return self.place(self.own(task), node, status)
+            mine = task.clone()
+            self._owned[task.uid] = mine
+            job = self.jobs[task.job]
+            job.replace_and_update(task, mine, status)
+            task = mine
         task.node_name = node.name
         node.add_task(task)
         self.node_changes.append(node.name)
@@ -1075,7 +1095,7 @@ class Session:
         except AllocateError:
             self._fire_deallocate(task)
             node.remove_task(task)
-            job.update_task_status(task, TaskStatus.PENDING)
+            job.update_task_status(task, _PENDING)
             task.node_name = ""
             raise
         return task
@@ -1090,7 +1110,7 @@ class Session:
         if node is not None:
             node.remove_task(task)
             self.node_changes.append(node.name)
-        job.update_task_status(task, TaskStatus.PENDING)
+        job.update_task_status(task, _PENDING)
         task.node_name = ""
 
     def mark_releasing(self, task: TaskInfo) -> tuple[TaskInfo, TaskStatus]:
@@ -1100,7 +1120,7 @@ class Session:
         node = self.nodes[task.node_name]
         old = task.status
         node.remove_task(task)
-        job.update_task_status(task, TaskStatus.RELEASING)
+        job.update_task_status(task, _RELEASING)
         node.add_task(task)
         self.node_changes.append(node.name)
         self._fire_deallocate(task)
@@ -1123,7 +1143,7 @@ class Session:
         job = self.jobs[task.job]
         node = self.nodes[task.node_name]
         old = task.status
-        job.update_task_status(task, TaskStatus.BINDING)
+        job.update_task_status(task, _BINDING)
         node.restatus(task, old)
         self.decisions.binds.append(task)
         if self.on_dispatch is not None:
@@ -1137,10 +1157,10 @@ class Session:
 
     def allocate_and_maybe_dispatch(self, task: TaskInfo, node: NodeInfo) -> None:
         """Backfill's direct allocation: place, then bind every Allocated task once the job is ready."""
-        task = self.place(task, node, TaskStatus.ALLOCATED)
+        task = self.place(task, node, _ALLOCATED)
         job = self.jobs[task.job]
         if self.job_ready(job):
-            for t in job.tasks_in(TaskStatus.ALLOCATED):
+            for t in job.tasks_in(_ALLOCATED):
                 self.dispatch(t)
 
     # ------------------------------------------------------------------ fit errors --

@@ -16,6 +16,9 @@ from scheduler.model.objects import TaskInfo, TaskStatus
 EVICT = "evict"
 PIPELINE = "pipeline"
 ALLOCATE = "allocate"
+# the members themselves: a member looked up on TaskStatus goes through EnumType's __getattr__
+# hook (~900 instructions), and these are asked per placement
+_ALLOCATED, _PIPELINED = TaskStatus.ALLOCATED, TaskStatus.PIPELINED
 
 
 @dataclass(slots=True)
@@ -38,12 +41,12 @@ class Statement:
         self.operations.append(Operation(EVICT, task, reason, prior))
 
     def pipeline(self, task: TaskInfo, node: NodeInfo) -> None:
-        task = self.ssn.place(task, node, TaskStatus.PIPELINED)
+        task = self.ssn.place(task, node, _PIPELINED)
         self.operations.append(Operation(PIPELINE, task))
 
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
         """Raises AllocateError (nothing changed) when a device handler refuses the node."""
-        task = self.ssn.place(task, node, TaskStatus.ALLOCATED)
+        task = self.ssn.place(task, node, _ALLOCATED)
         self.operations.append(Operation(ALLOCATE, task))
 
     def discard(self) -> None:

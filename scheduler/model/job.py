@@ -20,8 +20,9 @@ from scheduler.model.topology import NetworkTopologySpec, SubGroupPolicy
 
 # the phases of a PodGroup whose status a session leaves as it is when nothing else changed
 QUIET_PHASES = (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED)
-# the member itself, not a lookup on the enum class per call (these run for every pod of a sync)
-_PENDING = TaskStatus.PENDING
+# the members themselves, not a lookup on the enum class per call (these run for every pod of a
+# sync; a member looked up on TaskStatus goes through EnumType's __getattr__ hook)
+_PENDING, _PIPELINED = TaskStatus.PENDING, TaskStatus.PIPELINED
 # the statuses each of the role checks counts (built once: allocate asks after every placement)
 _VALID_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
 _READY_ROLE_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
@@ -204,6 +205,15 @@ class JobInfo:
         if bucket is not None and old.uid in bucket:
             bucket[new.uid] = new
 
+    def replace_and_update(self, old: TaskInfo, new: TaskInfo, status: TaskStatus) -> None:
+        """replace_task(old, new) then update_task_status(new, status): a session's first change
+        of a task (its placement) in one call. The swap in the status bucket is left out: the
+        move takes the uid out of that bucket anyway, and counts the same task state."""
+        if self._shared:
+            self._own()
+        self.tasks[new.uid] = new
+        self.update_task_status(new, status)
+
     # -- membership ---------------------------------------------------------------------------
     def add_task(self, task: TaskInfo) -> None:
         if self._shared:
@@ -311,13 +321,18 @@ class JobInfo:
         return self._ready[0]
 
     def waiting_task_num(self) -> int:
-        return self.count(TaskStatus.PIPELINED)
+        return self.count(_PIPELINED)
 
     def pending_best_effort_num(self) -> int:
         return self._ready[1]
 
     def valid_task_num(self) -> int:
-        return self.count(*READY_STATUSES, TaskStatus.PIPELINED, TaskStatus.PENDING)
+        # the buckets there are (one or two for most jobs), not the seven statuses looked up
+        n = 0
+        for s, bucket in self.task_status_index.items():
+            if s in _VALID_STATUSES:
+                n += len(bucket)
+        return n
 
     def is_ready(self) -> bool:
         # ready_task_num() + pending_best_effort_num() >= min_available: the job order asks it
@@ -343,11 +358,11 @@ class JobInfo:
         return (
             self.pg_exists
             and self.pod_group_status.phase in QUIET_PHASES
-            and not self.task_status_index.get(TaskStatus.PENDING)
+            and not self.task_status_index.get(_PENDING)
         )
 
     def has_pending_tasks(self) -> bool:
-        return bool(self.task_status_index.get(TaskStatus.PENDING))
+        return bool(self.task_status_index.get(_PENDING))
 
     def _check_roles(self, statuses: frozenset[TaskStatus]) -> bool:
         if self.min_available < self.task_min_available_total or not self.task_min_available:

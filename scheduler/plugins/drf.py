@@ -22,12 +22,16 @@ def share_of(allocated: Resource, total: Resource) -> float:
     reads it), read directly at each placement instead of through a generator and get(). The
     per-name step is written out (not a helper called per name: five calls per placement);
     a NaN total counts 0 or 1."""
-    share = 0.0
-    for a, t in ((allocated.milli_cpu, total.milli_cpu), (allocated.memory, total.memory)):
-        if not t < EPSILON:
-            s = a / t if t > 0 else (0.0 if a == 0 else 1.0)
-            if s > share:
-                share = s
+    # cpu, then memory, written out (not a loop over a tuple of pairs built per call)
+    a, t = allocated.milli_cpu, total.milli_cpu
+    share = 0.0 if t < EPSILON else (a / t if t > 0 else (0.0 if a == 0 else 1.0))
+    if not share > 0.0:
+        share = 0.0  # a NaN or a negative figure leaves the share at 0, as max() from 0 does
+    a, t = allocated.memory, total.memory
+    if not t < EPSILON:
+        s = a / t if t > 0 else (0.0 if a == 0 else 1.0)
+        if s > share:
+            share = s
     mine = allocated.scalars
     # nothing of any scalar allocated: each one's share is 0, no more than `share` (unless a
     # scalar is named like a fixed resource, which reads that resource)

@@ -16,6 +16,11 @@ NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
 NOT_ENOUGH_TASKS = "NotEnoughTasks"
 NOT_ENOUGH_RESOURCES = "NotEnoughResources"
 
+# the members themselves: a member looked up on TaskStatus goes through EnumType's __getattr__
+# hook (~900 instructions), and the close asks these of every job not ready
+_PENDING, _PIPELINED, _RELEASING = TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.RELEASING
+_SCHEDULED = (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+
 
 def set_condition(job: JobInfo, cond: Condition) -> None:
     conds = job.pod_group_status.conditions
@@ -110,7 +115,7 @@ class GangPlugin(Plugin):
             if not job.is_ready() and not _only_releasing(job):
                 schedulable = job.ready_task_num() + sum(
                     1
-                    for t in job.task_status_index.get(TaskStatus.PENDING, {}).values()
+                    for t in job.task_status_index.get(_PENDING, {}).values()
                     if t.last_tx is not None and t.last_tx[0] in ALLOCATED_STATUSES
                 )
                 unready = job.min_available - schedulable
@@ -127,8 +132,8 @@ class GangPlugin(Plugin):
 def _only_releasing(job: JobInfo) -> bool:
     """Not ready only because scheduled tasks are being released: no condition churn for that."""
     # a releasing task never placed (deleted while pending) holds no gang slot
-    releasing = sum(1 for t in job.tasks_in(TaskStatus.RELEASING) if t.node_name)
-    if not releasing or job.count(TaskStatus.PENDING, TaskStatus.PIPELINED):
+    releasing = sum(1 for t in job.tasks_in(_RELEASING) if t.node_name)
+    if not releasing or job.count(_PENDING, _PIPELINED):
         return False
-    scheduled = job.count(TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+    scheduled = job.count(*_SCHEDULED)
     return scheduled + releasing >= job.min_available

@@ -18,6 +18,11 @@ from scheduler.model.objects import ALLOCATED_STATUSES, PodGroupPhase, QueueInfo
 from scheduler.model.resources import FIXED_NAMES, Infinity, Resource
 from scheduler.plugins.queuesums import queue_sums
 
+# the members themselves: an Enum member looked up on its class goes through EnumType's
+# __getattr__ hook (~900 instructions), and overused is asked before every job allocate serves
+_ZERO, _INFINITY = Infinity.ZERO, Infinity.INFINITY
+_PENDING = TaskStatus.PENDING
+
 
 @dataclass(slots=True)
 class QueueAttr:
@@ -94,7 +99,7 @@ def _elastic(job: JobInfo) -> Resource:
 def _without_gated(job: JobInfo, r: Resource) -> Resource:
     """`r` less the requests of the job's scheduling-gated pods, never below zero (Volcano's
     DeductSchGatedResources): a gated pod must not hold queue room that other jobs could use."""
-    gated = [t for t in job.task_status_index.get(TaskStatus.PENDING, {}).values() if t.scheduling_gated]
+    gated = [t for t in job.task_status_index.get(_PENDING, {}).values() if t.scheduling_gated]
     if not gated:
         return r
     g = Resource()
@@ -117,9 +122,12 @@ def _reservation(job: JobInfo, min_resources: Resource) -> Resource:
 
 def _part(job: JobInfo) -> list[tuple[int, Resource]]:
     """What a job adds to its queue's allocated (0), request (1), inqueue (2) and elastic (3)."""
-    part = [(0, job.allocated), (1, job.allocated)]
+    # Adding an all-zero vector without scalars changes nothing (a sum that starts at +0.0 is
+    # never -0.0, and x + 0.0 is x): skipped, the allocation of a pending job and the pending
+    # request of a running one.
+    a = job.allocated
+    part = [(0, a), (1, a)] if a.milli_cpu or a.memory or a.pods or a.scalars else []
     p = job.pending_request
-    # adding an all-zero vector without scalars changes nothing: skipped for running jobs
     if p.milli_cpu or p.memory or p.pods or p.scalars:
         part.append((1, p))
     phase = job.pod_group_status.phase
@@ -148,10 +156,10 @@ def water_fill(attrs: dict[str, QueueAttr], total: Resource) -> None:
                 continue
             old = a.deserved.clone()
             a.deserved.add(remaining.clone().multi(a.weight / total_weight))
-            a.deserved.min_dimension(a.real_capability, Infinity.INFINITY)
-            a.deserved.min_dimension(a.request, Infinity.ZERO)
+            a.deserved.min_dimension(a.real_capability, _INFINITY)
+            a.deserved.min_dimension(a.request, _ZERO)
             a.deserved.set_max(a.guarantee)
-            if a.request.less_equal(a.deserved, Infinity.ZERO) or a.deserved == old:
+            if a.request.less_equal(a.deserved, _ZERO) or a.deserved == old:
                 met.add(name)
             diff_inc = a.deserved.clone().sub(old)
             for dim, v in diff_inc.items():
@@ -177,7 +185,7 @@ class ProportionPlugin(Plugin):
             q = ssn.queues[name]
             real = total.clone().sub(total_guarantee).clip_at_zero().add(q.guarantee)
             cap = _unlimited_capability(q.capability, total)
-            real.min_dimension(cap, Infinity.INFINITY)
+            real.min_dimension(cap, _INFINITY)
             a = QueueAttr(q, max(q.weight, 0), q.capability, real, q.guarantee.clone())
             a.allocated, a.request = allocated.clone(), request.clone()
             a.inqueue, a.elastic = inqueue.clone(), elastic.clone()
@@ -201,7 +209,7 @@ class ProportionPlugin(Plugin):
             a = attrs.get(queue.name)
             if a is None:
                 return False
-            return a.deserved.less_equal(a.allocated, Infinity.ZERO)
+            return a.deserved.less_equal(a.allocated, _ZERO)
 
         def allocatable(queue: QueueInfo, task: TaskInfo) -> bool:
             if not queue.is_open():
@@ -232,7 +240,7 @@ class ProportionPlugin(Plugin):
                 if job.queue not in running:
                     running[job.queue] = a.allocated.clone()
                 alloc = running[job.queue]
-                if not alloc.less_equal(a.deserved, Infinity.ZERO):
+                if not alloc.less_equal(a.deserved, _ZERO):
                     alloc.sub(t.resreq)
                     victims.append(t)
             return victims, PERMIT

@@ -254,6 +254,15 @@ def _shape_key(task: TaskInfo) -> tuple | None:
     )
 
 
+def _kept_annotations(annotations: dict[str, str]) -> dict[str, str]:
+    """The annotations a shape key holds: all but the PodGroup's (see _GROUP_PREFIX)."""
+    if len(annotations) == 1:
+        # a one-pod job's usual lone annotation, its group name: no comprehension's frame
+        ((k, v),) = annotations.items()
+        return {} if k.startswith(_GROUP_PREFIX) else {k: v}
+    return {k: v for k, v in annotations.items() if not k.startswith(_GROUP_PREFIX)}
+
+
 class _Scores:
     """Per-node scores of the shapes that score alike (Session.score_shape), emptied for a node
     when it changes. Pods that differ only in what no score reads (their device requests, under
@@ -372,6 +381,9 @@ class _Entry:
         # every node refused, nothing popped since): the next session may then copy it as it is
         self.ordered = False
 
+
+# at most this many unknown scores are computed node by node (_fill_split), more in one batch
+_FEW_SCORES = 4
 
 # best()'s in-place pick over a run did not decide (a NaN top, a BestNodeFn, a deterministic
 # pick): best()'s lists decide then
@@ -638,26 +650,29 @@ class PlacementCache:
         if _depends_on_other_pods(task):
             return None
         pod = task.pod
-        shared = (
-            task.init_resreq,
-            task.resreq,
-            pod.node_selector,
-            pod.affinity,
-            pod.tolerations,
-            pod.host_ports,
-            pod.containers,
+        init, req = task.init_resreq, task.resreq
+        sel, aff, tol, ports, cons = pod.node_selector, pod.affinity, pod.tolerations, pod.host_ports, pod.containers
+        # convert interns only non-empty values: every empty one reads the same, so 0 stands for
+        # it (written out: a comprehension is a frame per task)
+        ident = (
+            pod.node_name,
+            id(init) if init else 0,
+            id(req) if req else 0,
+            id(sel) if sel else 0,
+            id(aff) if aff else 0,
+            id(tol) if tol else 0,
+            id(ports) if ports else 0,
+            id(cons) if cons else 0,
         )
-        # convert interns only non-empty values: every empty one reads the same, so 0 stands for it
-        ident = (pod.node_name, *[id(x) if x else 0 for x in shared])
         # the annotations the key holds: one-pod jobs differ in their group name, and only there
-        anns = {k: v for k, v in pod.annotations.items() if not k.startswith(_GROUP_PREFIX)}
+        anns = _kept_annotations(pod.annotations)
         hit = self._shape_keys.get(ident)
         if hit is not None and hit[1] == anns:
             # job and role lead the key; the rest is the template's, shared by the jobs using it
             return (task.job, task.role, *hit[2])
         key = _shape_key(task)
         if key is not None:
-            self._shape_keys[ident] = (shared, anns, key[2:])
+            self._shape_keys[ident] = ((init, req, sel, aff, tol, ports, cons), anns, key[2:])
         return key
 
     def _values(self, task: TaskInfo) -> _NodeValues | None:
@@ -1304,9 +1319,12 @@ class PlacementCache:
         nodes = self.nodes
         if fit_missing:
             self._fits_at(task, codes, [nodes[i] for i in fit_missing], fit_missing)
-        if len(score_missing) == 1:
-            self._fill_split(vals, task, nodes[score_missing[0]])
-        elif score_missing:
+        if len(score_missing) <= _FEW_SCORES:
+            # the usual case, the nodes changed since the shape's last window: one by one, cheaper
+            # than the batch call's fixed cost; both give the same floats (see _gathered)
+            for i in score_missing:
+                self._fill_split(vals, task, nodes[i])
+        else:
             self._fill_split_many(vals, task, [nodes[i] for i in score_missing])
         entry.touched.clear()
         top = window_impl.run_top(final, codes, start, n)

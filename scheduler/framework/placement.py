@@ -691,6 +691,20 @@ class PlacementCache:
         end = len(log)
         sc = vals.sc
         if sc.seq != end:  # shared: another shape may have brought it up to date already
+            if vals.seq == sc.seq and end - sc.seq == 1:
+                # the usual case (once per pod): the one node the last placement changed,
+                # forgotten by both without building the tuples _forget_changed takes
+                name = log[-1]
+                for known in (sc.mixed, sc.parts, sc.base, vals.verdicts):
+                    if known:
+                        known.pop(name, None)
+                i = self._last_changed_at(log)
+                if i >= 0:
+                    for code in (sc.final_known, vals.codes, vals.fit_codes):
+                        if code:
+                            code[i] = UNKNOWN
+                sc.seq = vals.seq = end
+                return vals
             if vals.seq == sc.seq:
                 # the usual case (once per pod): both behind by the same changes, forgotten in
                 # one pass that finds the changed positions once
@@ -741,6 +755,17 @@ class PlacementCache:
             for code in codes:
                 if code:
                     forget(code, at)
+
+    def _last_changed_at(self, log: list[str]) -> int:
+        """The position in `nodes` of the log's last entry (-1: not in the list), kept as
+        _changed_at keeps it."""
+        log_at = self._log_at
+        if len(log) - len(log_at) == 1:
+            i = self._index.get(log[-1], -1)
+            log_at.append(i)
+            return i
+        self._changed_at(log, len(log) - 1)
+        return log_at[-1]
 
     def _changed_at(self, log: list[str], seq: int) -> list[int]:
         """The positions in `nodes` of the log's entries from `seq` on (repeats kept: forgetting
@@ -864,8 +889,11 @@ class PlacementCache:
         sc = vals.sc
         name = node.name
         if len(splits) == 1 and not sc.keep_parts:
-            # nodeorder's alone, the default: what _combine adds, base + (0.0 + part), inline
-            v = b + (0.0 + splits[0].per_node(task, node))
+            # nodeorder's alone, the default: what _combine adds, base + (0.0 + part), inline;
+            # its many-node form when it has one (the same integer, a call less than per_node's)
+            sp = splits[0]
+            many = sp.per_nodes
+            v = b + (0.0 + (sp.per_node(task, node) if many is None else many(task, [node])[0]))
         else:
             per = tuple(sp.per_node(task, node) for sp in splits)
             if sc.keep_parts:
@@ -873,8 +901,11 @@ class PlacementCache:
             v = _combine(b, per, None, name)
         i = self._index.get(name)
         if i is not None:  # as _keep_scores keeps it
-            final, known = self._score_arrays(sc)
-            final[i] = v
+            known = sc.final_known
+            if len(known) != len(self.nodes):
+                self._score_arrays(sc)
+                known = sc.final_known
+            sc.final[i] = v
             known[i] = 1
         return v
 
@@ -1121,7 +1152,7 @@ class PlacementCache:
         # a run of positions (a cold shape's window, or one changed node) is sliced at C level:
         # a shape seen for the first time asks ~400 nodes of a 1,000-node cluster at once
         run = bool(idx) and idx[-1] == end - 1
-        asked = nodes[first:end] if run else [nodes[i] for i in idx]
+        asked = nodes[first:end] if run else list(map(nodes.__getitem__, idx))
         if self.check_many_idle is not None:
             # the Idle fits best() gathers for the window's candidates, known from the same pass
             got = self.check_many_idle(task, asked, idx, self._fit_array(vals), self._resource_rows())

@@ -618,6 +618,9 @@ class PlacementCache:
         # when some batch function has no split, the others' per-node parts are still kept
         self.plan = ssn.batch_node_order_plan() if self.splits is None else []
         self._last: tuple[TaskInfo | None, tuple | None] = (None, None)
+        # (node count, numNodesToFind for it): the options are fixed while a cache lives (one
+        # action's run), and the sample size was worked out again for every scan
+        self._want = (-1, 0)
         # identities of a pod template's shared objects -> (those objects, annotations, shape key
         # without its leading job and role)
         self._shape_keys: dict[tuple, tuple[tuple, dict[str, str], tuple]] = {}
@@ -651,7 +654,13 @@ class PlacementCache:
             return None
         pod = task.pod
         init, req = task.init_resreq, task.resreq
-        sel, aff, tol, ports, cons = pod.node_selector, pod.affinity, pod.tolerations, pod.host_ports, pod.containers
+        sel, aff, tol, ports, cons = (
+            pod.node_selector,
+            pod.affinity,
+            pod.tolerations,
+            pod.host_ports,
+            pod.containers,
+        )
         # convert interns only non-empty values: every empty one reads the same, so 0 stands for
         # it (written out: a comprehension is a frame per task)
         ident = (
@@ -1073,7 +1082,10 @@ class PlacementCache:
         total = len(nodes)
         if total == 0:
             return [], []
-        want = num_feasible_nodes_to_find(ssn, total)
+        want = self._want
+        if want[0] != total:
+            want = self._want = (total, num_feasible_nodes_to_find(ssn, total))
+        want = want[1]
         start = ssn.predicate_round_robin % total
         codes = self._codes(vals)
         scan = window_impl
@@ -1116,7 +1128,12 @@ class PlacementCache:
         if rows is None:
             rows = self._rows = self._kept_rows() or ResourceRows(self.nodes, len(log))
         elif rows.seq != len(log):
-            rows.refresh(self._changed_at(log, rows.seq))
+            if len(log) - rows.seq == 1:
+                # the usual case, one placement since the last ask: its row alone, no list built
+                i = self._last_changed_at(log)
+                rows.refresh([i] if i >= 0 else [])
+            else:
+                rows.refresh(self._changed_at(log, rows.seq))
             rows.seq = len(log)
         return rows
 
@@ -1343,13 +1360,21 @@ class PlacementCache:
         ssn = self.ssn
         if ssn.options.deterministic or ssn.has("best_node"):
             return _UNDECIDED
-        codes = self._fit_array(vals)
-        final, known = self._score_arrays(vals.sc)
+        nodes = self.nodes
+        total = len(nodes)
+        # the shape's arrays, sized here only when new (as _fit_array and _score_arrays size them)
+        codes = vals.fit_codes
+        if len(codes) != total:
+            codes = self._fit_array(vals)
+        sc = vals.sc
+        known = sc.final_known
+        if len(known) != total:
+            self._score_arrays(sc)
+            known = sc.final_known
         start, n = run.start, run.n
         fit_missing, score_missing = window_impl.run_missing(codes, known, start, n)
-        nodes = self.nodes
         if fit_missing:
-            self._fits_at(task, codes, [nodes[i] for i in fit_missing], fit_missing)
+            self._fits_at(task, codes, list(map(nodes.__getitem__, fit_missing)), fit_missing)
         if len(score_missing) <= _FEW_SCORES:
             # the usual case, the nodes changed since the shape's last window: one by one, cheaper
             # than the batch call's fixed cost; both give the same floats (see _gathered)
@@ -1358,6 +1383,7 @@ class PlacementCache:
         else:
             self._fill_split_many(vals, task, [nodes[i] for i in score_missing])
         entry.touched.clear()
+        final = sc.final
         top = window_impl.run_top(final, codes, start, n)
         if top is None:
             return _UNDECIDED

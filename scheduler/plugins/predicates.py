@@ -342,10 +342,9 @@ class PredicatesPlugin(Plugin):
 
         def prepare(task: TaskInfo) -> _TaskState:
             pod = task.pod
-            if (
-                not (pod.node_name or pod.node_selector or pod.affinity or pod.host_ports or pod.topology_spread)
-                and not (self.pod_affinity and sp.has_required_anti())
-            ):
+            if not (
+                pod.node_name or pod.node_selector or pod.affinity or pod.host_ports or pod.topology_spread
+            ) and not (self.pod_affinity and sp.has_required_anti()):
                 # A pod without node name, selector, affinity, ports or spread, while no counted pod
                 # has required anti-affinity, gets a plain state that reads only its tolerations:
                 # one per toleration list, shared by the tasks that have it (built per task, it was

@@ -766,15 +766,10 @@ class PlacementCache:
                     forget(code, at)
 
     def _last_changed_at(self, log: list[str]) -> int:
-        """The position in `nodes` of the log's last entry (-1: not in the list), kept as
-        _changed_at keeps it."""
-        log_at = self._log_at
-        if len(log) - len(log_at) == 1:
-            i = self._index.get(log[-1], -1)
-            log_at.append(i)
-            return i
-        self._changed_at(log, len(log) - 1)
-        return log_at[-1]
+        """The position in `nodes` of the log's last entry (-1: not in the list): one lookup, for
+        the usual one change since a shape's last ask (_changed_at converts the log's entries
+        for the shapes that are further behind)."""
+        return self._index.get(log[-1], -1)
 
     def _changed_at(self, log: list[str], seq: int) -> list[int]:
         """The positions in `nodes` of the log's entries from `seq` on (repeats kept: forgetting

@@ -1159,6 +1159,9 @@ class PlacementCache:
     def _ask(self, task: TaskInfo, vals: _NodeValues, idx: list[int]) -> None:
         """Ask the predicate about the nodes at `idx` (in scan order) and keep the answers."""
         nodes, codes = self.nodes, vals.codes
+        if len(idx) == 1 and self.check_many_idle is not None:
+            self._ask_one(task, vals, idx[0])
+            return
         first = idx[0] if idx else 0
         end = first + len(idx)
         # a run of positions (a cold shape's window, or one changed node) is sliced at C level:
@@ -1185,6 +1188,20 @@ class PlacementCache:
             else:
                 verdicts[names[i]] = r
                 codes[i] = REFUSED
+
+    def _ask_one(self, task: TaskInfo, vals: _NodeValues, i: int) -> None:
+        """_ask for the one node at `i`, the usual ask (the node a pod took since the shape's last
+        window): the one-node forms of what check_many_idle answers, the predicate (`check`) and
+        the Idle fit (as _fit_at computes it), without the batch's lists and resource rows, whose
+        fixed cost was most of a one-pod job's ask."""
+        node = self.nodes[i]
+        self._fit_array(vals)[i] = FIT if task.init_resreq.less_equal(node.idle) else REFUSED
+        r = self.check(task, node)
+        if r is None:
+            vals.codes[i] = FIT
+        else:
+            vals.verdicts[node.name] = r
+            vals.codes[i] = REFUSED
 
     def _refresh(self, task: TaskInfo, entry: _Entry) -> None:
         log = self.ssn.node_changes

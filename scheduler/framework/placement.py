@@ -621,6 +621,8 @@ class PlacementCache:
         # (node count, numNodesToFind for it): the options are fixed while a cache lives (one
         # action's run), and the sample size was worked out again for every scan
         self._want = (-1, 0)
+        # (task, its entry) of feasible()'s last answer from an entry, for best()
+        self._handed: tuple[TaskInfo | None, _Entry | None] = (None, None)
         # identities of a pod template's shared objects -> (those objects, annotations, shape key
         # without its leading job and role)
         self._shape_keys: dict[tuple, tuple[tuple, dict[str, str], tuple]] = {}
@@ -943,6 +945,7 @@ class PlacementCache:
             self.entries[key] = entry
         else:
             self._refresh(task, entry)
+        self._handed = (task, entry)
         errors.nodes.update(entry.errors.nodes)
         errors.forget()
         # not a copy: callers do not change it, and the entry replaces rather than changes it
@@ -1263,8 +1266,14 @@ class PlacementCache:
         scores and Idle fits are kept as lists aligned with the candidate list and updated in
         place; the choice is then a few C-level passes. Falls back to prioritize whenever the
         candidate list changed or a normalised score applies (it depends on the whole list)."""
-        key = self._key(task)
-        entry = self.entries.get(key) if key is not None else None
+        handed = self._handed
+        if handed[0] is task:
+            # the entry feasible() just gave this task (best() follows it): its key is not hashed
+            # again, a pass over a dozen nested tuples
+            entry: _Entry | None = handed[1]
+        else:
+            key = self._key(task)
+            entry = self.entries.get(key) if key is not None else None
         splits = self.splits
         if entry is None or splits is None:
             return prioritize(self.ssn, task, candidates, self)

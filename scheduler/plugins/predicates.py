@@ -40,7 +40,8 @@ Cost: everything that depends only on the task (compiled selectors, tolerations,
 inter-pod affinity and spread counts, which reflect the session's placements so far) is computed
 once per task in the pre-predicate and then kept current by the session's allocate/deallocate
 events, so the per-node check is a few attribute reads for a pod without affinity, spread or
-ports.
+ports. Such a plain pod's state reads only its tolerations: the tasks with one toleration list
+share it.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ memory (2+1)/8 = 0.375, score = 100 x (0.5 + 0.375) / 2 = 43.75.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
@@ -32,6 +34,25 @@ RESOURCES = "binpack.resources"
 
 def _non_negative(w: int) -> int:
     return 1 if w < 0 else w
+
+
+def _combined(parts: Iterable[tuple[float, int, float, float]], weight: int) -> float:
+    """The score from (request, weight, allocatable, used) of each weighted resource the task
+    asks for, in the request's order (see the module docstring)."""
+    total = 0.0
+    weight_sum = 0
+    for request, w, capacity, in_use in parts:
+        if request < EPSILON:
+            continue
+        if capacity != 0 and w != 0:
+            final = request + in_use
+            if final > capacity:
+                return 0.0
+            total += final * w / capacity
+        weight_sum += w
+    if weight_sum > 0:
+        total /= weight_sum
+    return total * 100 * weight
 
 
 class BinpackPlugin(Plugin):
@@ -64,61 +85,27 @@ class BinpackPlugin(Plugin):
         return self._memo.scores(task.resreq, nodes, lambda node: self._score_cpu_memory(task, node))
 
     def _score_cpu_memory(self, task: TaskInfo, node: NodeInfo) -> float:
-        """_score when only cpu and memory are weighted (the default): the same steps on the same
-        values in the same order, so the same float, read from the attributes instead of a walk
-        over the request's items (this runs for every node a placement changed)."""
-        req = task.resreq
-        alloc = node.allocatable
-        used = node.used
+        """_score when only cpu and memory are weighted (the default): the same parts, read from
+        the attributes instead of a walk over the request's items (this runs for every node a
+        placement changed)."""
+        req, alloc, used = task.resreq, node.allocatable, node.used
         weights = self.resource_weights
-        total = 0.0
-        weight_sum = 0
-        request = req.milli_cpu
-        if not request < EPSILON:
-            w = weights[CPU]
-            capacity = alloc.milli_cpu
-            if capacity != 0 and w != 0:
-                final = request + used.milli_cpu
-                if final > capacity:
-                    return 0.0
-                total += final * w / capacity
-            weight_sum += w
-        request = req.memory
-        if not request < EPSILON:
-            w = weights[MEMORY]
-            capacity = alloc.memory
-            if capacity != 0 and w != 0:
-                final = request + used.memory
-                if final > capacity:
-                    return 0.0
-                total += final * w / capacity
-            weight_sum += w
-        if weight_sum > 0:
-            total /= weight_sum
-        return total * 100 * self.weight
+        return _combined(
+            (
+                (req.milli_cpu, weights[CPU], alloc.milli_cpu, used.milli_cpu),
+                (req.memory, weights[MEMORY], alloc.memory, used.memory),
+            ),
+            self.weight,
+        )
 
     def _score(self, task: TaskInfo, node: NodeInfo) -> float:
-        req = task.resreq
-        alloc = node.allocatable
-        used = node.used
-        total = 0.0
-        weight_sum = 0
-        for name, request in req.items():
-            if request < EPSILON:
-                continue
-            w = self.resource_weights.get(name)
-            if w is None:
-                continue
-            capacity = alloc.get(name)
-            if capacity != 0 and w != 0:
-                final = request + used.get(name)
-                if final > capacity:
-                    return 0.0
-                total += final * w / capacity
-            weight_sum += w
-        if weight_sum > 0:
-            total /= weight_sum
-        return total * 100 * self.weight
+        alloc, used, weights = node.allocatable, node.used, self.resource_weights
+        parts = []
+        for name, request in task.resreq.items():
+            w = weights.get(name)
+            if w is not None:
+                parts.append((request, w, alloc.get(name), used.get(name)))
+        return _combined(parts, self.weight)
 
     def shape(self, task: TaskInfo) -> tuple[float, float] | None:
         """What score() reads of the task: its cpu and memory requests, when no other resource

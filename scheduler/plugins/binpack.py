@@ -85,26 +85,29 @@ class BinpackPlugin(Plugin):
         return self._memo.scores(task.resreq, nodes, lambda node: self._score_cpu_memory(task, node))
 
     def _score_cpu_memory(self, task: TaskInfo, node: NodeInfo) -> float:
-        """_score when only cpu and memory are weighted (the default), read from the attributes
-        instead of a walk over the request's items (this runs for every node a placement changed).
-        When both parts count (requests, capacities and weights not zero) the sum is written out:
-        the same steps in the same order as _combined, so the same float."""
+        """_score when only cpu and memory are weighted (the default), written out from the
+        attributes instead of a walk over the request's items (this runs for every node a
+        placement changed): the same steps in the same order as _combined, so the same float. A
+        request below the threshold counts as a weight of 0, which adds nothing either way."""
         req, alloc, used = task.resreq, node.allocatable, node.used
         weights = self.resource_weights
-        cpu, memory, w_cpu, w_memory = req.milli_cpu, req.memory, weights[CPU], weights[MEMORY]
+        cpu, memory = req.milli_cpu, req.memory
+        w_cpu = 0 if cpu < EPSILON else weights[CPU]
+        w_memory = 0 if memory < EPSILON else weights[MEMORY]
         cap_cpu, cap_memory = alloc.milli_cpu, alloc.memory
-        if cpu < EPSILON or memory < EPSILON or not (cap_cpu and cap_memory and w_cpu and w_memory):
-            return _combined(
-                ((cpu, w_cpu, cap_cpu, used.milli_cpu), (memory, w_memory, cap_memory, used.memory)),
-                self.weight,
-            )
-        final_cpu, final_memory = cpu + used.milli_cpu, memory + used.memory
-        if final_cpu > cap_cpu or final_memory > cap_memory:
-            return 0.0
         total = 0.0
-        total += final_cpu * w_cpu / cap_cpu
-        total += final_memory * w_memory / cap_memory
-        total /= w_cpu + w_memory
+        if cap_cpu != 0 and w_cpu != 0:
+            cpu += used.milli_cpu
+            if cpu > cap_cpu:
+                return 0.0
+            total += cpu * w_cpu / cap_cpu
+        if cap_memory != 0 and w_memory != 0:
+            memory += used.memory
+            if memory > cap_memory:
+                return 0.0
+            total += memory * w_memory / cap_memory
+        if w_cpu + w_memory > 0:
+            total /= w_cpu + w_memory
         return total * 100 * self.weight
 
     def _score(self, task: TaskInfo, node: NodeInfo) -> float:

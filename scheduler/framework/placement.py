@@ -254,6 +254,15 @@ def _shape_key(task: TaskInfo) -> tuple | None:
     )
 
 
+def _kept_annotations(annotations: dict[str, str]) -> dict[str, str]:
+    """The annotations a shape key holds: all but the PodGroup's (see _GROUP_PREFIX)."""
+    if len(annotations) == 1:
+        # a one-pod job's usual lone annotation, its group name: no comprehension's frame
+        ((k, v),) = annotations.items()
+        return {} if k.startswith(_GROUP_PREFIX) else {k: v}
+    return {k: v for k, v in annotations.items() if not k.startswith(_GROUP_PREFIX)}
+
+
 class _Scores:
     """Per-node scores of the shapes that score alike (Session.score_shape), emptied for a node
     when it changes. Pods that differ only in what no score reads (their device requests, under
@@ -372,6 +381,9 @@ class _Entry:
         # every node refused, nothing popped since): the next session may then copy it as it is
         self.ordered = False
 
+
+# at most this many unknown scores are computed node by node (_fill_split), more in one batch
+_FEW_SCORES = 4
 
 # best()'s in-place pick over a run did not decide (a NaN top, a BestNodeFn, a deterministic
 # pick): best()'s lists decide then
@@ -606,6 +618,11 @@ class PlacementCache:
         # when some batch function has no split, the others' per-node parts are still kept
         self.plan = ssn.batch_node_order_plan() if self.splits is None else []
         self._last: tuple[TaskInfo | None, tuple | None] = (None, None)
+        # (node count, numNodesToFind for it): the options are fixed while a cache lives (one
+        # action's run), and the sample size was worked out again for every scan
+        self._want = (-1, 0)
+        # (task, its entry) of feasible()'s last answer from an entry, for best()
+        self._handed: tuple[TaskInfo | None, _Entry | None] = (None, None)
         # identities of a pod template's shared objects -> (those objects, annotations, shape key
         # without its leading job and role)
         self._shape_keys: dict[tuple, tuple[tuple, dict[str, str], tuple]] = {}
@@ -638,26 +655,35 @@ class PlacementCache:
         if _depends_on_other_pods(task):
             return None
         pod = task.pod
-        shared = (
-            task.init_resreq,
-            task.resreq,
+        init, req = task.init_resreq, task.resreq
+        sel, aff, tol, ports, cons = (
             pod.node_selector,
             pod.affinity,
             pod.tolerations,
             pod.host_ports,
             pod.containers,
         )
-        # convert interns only non-empty values: every empty one reads the same, so 0 stands for it
-        ident = (pod.node_name, *[id(x) if x else 0 for x in shared])
+        # convert interns only non-empty values: every empty one reads the same, so 0 stands for
+        # it (written out: a comprehension is a frame per task)
+        ident = (
+            pod.node_name,
+            id(init) if init else 0,
+            id(req) if req else 0,
+            id(sel) if sel else 0,
+            id(aff) if aff else 0,
+            id(tol) if tol else 0,
+            id(ports) if ports else 0,
+            id(cons) if cons else 0,
+        )
         # the annotations the key holds: one-pod jobs differ in their group name, and only there
-        anns = {k: v for k, v in pod.annotations.items() if not k.startswith(_GROUP_PREFIX)}
+        anns = _kept_annotations(pod.annotations)
         hit = self._shape_keys.get(ident)
         if hit is not None and hit[1] == anns:
             # job and role lead the key; the rest is the template's, shared by the jobs using it
             return (task.job, task.role, *hit[2])
         key = _shape_key(task)
         if key is not None:
-            self._shape_keys[ident] = (shared, anns, key[2:])
+            self._shape_keys[ident] = ((init, req, sel, aff, tol, ports, cons), anns, key[2:])
         return key
 
     def _values(self, task: TaskInfo) -> _NodeValues | None:
@@ -676,6 +702,20 @@ class PlacementCache:
         end = len(log)
         sc = vals.sc
         if sc.seq != end:  # shared: another shape may have brought it up to date already
+            if vals.seq == sc.seq and end - sc.seq == 1:
+                # the usual case (once per pod): the one node the last placement changed,
+                # forgotten by both without building the tuples _forget_changed takes
+                name = log[-1]
+                for known in (sc.mixed, sc.parts, sc.base, vals.verdicts):
+                    if known:
+                        known.pop(name, None)
+                i = self._last_changed_at(log)
+                if i >= 0:
+                    for code in (sc.final_known, vals.codes, vals.fit_codes):
+                        if code:
+                            code[i] = UNKNOWN
+                sc.seq = vals.seq = end
+                return vals
             if vals.seq == sc.seq:
                 # the usual case (once per pod): both behind by the same changes, forgotten in
                 # one pass that finds the changed positions once
@@ -726,6 +766,12 @@ class PlacementCache:
             for code in codes:
                 if code:
                     forget(code, at)
+
+    def _last_changed_at(self, log: list[str]) -> int:
+        """The position in `nodes` of the log's last entry (-1: not in the list): one lookup, for
+        the usual one change since a shape's last ask (_changed_at converts the log's entries
+        for the shapes that are further behind)."""
+        return self._index.get(log[-1], -1)
 
     def _changed_at(self, log: list[str], seq: int) -> list[int]:
         """The positions in `nodes` of the log's entries from `seq` on (repeats kept: forgetting
@@ -849,8 +895,11 @@ class PlacementCache:
         sc = vals.sc
         name = node.name
         if len(splits) == 1 and not sc.keep_parts:
-            # nodeorder's alone, the default: what _combine adds, base + (0.0 + part), inline
-            v = b + (0.0 + splits[0].per_node(task, node))
+            # nodeorder's alone, the default: what _combine adds, base + (0.0 + part), inline;
+            # its many-node form when it has one (the same integer, a call less than per_node's)
+            sp = splits[0]
+            many = sp.per_nodes
+            v = b + (0.0 + (sp.per_node(task, node) if many is None else many(task, [node])[0]))
         else:
             per = tuple(sp.per_node(task, node) for sp in splits)
             if sc.keep_parts:
@@ -858,8 +907,11 @@ class PlacementCache:
             v = _combine(b, per, None, name)
         i = self._index.get(name)
         if i is not None:  # as _keep_scores keeps it
-            final, known = self._score_arrays(sc)
-            final[i] = v
+            known = sc.final_known
+            if len(known) != len(self.nodes):
+                self._score_arrays(sc)
+                known = sc.final_known
+            sc.final[i] = v
             known[i] = 1
         return v
 
@@ -893,6 +945,7 @@ class PlacementCache:
             self.entries[key] = entry
         else:
             self._refresh(task, entry)
+        self._handed = (task, entry)
         errors.nodes.update(entry.errors.nodes)
         errors.forget()
         # not a copy: callers do not change it, and the entry replaces rather than changes it
@@ -1027,7 +1080,10 @@ class PlacementCache:
         total = len(nodes)
         if total == 0:
             return [], []
-        want = num_feasible_nodes_to_find(ssn, total)
+        want = self._want
+        if want[0] != total:
+            want = self._want = (total, num_feasible_nodes_to_find(ssn, total))
+        want = want[1]
         start = ssn.predicate_round_robin % total
         codes = self._codes(vals)
         scan = window_impl
@@ -1070,7 +1126,12 @@ class PlacementCache:
         if rows is None:
             rows = self._rows = self._kept_rows() or ResourceRows(self.nodes, len(log))
         elif rows.seq != len(log):
-            rows.refresh(self._changed_at(log, rows.seq))
+            if len(log) - rows.seq == 1:
+                # the usual case, one placement since the last ask: its row alone, no list built
+                i = self._last_changed_at(log)
+                rows.refresh([i] if i >= 0 else [])
+            else:
+                rows.refresh(self._changed_at(log, rows.seq))
             rows.seq = len(log)
         return rows
 
@@ -1101,12 +1162,15 @@ class PlacementCache:
     def _ask(self, task: TaskInfo, vals: _NodeValues, idx: list[int]) -> None:
         """Ask the predicate about the nodes at `idx` (in scan order) and keep the answers."""
         nodes, codes = self.nodes, vals.codes
+        if len(idx) == 1 and self.check_many_idle is not None:
+            self._ask_one(task, vals, idx[0])
+            return
         first = idx[0] if idx else 0
         end = first + len(idx)
         # a run of positions (a cold shape's window, or one changed node) is sliced at C level:
         # a shape seen for the first time asks ~400 nodes of a 1,000-node cluster at once
         run = bool(idx) and idx[-1] == end - 1
-        asked = nodes[first:end] if run else [nodes[i] for i in idx]
+        asked = nodes[first:end] if run else list(map(nodes.__getitem__, idx))
         if self.check_many_idle is not None:
             # the Idle fits best() gathers for the window's candidates, known from the same pass
             got = self.check_many_idle(task, asked, idx, self._fit_array(vals), self._resource_rows())
@@ -1127,6 +1191,20 @@ class PlacementCache:
             else:
                 verdicts[names[i]] = r
                 codes[i] = REFUSED
+
+    def _ask_one(self, task: TaskInfo, vals: _NodeValues, i: int) -> None:
+        """_ask for the one node at `i`, the usual ask (the node a pod took since the shape's last
+        window): the one-node forms of what check_many_idle answers, the predicate (`check`) and
+        the Idle fit (as _fit_at computes it), without the batch's lists and resource rows, whose
+        fixed cost was most of a one-pod job's ask."""
+        node = self.nodes[i]
+        self._fit_array(vals)[i] = FIT if task.init_resreq.less_equal(node.idle) else REFUSED
+        r = self.check(task, node)
+        if r is None:
+            vals.codes[i] = FIT
+        else:
+            vals.verdicts[node.name] = r
+            vals.codes[i] = REFUSED
 
     def _refresh(self, task: TaskInfo, entry: _Entry) -> None:
         log = self.ssn.node_changes
@@ -1188,8 +1266,14 @@ class PlacementCache:
         scores and Idle fits are kept as lists aligned with the candidate list and updated in
         place; the choice is then a few C-level passes. Falls back to prioritize whenever the
         candidate list changed or a normalised score applies (it depends on the whole list)."""
-        key = self._key(task)
-        entry = self.entries.get(key) if key is not None else None
+        handed = self._handed
+        if handed[0] is task:
+            # the entry feasible() just gave this task (best() follows it): its key is not hashed
+            # again, a pass over a dozen nested tuples
+            entry: _Entry | None = handed[1]
+        else:
+            key = self._key(task)
+            entry = self.entries.get(key) if key is not None else None
         splits = self.splits
         if entry is None or splits is None:
             return prioritize(self.ssn, task, candidates, self)
@@ -1297,18 +1381,30 @@ class PlacementCache:
         ssn = self.ssn
         if ssn.options.deterministic or ssn.has("best_node"):
             return _UNDECIDED
-        codes = self._fit_array(vals)
-        final, known = self._score_arrays(vals.sc)
+        nodes = self.nodes
+        total = len(nodes)
+        # the shape's arrays, sized here only when new (as _fit_array and _score_arrays size them)
+        codes = vals.fit_codes
+        if len(codes) != total:
+            codes = self._fit_array(vals)
+        sc = vals.sc
+        known = sc.final_known
+        if len(known) != total:
+            self._score_arrays(sc)
+            known = sc.final_known
         start, n = run.start, run.n
         fit_missing, score_missing = window_impl.run_missing(codes, known, start, n)
-        nodes = self.nodes
         if fit_missing:
-            self._fits_at(task, codes, [nodes[i] for i in fit_missing], fit_missing)
-        if len(score_missing) == 1:
-            self._fill_split(vals, task, nodes[score_missing[0]])
-        elif score_missing:
+            self._fits_at(task, codes, list(map(nodes.__getitem__, fit_missing)), fit_missing)
+        if len(score_missing) <= _FEW_SCORES:
+            # the usual case, the nodes changed since the shape's last window: one by one, cheaper
+            # than the batch call's fixed cost; both give the same floats (see _gathered)
+            for i in score_missing:
+                self._fill_split(vals, task, nodes[i])
+        else:
             self._fill_split_many(vals, task, [nodes[i] for i in score_missing])
         entry.touched.clear()
+        final = sc.final
         top = window_impl.run_top(final, codes, start, n)
         if top is None:
             return _UNDECIDED

@@ -40,7 +40,8 @@ Cost: everything that depends only on the task (compiled selectors, tolerations,
 inter-pod affinity and spread counts, which reflect the session's placements so far) is computed
 once per task in the pre-predicate and then kept current by the session's allocate/deallocate
 events, so the per-node check is a few attribute reads for a pod without affinity, spread or
-ports.
+ports. Such a plain pod's state reads only its tolerations: the tasks with one toleration list
+share it.
 """
 
 from __future__ import annotations
@@ -128,12 +129,10 @@ class _TaskState:
         "spread",
         "taints",
         "tolerates_unschedulable",
-        "uid",
     )
 
     def __init__(self, plugin: PredicatesPlugin, sp: SessionPods, task: TaskInfo, memo: _SpecMemo) -> None:
         pod: PodInfo = task.pod
-        self.uid = task.uid
         self.node_name = pod.node_name
         self.tolerates_unschedulable = memo.tolerates_unschedulable(pod.tolerations)
         self.taints = plugin.taints
@@ -160,6 +159,10 @@ class _TaskState:
             or self.spread is not None
         )
 
+
+# A plain task's ask of at most this many nodes reads them directly (plain_many) instead of
+# bringing the shared plain set up to date with the change log (_PlainNodes.current)
+_FEW_NODES = 8
 
 # Session.carry's name for the plain nodes kept from one session to the next
 CARRY_PLAIN = "predicates/plain"
@@ -319,9 +322,12 @@ class PredicatesPlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         sp = session_pods(ssn)
-        # The state of the task being scheduled; a new task replaces it.
+        # The state of the task being scheduled, and that task's uid; a new task replaces them.
         current: list[_TaskState | None] = [None]
+        owner = [""]
         memo = _SpecMemo()
+        # tolerations' id -> (those tolerations, the state of a plain task with them), see prepare
+        plain_states: dict[int, tuple[Any, _TaskState]] = {}
         # A task's affinity and spread counts are those of its pre-predicate: evictions made for
         # it are not seen (Volcano's cycle state), except by the inter-pod affinity counts in
         # preempt's topology-aware dry run, which Volcano replays into this plugin only when its
@@ -336,8 +342,24 @@ class PredicatesPlugin(Plugin):
         sp.listeners.append(follow)
 
         def prepare(task: TaskInfo) -> _TaskState:
-            st = _TaskState(self, sp, task, memo)
+            pod = task.pod
+            if not (
+                pod.node_name or pod.node_selector or pod.affinity or pod.host_ports or pod.topology_spread
+            ) and not (self.pod_affinity and sp.has_required_anti()):
+                # A pod without node name, selector, affinity, ports or spread, while no counted pod
+                # has required anti-affinity, gets a plain state that reads only its tolerations:
+                # one per toleration list, shared by the tasks that have it (built per task, it was
+                # a tenth of a one-node ask). Never changed: only an inter-pod state is updated.
+                tolerations = pod.tolerations
+                key = id(tolerations) if tolerations else 0
+                hit = plain_states.get(key)
+                if hit is None or (key and hit[0] is not tolerations):
+                    hit = plain_states[key] = (tolerations, _TaskState(self, sp, task, memo))
+                st = hit[1]
+            else:
+                st = _TaskState(self, sp, task, memo)
             current[0] = st
+            owner[0] = task.uid
             return st
 
         def pre_predicate(task: TaskInfo) -> Unfit | None:
@@ -349,7 +371,7 @@ class PredicatesPlugin(Plugin):
 
         def predicate(task: TaskInfo, node: NodeInfo) -> Unfit | None:
             st = current[0]
-            if st is None or st.uid != task.uid:
+            if st is None or owner[0] != task.uid:
                 st = prepare(task)
             return check(st, task, node)
 
@@ -385,10 +407,14 @@ class PredicatesPlugin(Plugin):
 
         def predicate_many(task: TaskInfo, nodes: list[NodeInfo]) -> list[Unfit | None]:
             st = current[0]
-            if st is None or st.uid != task.uid:
+            if st is None or owner[0] != task.uid:
                 st = prepare(task)
             if not st.plain:
                 return [check(st, task, n) for n in nodes]
+            if len(nodes) <= _FEW_NODES:
+                # a placement cache's usual ask (the few nodes changed since the shape's last
+                # window): read directly, cheaper than bringing the plain set up to date
+                return plain_many(st, task, nodes)
             if plain.current().issuperset(nodes):
                 # the usual case: every node a known plain one, none of them read (once per ask
                 # of a placement cache)
@@ -401,7 +427,7 @@ class PredicatesPlugin(Plugin):
             # A task without node name, affinity, ports, inter-pod or spread terms can only be
             # refused by a full node, an unschedulable one or an untolerated taint: a node with
             # none of these passes without check()'s call, the others take check() itself.
-            # (predicate_many has answered when every node is a known plain one.)
+            # (predicate_many has answered when every node of a longer list is a known plain one.)
             out: list[Unfit | None] = [None] * len(nodes)
             taints = st.taints
             # without evictions in the session a node's pod count is its task count (pod_count)

@@ -53,3 +53,39 @@ def test_asks_decide_as_the_per_node_forms(seed: int, monkeypatch: pytest.Monkey
     # cold runs of several nodes and scattered positions were both asked
     assert any(len(ix) > 1 and ix == list(range(ix[0], ix[0] + len(ix))) for ix in asked)
     assert any(ix != list(range(ix[0], ix[0] + len(ix))) for ix in asked if ix)
+
+
+def test_a_one_node_ask_keeps_what_the_batch_ask_keeps() -> None:
+    """The one-node ask (the usual one: the node a pod took since the shape's last window) keeps
+    for every node the verdict, answer code and Idle-fit code that the batch ask keeps, over vGPU
+    shapes that small nodes refuse for CPU and devices, before and after placements."""
+    from scheduler.framework.placement import allocate_predicate, allocate_predicate_many_idle
+    from scheduler.model.objects import TaskStatus
+    from tests.unit.test_session_many import _pending, _session
+
+    ssn = _session(nodes=12, pods=6)
+    cache = PlacementCache(ssn, allocate_predicate(ssn), check_many_idle=allocate_predicate_many_idle(ssn))
+    nodes = ssn.node_list
+    tasks = _pending(ssn)
+    seen = set()
+    for placed in range(3):
+        for task in tasks[placed:]:
+            for i in range(len(nodes)):
+                one, batch = _NodeValues(0), _NodeValues(0)
+                for vals in (one, batch):
+                    vals.codes = bytearray(len(nodes))
+                cache._ask_one(task, one, i)
+                _reference_ask(cache, task, batch, [i])
+                assert one.codes == batch.codes and one.fit_codes == batch.fit_codes
+                assert one.verdicts.keys() == batch.verdicts.keys()
+                assert [_reason(r) for r in one.verdicts.values()] == [
+                    _reason(r) for r in batch.verdicts.values()
+                ]
+                seen.add((one.codes[i], one.fit_codes[i]))
+        task = tasks[placed]
+        ssn.place(task, next(n for n in nodes if cache.check(task, n) is None), TaskStatus.ALLOCATED)
+    assert {(FIT, FIT), (REFUSED, REFUSED)} <= seen  # fitting nodes and refusals were both asked
+
+
+def _reason(r: object) -> object:
+    return getattr(r, "reason", r)

@@ -92,3 +92,31 @@ def test_score_shape_is_cpu_and_memory_unless_other_resources_are_weighted() -> 
     listed = w.session(tier("binpack", "binpack.resources: nvidia.com/gpu"))
     task = next(t for t in listed.jobs["ns"].tasks.values() if t.name == "new")
     assert listed.score_shape(task) is None  # the GPU request now counts: no promise
+
+
+def test_the_cpu_memory_score_is_the_general_formula_float_for_float() -> None:
+    """With only cpu and memory weighted (the default) the score is read from the request's and
+    nodes' attributes: the same float as the general walk over the request's resources, under
+    each weight mix, for requests below the resource threshold, nodes without a resource, and
+    requests that would overflow a node."""
+    from scheduler.model.node import NodeInfo
+    from scheduler.model.objects import TaskInfo
+    from scheduler.model.resources import Resource
+
+    requests = [(0.0, 0.0), (0.05, 2.0**30), (500.0, 0.0), (1000.0, 3 * 2.0**30), (3000.0, 7 * 2.0**30)]
+    nodes = [(4000.0, 8 * 2.0**30), (0.0, 8 * 2.0**30), (4000.0, 0.0), (3000.0, 2.0**33)]
+    used = [(0.0, 0.0), (1000.0, 2 * 2.0**30), (2500.0, 6 * 2.0**30)]
+    compared = 0
+    for args in ({}, {"binpack.cpu": 3, "binpack.weight": 2}, {"binpack.memory": 0}, {"binpack.cpu": 0}):
+        plugin = BinpackPlugin(Arguments(args))
+        for cpu, mem in requests:
+            task = TaskInfo.__new__(TaskInfo)
+            task.resreq = Resource(cpu, mem, {"nvidia.com/gpu": 1000.0})
+            for (acpu, amem), (ucpu, umem) in ((a, u) for a in nodes for u in used):
+                n = NodeInfo.__new__(NodeInfo)
+                n.allocatable, n.used = Resource(acpu, amem), Resource(ucpu, umem)
+                want = plugin._score(task, n)
+                got = plugin._score_cpu_memory(task, n)
+                assert got == want and type(got) is type(want), (args, cpu, mem, acpu, amem, ucpu, umem)
+                compared += want > 0
+    assert compared > 20  # not only zeroes

@@ -103,3 +103,59 @@ def _change(state: ClusterState, rng: random.Random, serial: int) -> None:
         state.apply_podgroup(podgroup(f"g{serial}", min_member=1))
         for k in range(size):
             state.apply_pod(pod(f"g{serial}-{k}", cpu="1", group=f"g{serial}"))
+
+
+def test_a_few_node_ask_answers_as_check_does_node_by_node() -> None:
+    """An ask of a few nodes (a placement cache's usual one: the nodes changed since a shape's last
+    window) reads them directly rather than through the shared plain record: a full, a cordoned
+    and a tainted node among them get check()'s answers, and a node a placement fills is refused
+    at the next ask."""
+    ssn = _session(nodes=10, pods=6)
+    many = ssn._predicate_many["predicates"]
+    one = ssn._registered["predicate"]["predicates"]
+    nodes = ssn.node_list
+    first, second, *others = _pending(ssn)
+    for n in (nodes[1], nodes[4]):
+        n.max_task_num = len(n.tasks) + 1  # one more pod fills it
+    ssn.place(first, nodes[1], TaskStatus.ALLOCATED)
+    nodes[2].unschedulable = True
+    nodes[3].taints = [{"key": "k", "value": "v", "effect": "NoSchedule"}]
+    asks = [nodes[:2], nodes[1:5], [nodes[4], nodes[0]], nodes[2:3], nodes[:8]]
+    for task in (second, *others[:2]):
+        for few in asks:
+            got = many(task, few)
+            assert _reasons(got) == _reasons([one(task, n) for n in few])
+        if task is second:
+            assert _reasons(many(task, [nodes[4]])) == [None]
+            ssn.place(second, nodes[4], TaskStatus.ALLOCATED)
+    refused = _reasons(many(others[0], nodes[:5]))
+    assert refused[0] is None and all(r is not None for r in refused[1:])
+    assert refused[1] == refused[4] == "Too many pods"
+
+
+def test_tasks_with_other_tolerations_do_not_share_a_plain_answer() -> None:
+    """Plain tasks share a predicate state per toleration list: a task tolerating the cordon is
+    let onto a cordoned node between two that are refused it, whatever the order of the asks."""
+    state = ClusterState()
+    state.apply_queue(queue("default"))
+    state.apply_node(node("n0", cpu="16", memory="32Gi"))
+    cordoned = node("n1", cpu="16", memory="32Gi")
+    cordoned["spec"]["unschedulable"] = True
+    state.apply_node(cordoned)
+    tolerant = {"tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]}
+    other = {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}
+    for name, spec in (("a", None), ("b", tolerant), ("c", None), ("d", other), ("e", tolerant)):
+        state.apply_podgroup(podgroup(name, min_member=1))
+        state.apply_pod(pod(name, group=name, spec=spec))
+    ssn = open_session(state.snapshot(), default_configuration(), SessionOptions(), random.Random(1))
+    many = ssn._predicate_many["predicates"]
+    tasks = {t.name: t for t in _pending(ssn)}
+    got = {name: _reasons(many(tasks[name], ssn.node_list)) for name in "abcde"}
+    unschedulable = predicates.UNSCHEDULABLE.reason
+    assert got == {
+        "a": [None, unschedulable],
+        "b": [None, None],
+        "c": [None, unschedulable],
+        "d": [None, unschedulable],
+        "e": [None, None],
+    }

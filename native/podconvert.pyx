@@ -26,7 +26,7 @@ from scheduler.model.objects import (
     TaskInfo,
     TaskStatus,
 )
-from scheduler.model.resources import Resource
+from scheduler.model.resources import PyResource, Resource
 
 cdef object _py_pod_to_task = C.pod_to_task
 cdef object _py_shape = C._shape
@@ -471,16 +471,21 @@ cdef object _convert(dict pod, dict md, dict spec, dict status, list raw_contain
 # ---------------------------------------------------------------------- the pod's attach --
 # A listed pod's request is added to five Resources (its node's idle and used, its job's total
 # and allocated or pending): three fields each, read and written where Resource's slot
-# descriptors say instead of through attribute lookups (a fifth of the attach).
-cdef Py_ssize_t R_CPU = _slot(Resource, "milli_cpu")
-cdef Py_ssize_t R_MEMORY = _slot(Resource, "memory")
-cdef Py_ssize_t R_PODS = _slot(Resource, "pods")
+# descriptors say instead of through attribute lookups (a fifth of the attach). The compiled
+# Resource (native/resourcevec.pyx) keeps them as C doubles behind attributes of its own: with it
+# the fields are read and written as attributes, the same float operations.
+cdef bint _SLOTS = Resource is PyResource
+cdef Py_ssize_t R_CPU = _slot(PyResource, "milli_cpu")
+cdef Py_ssize_t R_MEMORY = _slot(PyResource, "memory")
+cdef Py_ssize_t R_PODS = _slot(PyResource, "pods")
 
 
 cdef inline bint _plain_resource(object r):
     """A Resource with its three counted fields set (so `_get` finds no empty slot)."""
     if type(r) is not Resource:
         return False
+    if not _SLOTS:
+        return True
     cdef char* at = <char*><PyObject*>r
     return ((<PyObject**>(at + R_CPU))[0] is not NULL
             and (<PyObject**>(at + R_MEMORY))[0] is not NULL
@@ -488,14 +493,30 @@ cdef inline bint _plain_resource(object r):
 
 
 cdef inline object _get(object obj, Py_ssize_t offset):
-    """`obj.<field at offset>` of a `_plain_resource`."""
+    """`obj.<field at offset>` of a `_plain_resource` of the pure class."""
     return <object>(<PyObject**>((<char*><PyObject*>obj) + offset))[0]
 
 
-cdef inline void _add_to(object r, object cpu, object mem, object pods, bint minus):
+cdef inline tuple _fields(object r):
+    """(r.milli_cpu, r.memory, r.pods) of a `_plain_resource`."""
+    if _SLOTS:
+        return _get(r, R_CPU), _get(r, R_MEMORY), _get(r, R_PODS)
+    return r.milli_cpu, r.memory, r.pods
+
+
+cdef inline void _add_to(object r, object cpu, object mem, object pods, bint minus) except *:
     """`r.milli_cpu += cpu` (or `-=`), and the same for memory and pods: the same Python number
     operations, in the order the twin takes them."""
-    if minus:
+    if not _SLOTS:
+        if minus:
+            r.milli_cpu = r.milli_cpu - cpu
+            r.memory = r.memory - mem
+            r.pods = r.pods - pods
+        else:
+            r.milli_cpu = r.milli_cpu + cpu
+            r.memory = r.memory + mem
+            r.pods = r.pods + pods
+    elif minus:
         _put(r, R_CPU, _get(r, R_CPU) - cpu)
         _put(r, R_MEMORY, _get(r, R_MEMORY) - mem)
         _put(r, R_PODS, _get(r, R_PODS) - pods)
@@ -616,7 +637,7 @@ def add_listed_pod(state, task, key=None):
     cdef Py_ssize_t known = len(tasks)
     tasks[uid] = task
     pod_keys[key] = uid
-    cpu, mem, pods = _get(req, R_CPU), _get(req, R_MEMORY), _get(req, R_PODS)
+    cpu, mem, pods = _fields(req)
     # NodeInfo.add_task
     if node is not None:
         node.version = node.version + 1
@@ -698,7 +719,7 @@ def move_task(state, task, status, node_name):
         and (new_node is None or (_plain_resource(new_node.idle) and _plain_resource(new_node.used)))
     ):
         return state.move_task_py(task, status, node_name)
-    cpu, mem, pods = _get(req, R_CPU), _get(req, R_MEMORY), _get(req, R_PODS)
+    cpu, mem, pods = _fields(req)
     dirty_nodes, dirty_jobs = state._dirty_nodes, state._dirty_jobs
     juid = job.uid
     # _detach: NodeInfo.remove_task (no affinity, no host ports: nothing else to undo)

@@ -4,440 +4,65 @@ A Resource holds CPU in millicores, memory in bytes and every other resource ("s
 milli-units (quantity x 1000), as Volcano does, so that fractional extended resources compare
 exactly. The `pods` dimension is kept apart (it is a count, checked by predicates) and ignored by
 comparisons. Comparisons use Volcano's tolerance of 0.1 in the unit of the dimension.
+
+`Resource` is the compiled class of `native/resourcevec.pyx` when it was built, else its pure
+twin `scheduler.model.resourcevec.Resource` (`VC_SCHEDULER_PURE` / `VC_SCHEDULER_REQUIRE_NATIVE`
+as for every compiled path, see `scheduler._native`): both do the same float operations in the
+same order. The quantity grammar lives in `scheduler.model.quantity`; its names are here too.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping
-from decimal import Decimal, InvalidOperation
-from enum import Enum
+from types import ModuleType
 
-CPU = "cpu"
-MEMORY = "memory"
-PODS = "pods"
-# the names Resource holds in attributes of their own, not in `scalars`
-FIXED_NAMES = frozenset((CPU, MEMORY, PODS))
-EPHEMERAL_STORAGE = "ephemeral-storage"
-
-EPSILON = 0.1
-
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": Decimal(1),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-}
-# The API server's grammar: sign, digits with an optional fraction, then a binary suffix, a decimal
-# suffix or a decimal exponent (e/E followed by a signed integer).
-_QUANTITY = re.compile(
-    r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
-    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
+from scheduler._native import compiled, select
+from scheduler.model import resourcevec as python_resourcevec
+from scheduler.model.quantity import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    FIXED_NAMES,
+    MEMORY,
+    PODS,
+    QUANTITY_MAX,
+    QUANTITY_MAX_EXPONENT,
+    QuantityError,
+    format_quantity,
+    parse_quantity,
+    quantity_in_unit,
 )
+from scheduler.model.resourcevec import EPSILON, Infinity
+
+__all__ = [
+    "CPU",
+    "EPHEMERAL_STORAGE",
+    "EPSILON",
+    "FIXED_NAMES",
+    "MEMORY",
+    "PODS",
+    "QUANTITY_MAX",
+    "QUANTITY_MAX_EXPONENT",
+    "Infinity",
+    "PyResource",
+    "QuantityError",
+    "Resource",
+    "empty",
+    "format_quantity",
+    "native_module",
+    "parse_quantity",
+    "quantity_in_unit",
+]
+
+# the pure-Python class, whichever one `Resource` is (equivalence tests, podconvert's slot reads)
+PyResource = python_resourcevec.Resource
 
 
-class QuantityError(ValueError):
-    """A quantity string the Kubernetes API would refuse."""
+def native_module() -> ModuleType | None:
+    """The compiled module if it was built, whatever VC_SCHEDULER_PURE says (for tests and bench)."""
+    return compiled("resourcevec")
 
 
-def parse_quantity(value: object) -> Decimal:
-    """Parse a Kubernetes quantity ("100m", "1.5Gi", "1e3", 2) into an exact Decimal."""
-    if isinstance(value, bool):
-        raise QuantityError(f"quantity must be a string or number, got {value!r}")
-    if isinstance(value, int):
-        return _in_range(Decimal(value), value)
-    if isinstance(value, float):
-        return _in_range(Decimal(repr(value)), value)
-    if not isinstance(value, str):
-        raise QuantityError(f"quantity must be a string or number, got {type(value).__name__}")
-    text = value.strip()
-    match = _QUANTITY.match(text)
-    if not match:
-        raise QuantityError(f"quantities must match the regular expression of the API, got {value!r}")
-    try:
-        number = Decimal(match.group("num"))
-    except InvalidOperation as exc:  # pragma: no cover - the regex already guards this
-        raise QuantityError(f"invalid quantity {value!r}") from exc
-    suffix = match.group("suffix") or ""
-    if suffix in _BINARY:
-        q = number * _BINARY[suffix]
-    elif suffix in _DECIMAL:
-        q = number * _DECIMAL[suffix]
-    elif abs(int(suffix[1:])) > QUANTITY_MAX_EXPONENT:  # 1e999999999 would take Decimal minutes
-        raise QuantityError(f"quantity {value!r} is out of range")
-    else:
-        q = number * (Decimal(10) ** int(suffix[1:]))
-    return _in_range(q, value)
-
-
-# Kubernetes counts with quantities as int64 (Value, MilliValue): a larger one is no real capacity
-# or request, and must not reach 64-bit code as one.
-QUANTITY_MAX = Decimal(2**63 - 1)
-QUANTITY_MAX_EXPONENT = 30
-
-
-def _in_range(q: Decimal, value: object) -> Decimal:
-    if not q.is_finite() or abs(q) > QUANTITY_MAX:
-        raise QuantityError(f"quantity {value!r} is out of range (at most {QUANTITY_MAX:.4g})")
-    return q
-
-
-def quantity_in_unit(name: str, value: object) -> float:
-    """A quantity in the unit the core uses for that resource name (milli-CPU, bytes, milli-units)."""
-    q = parse_quantity(value)
-    if name in (MEMORY, EPHEMERAL_STORAGE) or name.startswith("hugepages-"):
-        return float(q)
-    if name == PODS:
-        return float(q)
-    # cpu and every scalar resource are held in milli-units
-    return float(q * 1000)
-
-
-class Infinity(Enum):
-    """How a scalar missing on one side of a comparison counts."""
-
-    ZERO = 0
-    INFINITY = 1
-
-
-class Resource:
-    """Milli-CPU, memory bytes and scalar milli-units; `pods` is carried but never compared."""
-
-    __slots__ = ("memory", "milli_cpu", "pods", "scalars")
-
-    def __init__(
-        self,
-        milli_cpu: float = 0.0,
-        memory: float = 0.0,
-        scalars: Mapping[str, float] | None = None,
-        pods: float = 0.0,
-    ) -> None:
-        self.milli_cpu = float(milli_cpu)
-        self.memory = float(memory)
-        self.scalars: dict[str, float] = dict(scalars) if scalars else {}
-        self.pods = float(pods)
-
-    # -- construction -------------------------------------------------------------------------
-    @classmethod
-    def from_list(cls, resources: Mapping[str, object] | None) -> Resource:
-        """From a ResourceList mapping (name -> quantity); raises QuantityError naming the resource."""
-        r = cls()
-        if not resources:
-            return r
-        for name, raw in resources.items():
-            try:
-                value = quantity_in_unit(name, raw)
-            except QuantityError as exc:
-                raise QuantityError(f"{name}: {exc}") from None
-            r.set(name, value)
-        return r
-
-    def set(self, name: str, value: float) -> None:
-        if name == CPU:
-            self.milli_cpu = value
-        elif name == MEMORY:
-            self.memory = value
-        elif name == PODS:
-            self.pods = value
-        else:
-            self.scalars[name] = value
-
-    def get(self, name: str) -> float:
-        if name == CPU:
-            return self.milli_cpu
-        if name == MEMORY:
-            return self.memory
-        if name == PODS:
-            return self.pods
-        return self.scalars.get(name, 0.0)
-
-    def clone(self) -> Resource:
-        r = Resource.__new__(Resource)
-        r.milli_cpu = self.milli_cpu
-        r.memory = self.memory
-        # most resources carry no scalar: a literal is cheaper than copying an empty dict
-        scalars = self.scalars
-        r.scalars = scalars.copy() if scalars else {}
-        r.pods = self.pods
-        return r
-
-    def names(self) -> list[str]:
-        """Resource names present (cpu and memory always)."""
-        return [CPU, MEMORY, *self.scalars]
-
-    def items(self) -> Iterable[tuple[str, float]]:
-        yield CPU, self.milli_cpu
-        yield MEMORY, self.memory
-        yield from self.scalars.items()
-
-    # -- predicates ---------------------------------------------------------------------------
-    def is_empty(self) -> bool:
-        if self.milli_cpu >= EPSILON or self.memory >= EPSILON:
-            return False
-        return all(v < EPSILON for v in self.scalars.values())
-
-    def is_zero(self, name: str) -> bool:
-        return self.get(name) < EPSILON
-
-    # -- arithmetic (in place, returning self, like Volcano) ----------------------------------
-    def add(self, other: Resource) -> Resource:
-        self.milli_cpu += other.milli_cpu
-        self.memory += other.memory
-        self.pods += other.pods
-        theirs = other.scalars
-        if theirs:
-            s = self.scalars
-            # keys, not items(): a pair less per scalar (the same sums, in the same order)
-            for k in theirs:
-                s[k] = s.get(k, 0.0) + theirs[k]
-        return self
-
-    def sub(self, other: Resource) -> Resource:
-        """Subtract without asserting (Volcano's SubWithoutAssert); callers check fit first."""
-        self.milli_cpu -= other.milli_cpu
-        self.memory -= other.memory
-        self.pods -= other.pods
-        theirs = other.scalars
-        if theirs:
-            s = self.scalars
-            for k in theirs:
-                s[k] = s.get(k, 0.0) - theirs[k]
-        return self
-
-    def pass_on(self, req: Resource, to: Resource) -> None:
-        """self.sub(req) then to.add(req) in one pass over req (a request moving from idle to
-        used, from pending to allocated): each dimension gets the same float steps."""
-        self.milli_cpu -= req.milli_cpu
-        self.memory -= req.memory
-        self.pods -= req.pods
-        to.milli_cpu += req.milli_cpu
-        to.memory += req.memory
-        to.pods += req.pods
-        theirs = req.scalars
-        if theirs:
-            mine, dest = self.scalars, to.scalars
-            for k in theirs:
-                v = theirs[k]
-                mine[k] = mine.get(k, 0.0) - v
-                dest[k] = dest.get(k, 0.0) + v
-
-    def sub_add(self, old: Resource, new: Resource) -> Resource:
-        """self.sub(old).add(new) in one pass: each dimension gets the same two float steps in
-        the same order, and scalars new to self are inserted in the order the two calls would
-        insert them (a task's request swapped for another, or put back as it was)."""
-        self.milli_cpu = (self.milli_cpu - old.milli_cpu) + new.milli_cpu
-        self.memory = (self.memory - old.memory) + new.memory
-        self.pods = (self.pods - old.pods) + new.pods
-        s, gone, came = self.scalars, old.scalars, new.scalars
-        for k in gone:
-            s[k] = s.get(k, 0.0) - gone[k]
-            if k in came:
-                s[k] += came[k]
-        if came is not gone:
-            for k in came:
-                if k not in gone:
-                    s[k] = s.get(k, 0.0) + came[k]
-        return self
-
-    def add_sub(self, new: Resource, old: Resource) -> Resource:
-        """self.add(new).sub(old) in one pass, as sub_add does it."""
-        self.milli_cpu = (self.milli_cpu + new.milli_cpu) - old.milli_cpu
-        self.memory = (self.memory + new.memory) - old.memory
-        self.pods = (self.pods + new.pods) - old.pods
-        s, came, gone = self.scalars, new.scalars, old.scalars
-        for k in came:
-            s[k] = s.get(k, 0.0) + came[k]
-            if k in gone:
-                s[k] -= gone[k]
-        if came is not gone:
-            for k in gone:
-                if k not in came:
-                    s[k] = s.get(k, 0.0) - gone[k]
-        return self
-
-    def multi(self, ratio: float) -> Resource:
-        self.milli_cpu *= ratio
-        self.memory *= ratio
-        for k in self.scalars:
-            self.scalars[k] *= ratio
-        return self
-
-    def clip_at_zero(self) -> Resource:
-        self.milli_cpu = max(self.milli_cpu, 0.0)
-        self.memory = max(self.memory, 0.0)
-        for k, v in self.scalars.items():
-            if v < 0:
-                self.scalars[k] = 0.0
-        return self
-
-    def set_max(self, other: Resource) -> Resource:
-        """Per-dimension maximum (used for init containers and guarantees)."""
-        self.milli_cpu = max(self.milli_cpu, other.milli_cpu)
-        self.memory = max(self.memory, other.memory)
-        for k, v in other.scalars.items():
-            if v > self.scalars.get(k, 0.0):
-                self.scalars[k] = v
-        return self
-
-    def min_dimension(self, other: Resource, default: Infinity = Infinity.ZERO) -> Resource:
-        """Per-dimension minimum with `other`; a scalar missing in `other` counts per `default`."""
-        self.milli_cpu = min(self.milli_cpu, other.milli_cpu)
-        self.memory = min(self.memory, other.memory)
-        for k, v in self.scalars.items():
-            if k in other.scalars:
-                self.scalars[k] = min(v, other.scalars[k])
-            elif default is Infinity.ZERO:
-                self.scalars[k] = 0.0
-        return self
-
-    # -- comparisons --------------------------------------------------------------------------
-    def less_equal(self, other: Resource, default: Infinity = Infinity.ZERO) -> bool:
-        """self <= other with tolerance; scalars iterate over self's (Volcano's LessEqual)."""
-        if not (self.milli_cpu < other.milli_cpu or abs(self.milli_cpu - other.milli_cpu) < EPSILON):
-            return False
-        if not (self.memory < other.memory or abs(self.memory - other.memory) < EPSILON):
-            return False
-        if self.scalars:
-            os_ = other.scalars
-            for k, lv in self.scalars.items():
-                rv = os_.get(k)
-                if rv is None:
-                    if default is Infinity.INFINITY:
-                        continue
-                    rv = 0.0
-                if not (lv < rv or abs(lv - rv) < EPSILON):
-                    return False
-        if default is Infinity.INFINITY:
-            for k in other.scalars:
-                if k not in self.scalars:
-                    return False
-        return True
-
-    def less_equal_with_dimension(self, other: Resource, req: Resource) -> bool:
-        """self <= other only on the dimensions where `req` is positive."""
-        if req.milli_cpu > 0 and not (
-            self.milli_cpu < other.milli_cpu or abs(self.milli_cpu - other.milli_cpu) < EPSILON
-        ):
-            return False
-        if req.memory > 0 and not (self.memory < other.memory or abs(self.memory - other.memory) < EPSILON):
-            return False
-        for k, q in req.scalars.items():
-            if q <= 0:
-                continue
-            lv = self.scalars.get(k, 0.0)
-            rv = other.scalars.get(k, 0.0)
-            if not (lv < rv or abs(lv - rv) < EPSILON):
-                return False
-        return True
-
-    def plus_less_equal_with_dimension(self, req: Resource, other: Resource) -> bool:
-        """self.clone().add(req).less_equal_with_dimension(other, req), without the copy: each
-        compared value is the sum add() would have stored (the same float additions)."""
-        if req.milli_cpu > 0:
-            v = self.milli_cpu + req.milli_cpu
-            if not (v < other.milli_cpu or abs(v - other.milli_cpu) < EPSILON):
-                return False
-        if req.memory > 0:
-            v = self.memory + req.memory
-            if not (v < other.memory or abs(v - other.memory) < EPSILON):
-                return False
-        if req.scalars:
-            mine, theirs = self.scalars, other.scalars
-            for k, q in req.scalars.items():
-                if q <= 0:
-                    continue
-                lv = mine.get(k, 0.0) + q
-                rv = theirs.get(k, 0.0)
-                if not (lv < rv or abs(lv - rv) < EPSILON):
-                    return False
-        return True
-
-    def less(self, other: Resource, default: Infinity = Infinity.ZERO) -> bool:
-        if not self.milli_cpu < other.milli_cpu or not self.memory < other.memory:
-            return False
-        for k, lv in self.scalars.items():
-            rv = other.scalars.get(k)
-            if rv is None:
-                if default is Infinity.INFINITY:
-                    continue
-                rv = 0.0
-            if not lv < rv:
-                return False
-        return True
-
-    def fits_future(self, idle: Resource, releasing: Resource, pipelined: Resource) -> bool:
-        """self <= idle + releasing - pipelined (a node's FutureIdle), without building it."""
-        fi = idle.milli_cpu + releasing.milli_cpu - pipelined.milli_cpu
-        if not (self.milli_cpu < fi or abs(self.milli_cpu - fi) < EPSILON):
-            return False
-        fi = idle.memory + releasing.memory - pipelined.memory
-        if not (self.memory < fi or abs(self.memory - fi) < EPSILON):
-            return False
-        if self.scalars:
-            i_s, r_s, p_s = idle.scalars, releasing.scalars, pipelined.scalars
-            for k, lv in self.scalars.items():
-                fi = i_s.get(k, 0.0) + r_s.get(k, 0.0) - p_s.get(k, 0.0)
-                if not (lv < fi or abs(lv - fi) < EPSILON):
-                    return False
-        return True
-
-    def insufficient(self, available: Resource) -> list[str]:
-        """Names of the dimensions where self does not fit `available` (for fit-error messages)."""
-        short: list[str] = []
-        if not (self.milli_cpu < available.milli_cpu or abs(self.milli_cpu - available.milli_cpu) < EPSILON):
-            short.append(CPU)
-        if not (self.memory < available.memory or abs(self.memory - available.memory) < EPSILON):
-            short.append(MEMORY)
-        for k, lv in self.scalars.items():
-            if lv < EPSILON:
-                continue
-            rv = available.scalars.get(k, 0.0)
-            if not (lv < rv or abs(lv - rv) < EPSILON):
-                short.append(k)
-        return short
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Resource):
-            return NotImplemented
-        if abs(self.milli_cpu - other.milli_cpu) >= EPSILON or abs(self.memory - other.memory) >= EPSILON:
-            return False
-        for k in set(self.scalars) | set(other.scalars):
-            if abs(self.scalars.get(k, 0.0) - other.scalars.get(k, 0.0)) >= EPSILON:
-                return False
-        return True
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def to_dict(self) -> dict[str, float]:
-        d = {CPU: self.milli_cpu, MEMORY: self.memory}
-        d.update(self.scalars)
-        return d
-
-    def __repr__(self) -> str:
-        parts = [f"cpu {self.milli_cpu:g}m", f"memory {self.memory:g}"]
-        parts += [f"{k} {v:g}" for k, v in sorted(self.scalars.items())]
-        return "<" + ", ".join(parts) + ">"
+Resource: type[PyResource] = select("resourcevec", python_resourcevec).Resource
 
 
 def empty() -> Resource:
     return Resource()
-
-
-def format_quantity(name: str, value: float) -> str:
-    """Render a core value back as a Kubernetes quantity string (for status fields)."""
-    if name == CPU:
-        if value % 1000 == 0:
-            return str(int(value // 1000))
-        return f"{round(value)}m"
-    if name in (MEMORY, EPHEMERAL_STORAGE, PODS) or name.startswith("hugepages-"):
-        return str(round(value))
-    if value % 1000 == 0:
-        return str(int(value // 1000))
-    return f"{round(value)}m"

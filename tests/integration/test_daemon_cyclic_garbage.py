@@ -95,6 +95,8 @@ def test_the_audit_sees_a_cycle_of_the_daemon_s_objects(saved_garbage: list[obje
 
     r = Resource()
     r.scalars["self"] = r  # type: ignore[assignment]
+    # the compiled class or its pure twin, whichever this build runs
+    name = f"{type(r).__module__}.{type(r).__qualname__}"
     del r
     gc.collect()
-    assert "scheduler.model.resources.Resource" in {_ours(o) for o in saved_garbage}
+    assert name in {_ours(o) for o in saved_garbage}

@@ -28,6 +28,8 @@ class Resource:
     """Milli-CPU, memory bytes and scalar milli-units; `pods` is carried but never compared."""
 
     __slots__ = ("memory", "milli_cpu", "pods", "scalars")
+    # named by its public home, as the compiled class is (reports, the daemon's garbage audit)
+    __module__ = "scheduler.model.resources"
 
     def __init__(
         self,
@@ -332,6 +334,10 @@ class Resource:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # by this module's function, not by the public name (which may be the compiled class)
+        return (_rebuilt, (self.milli_cpu, self.memory, self.scalars, self.pods))
+
     def to_dict(self) -> dict[str, float]:
         d = {CPU: self.milli_cpu, MEMORY: self.memory}
         d.update(self.scalars)
@@ -341,3 +347,10 @@ class Resource:
         parts = [f"cpu {self.milli_cpu:g}m", f"memory {self.memory:g}"]
         parts += [f"{k} {v:g}" for k, v in sorted(self.scalars.items())]
         return "<" + ", ".join(parts) + ">"
+
+
+def _rebuilt(milli_cpu: float, memory: float, scalars: dict[str, float], pods: float) -> Resource:
+    """A pickled Resource, its fields as they were."""
+    r = Resource.__new__(Resource)
+    r.milli_cpu, r.memory, r.scalars, r.pods = milli_cpu, memory, scalars, pods
+    return r

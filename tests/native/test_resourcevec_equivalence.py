@@ -195,6 +195,10 @@ def test_the_compiled_class_keeps_the_twins_surface() -> None:
     k = cls(milli_cpu=1, memory=2, scalars={"x": 3.0}, pods=4)
     assert state(k) == state(PyResource(milli_cpu=1, memory=2, scalars={"x": 3.0}, pods=4))
     assert state(pickle.loads(pickle.dumps(k))) == state(k)
+    assert type(pickle.loads(pickle.dumps(k))) is cls
+    t = PyResource(1, 2, {"x": 3}, 4)
+    assert state(pickle.loads(pickle.dumps(t))) == state(t)
+    assert type(pickle.loads(pickle.dumps(t))) is PyResource
     assert (r == 5) is False and (r != 5) is True
 
 

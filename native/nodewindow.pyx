@@ -343,3 +343,37 @@ def forget(object codes, list at):
         if i < 0 or i >= total:
             raise IndexError(f"position {i} out of range")
         c8[i] = C_UNKNOWN
+
+
+def take(list nodes, list at):
+    """[nodes[i] for i in at], in C: a shape's ask gathers the nodes changed since its last
+    window from scattered positions."""
+    cdef Py_ssize_t k, i, total = len(nodes), n = len(at)
+    cdef list out = [None] * n
+    for k in range(n):
+        i = at[k]
+        if i < 0 or i >= total:
+            raise IndexError(f"position {i} out of range")
+        out[k] = nodes[i]
+    return out
+
+
+def settle(object codes, list at, list got):
+    """Write the answers `got` of the nodes at positions `at` (None: FIT, anything else: REFUSED)
+    and return the places k in `got` of the refusals, in order."""
+    cdef Py_ssize_t total
+    cdef unsigned char *c8 = _u8(codes, &total)
+    cdef Py_ssize_t k, i, n = len(at)
+    cdef list refused = []
+    if len(got) != n:
+        raise ValueError("at and got differ in length")
+    for k in range(n):
+        i = at[k]
+        if i < 0 or i >= total:
+            raise IndexError(f"position {i} out of range")
+        if got[k] is None:
+            c8[i] = C_FIT
+        else:
+            c8[i] = C_REFUSED
+            refused.append(k)
+    return refused

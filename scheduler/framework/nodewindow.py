@@ -212,3 +212,31 @@ def forget(codes: bytearray, at: list[int]) -> None:
         if not 0 <= i < total:
             raise IndexError(f"position {i} out of range")
         codes[i] = UNKNOWN
+
+
+def take(nodes: list[Any], at: list[int]) -> list[Any]:
+    """[nodes[i] for i in at] (a position outside the list is an IndexError; no negative indexing)."""
+    total = len(nodes)
+    for i in at:
+        if not 0 <= i < total:
+            raise IndexError(f"position {i} out of range")
+    return [nodes[i] for i in at]
+
+
+def settle(codes: bytearray, at: list[int], got: list[Any]) -> list[int]:
+    """Write the answers `got` of the nodes at positions `at` (None: FIT, anything else: REFUSED)
+    and return the places k in `got` of the refusals, in order (a position outside the codes is an
+    IndexError, before or after the others are written)."""
+    if len(got) != len(at):
+        raise ValueError("at and got differ in length")
+    total = len(codes)
+    refused = []
+    for k, (i, r) in enumerate(zip(at, got, strict=True)):
+        if not 0 <= i < total:
+            raise IndexError(f"position {i} out of range")
+        if r is None:
+            codes[i] = FIT
+        else:
+            codes[i] = REFUSED
+            refused.append(k)
+    return refused

@@ -27,7 +27,6 @@ _name = attrgetter("name")
 # annotations no predicate or score reads (the PodGroup's name and the like): left out of shape keys
 _GROUP_PREFIX = "scheduling.k8s.io/"
 _UNSET: Any = object()
-_FIT_CODE = bytes((FIT,))
 # Session.carry's name for the verdicts kept from one session's allocate to the next
 CARRY = "placement"
 
@@ -1161,36 +1160,24 @@ class PlacementCache:
 
     def _ask(self, task: TaskInfo, vals: _NodeValues, idx: list[int]) -> None:
         """Ask the predicate about the nodes at `idx` (in scan order) and keep the answers."""
-        nodes, codes = self.nodes, vals.codes
         if len(idx) == 1 and self.check_many_idle is not None:
             self._ask_one(task, vals, idx[0])
             return
-        first = idx[0] if idx else 0
-        end = first + len(idx)
-        # a run of positions (a cold shape's window, or one changed node) is sliced at C level:
-        # a shape seen for the first time asks ~400 nodes of a 1,000-node cluster at once
-        run = bool(idx) and idx[-1] == end - 1
-        asked = nodes[first:end] if run else list(map(nodes.__getitem__, idx))
+        # the nodes gathered and the answers written by compiled passes over the positions: a
+        # vGPU shape re-asks the ~60 nodes changed since its last window, scattered over the
+        # ring, and a Python loop per node was a fifth of the ask's own cost
+        scan = window_impl
+        asked = scan.take(self.nodes, idx)
         if self.check_many_idle is not None:
             # the Idle fits best() gathers for the window's candidates, known from the same pass
             got = self.check_many_idle(task, asked, idx, self._fit_array(vals), self._resource_rows())
         else:
             got = self.check_many(task, asked)
-        if got.count(None) == len(got):
-            # every node fits (the usual answer): no refusal to keep
-            if run:
-                codes[first:end] = _FIT_CODE * (end - first)
-            else:
-                for i in idx:
-                    codes[i] = FIT
-            return
-        names, verdicts = self._node_names(), vals.verdicts
-        for i, r in zip(idx, got, strict=True):
-            if r is None:
-                codes[i] = FIT
-            else:
-                verdicts[names[i]] = r
-                codes[i] = REFUSED
+        refused = scan.settle(vals.codes, idx, got)
+        if refused:
+            names, verdicts = self._node_names(), vals.verdicts
+            for k in refused:
+                verdicts[names[idx[k]]] = got[k]
 
     def _ask_one(self, task: TaskInfo, vals: _NodeValues, i: int) -> None:
         """_ask for the one node at `i`, the usual ask (the node a pod took since the shape's last

@@ -238,6 +238,56 @@ def test_forget_sets_the_listed_positions_unknown(ring: tuple[bytearray, int, in
     assert all(r == results[0] for r in results)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    rings(),
+    st.lists(st.integers(-3, 45), max_size=12),
+    st.lists(st.sampled_from([None, None, "refused", ["Insufficient cpu"]]), max_size=12),
+)
+def test_settle_writes_the_answers_and_names_the_refusals(
+    ring: tuple[bytearray, int, int], at: list[int], answers: list[object]
+) -> None:
+    """settle writes FIT where the answer is None and REFUSED elsewhere, at the listed positions,
+    and returns the places of the refusals; both modules refuse a position outside the codes and
+    answers of another length alike, with the same codes left behind."""
+    codes = ring[0]
+    got = answers[: len(at)] + [None] * (len(at) - len(answers))
+    results = []
+    for mod in (twin, native) if native is not None else (twin,):
+        out = bytearray(codes)
+        try:
+            res: object = mod.settle(out, at, got)
+        except IndexError:
+            res = IndexError
+        results.append((res, bytes(out)))
+    inside = all(0 <= i < len(codes) for i in at)
+    if inside:
+        want = bytearray(codes)
+        for i, r in zip(at, got, strict=True):
+            want[i] = twin.FIT if r is None else twin.REFUSED
+        assert results[0] == ([k for k, r in enumerate(got) if r is not None], bytes(want))
+    else:
+        assert results[0][0] is IndexError
+    assert all(r == results[0] for r in results)
+    for mod in (twin, native) if native is not None else (twin,):
+        with pytest.raises(ValueError):
+            mod.settle(bytearray(codes), [0], [])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 12), st.lists(st.integers(-3, 15), max_size=12))
+def test_take_gathers_the_nodes_at_the_positions(total: int, at: list[int]) -> None:
+    """take is [nodes[i] for i in at] for positions inside the list, and an IndexError (never a
+    negative index read from the end) in both modules otherwise."""
+    nodes = [f"node-{i}" for i in range(total)]
+    for mod in (twin, native) if native is not None else (twin,):
+        if all(0 <= i < total for i in at):
+            assert mod.take(nodes, at) == [nodes[i] for i in at]
+        else:
+            with pytest.raises(IndexError):
+                mod.take(nodes, at)
+
+
 @st.composite
 def run_arrays(draw: st.DrawFn) -> tuple[array, bytearray, bytearray, int, int]:
     """A shape's per-node scores (some known, NaN and infinities among them), its Idle-fit codes,

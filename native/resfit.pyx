@@ -239,16 +239,47 @@ def misfits_idle(req, list nodes, list at, unsigned char[:] codes, unsigned char
 # makes a cold shape's scan of a window cheap.
 
 
+cdef int _fill_row(double* vals, unsigned char* oks, Py_ssize_t stride, list keys, Py_ssize_t nk,
+                   object n, Py_ssize_t p) except -1:
+    """Write node n's row p (bounds checked by the caller)."""
+    cdef double ic = 0.0, im = 0.0, rc = 0.0, rm = 0.0, pc = 0.0, pm = 0.0, a = 0.0, b = 0.0, c = 0.0
+    cdef double* row = &vals[p * stride]
+    cdef Py_ssize_t j
+    cdef bint good
+    idle, rel, pip = n.idle, n.releasing, n.pipelined
+    good = not (_attr(idle.milli_cpu, &ic) or _attr(idle.memory, &im) or _attr(rel.milli_cpu, &rc)
+                or _attr(rel.memory, &rm) or _attr(pip.milli_cpu, &pc) or _attr(pip.memory, &pm))
+    if good:
+        row[0] = ic
+        row[1] = im
+        row[2] = ic + rc - pc
+        row[3] = im + rm - pm
+    if good and nk:
+        i_s = idle.scalars
+        r_s = rel.scalars
+        p_s = pip.scalars
+        if type(i_s) is not dict or type(r_s) is not dict or type(p_s) is not dict:
+            good = False
+        else:
+            for j in range(nk):
+                key = keys[j]
+                if (_get(PyDict_GetItem(i_s, key), &a) or _get(PyDict_GetItem(r_s, key), &b)
+                        or _get(PyDict_GetItem(p_s, key), &c)):
+                    good = False
+                    break
+                row[4 + 2 * j] = a
+                row[5 + 2 * j] = a + b - c
+    oks[p] = 1 if good else 0
+    return 0
+
+
 def rows_fill(object values, object ok, Py_ssize_t stride, list keys, list nodes, list at):
     """Write the rows of `nodes` (the k-th to row at[k]); ok[row] = 0 where some value read is not
     an exact float (the checks then ask the node's Resources)."""
     cdef Py_ssize_t n_values, n_ok
     cdef double *vals = _f64(values, &n_values)
     cdef unsigned char *oks = _u8(ok, &n_ok)
-    cdef Py_ssize_t k, j, p, nk = len(keys)
-    cdef double ic = 0.0, im = 0.0, rc = 0.0, rm = 0.0, pc = 0.0, pm = 0.0, a = 0.0, b = 0.0, c = 0.0
-    cdef double* row
-    cdef bint good
+    cdef Py_ssize_t k, p, nk = len(keys)
     if len(at) != len(nodes):
         raise ValueError("at and nodes differ in length")
     if stride != 4 + 2 * nk:
@@ -257,32 +288,24 @@ def rows_fill(object values, object ok, Py_ssize_t stride, list keys, list nodes
         p = at[k]
         if p < 0 or p >= n_ok or (p + 1) * stride > n_values:
             raise IndexError(f"row {p} out of range")
-        n = nodes[k]
-        idle, rel, pip = n.idle, n.releasing, n.pipelined
-        row = &vals[p * stride]
-        good = not (_attr(idle.milli_cpu, &ic) or _attr(idle.memory, &im) or _attr(rel.milli_cpu, &rc)
-                    or _attr(rel.memory, &rm) or _attr(pip.milli_cpu, &pc) or _attr(pip.memory, &pm))
-        if good:
-            row[0] = ic
-            row[1] = im
-            row[2] = ic + rc - pc
-            row[3] = im + rm - pm
-        if good and nk:
-            i_s = idle.scalars
-            r_s = rel.scalars
-            p_s = pip.scalars
-            if type(i_s) is not dict or type(r_s) is not dict or type(p_s) is not dict:
-                good = False
-            else:
-                for j in range(nk):
-                    key = keys[j]
-                    if (_get(PyDict_GetItem(i_s, key), &a) or _get(PyDict_GetItem(r_s, key), &b)
-                            or _get(PyDict_GetItem(p_s, key), &c)):
-                        good = False
-                        break
-                    row[4 + 2 * j] = a
-                    row[5 + 2 * j] = a + b - c
-        oks[p] = 1 if good else 0
+        _fill_row(vals, oks, stride, keys, nk, nodes[k], p)
+
+
+def rows_refill(object values, object ok, Py_ssize_t stride, list keys, list row_nodes, list stale):
+    """rows_fill(values, ok, stride, keys, [row_nodes[i] for i in stale], stale), then `stale`
+    emptied: the rows of the nodes changed since the last check, written before the next one."""
+    cdef Py_ssize_t n_values, n_ok
+    cdef double *vals = _f64(values, &n_values)
+    cdef unsigned char *oks = _u8(ok, &n_ok)
+    cdef Py_ssize_t k, p, nk = len(keys), total = len(row_nodes)
+    if stride != 4 + 2 * nk:
+        raise ValueError("stride does not match the keys")
+    for k in range(len(stale)):
+        p = stale[k]
+        if p < 0 or p >= total or p >= n_ok or (p + 1) * stride > n_values:
+            raise IndexError(f"row {p} out of range")
+        _fill_row(vals, oks, stride, keys, nk, row_nodes[p], p)
+    del stale[:]
 
 
 def rows_misfits_idle(

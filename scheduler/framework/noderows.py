@@ -23,7 +23,7 @@ _FIXED = 4
 class ResourceRows:
     """Rows for `nodes` (row i is nodes[i]), with the scalar keys asked so far."""
 
-    __slots__ = ("keys", "nodes", "ok", "seq", "stride", "values")
+    __slots__ = ("key_list", "keys", "nodes", "ok", "seq", "stale", "stride", "values")
 
     def __init__(self, nodes: list[NodeInfo], seq: int) -> None:
         self.nodes = nodes
@@ -31,10 +31,14 @@ class ResourceRows:
         self.seq = seq
         # scalar key -> its index among a row's scalars (columns 4 + 2j: Idle, 4 + 2j + 1: FutureIdle)
         self.keys: dict[str, int] = {}
+        self.key_list: list[str] = []
         self.stride = _FIXED
         self.values = array("d")
         # 0 where a node's values are not all exact floats: the fit asks its Resources
         self.ok = bytearray()
+        # rows of nodes changed since they were written, written again before the next check
+        # (in the compiled pass that precedes it, not a Python call per change)
+        self.stale: list[int] = []
         self._build()
 
     def _build(self) -> None:
@@ -42,26 +46,29 @@ class ResourceRows:
         self.stride = _FIXED + 2 * len(self.keys)
         self.values = array("d", bytes(8 * self.stride * n))
         self.ok = bytearray(n)
-        resfit_impl.rows_fill(self.values, self.ok, self.stride, list(self.keys), self.nodes, list(range(n)))
+        self.key_list = list(self.keys)
+        resfit_impl.rows_fill(self.values, self.ok, self.stride, self.key_list, self.nodes, list(range(n)))
+        self.stale = []
 
     def refresh(self, at: list[int]) -> None:
-        """Rewrite the rows at positions `at` (nodes that changed)."""
-        if at:
-            nodes = self.nodes
-            resfit_impl.rows_fill(
-                self.values, self.ok, self.stride, list(self.keys), [nodes[i] for i in at], at
-            )
+        """Rewrite the rows at positions `at` (nodes that changed), and those marked stale."""
+        self.stale.extend(at)
+        if self.stale:
+            resfit_impl.rows_refill(self.values, self.ok, self.stride, self.key_list, self.nodes, self.stale)
 
     def misfits_idle(
         self, req: Resource, nodes: list[NodeInfo], at: list[int], codes: bytearray, fit: int, refused: int
     ) -> list[int]:
-        """resfit's misfits_idle for nodes[k] at row at[k], read from the rows."""
+        """resfit's misfits_idle for nodes[k] at row at[k], read from the rows (the stale ones
+        written first)."""
         keys = self.keys
         if req.scalars and not keys.keys() >= req.scalars.keys():
             # a key not asked before: every row gets its columns (once per key in a session)
             for key in req.scalars:
                 keys.setdefault(key, len(keys))
             self._build()
+        elif self.stale:
+            resfit_impl.rows_refill(self.values, self.ok, self.stride, self.key_list, self.nodes, self.stale)
         return resfit_impl.rows_misfits_idle(
             req, self.values, self.ok, self.stride, keys, nodes, at, codes, fit, refused
         )

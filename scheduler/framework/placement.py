@@ -1125,12 +1125,15 @@ class PlacementCache:
         if rows is None:
             rows = self._rows = self._kept_rows() or ResourceRows(self.nodes, len(log))
         elif rows.seq != len(log):
+            # the changed rows are marked stale and written by the compiled pass before the check
+            # that follows (ResourceRows.misfits_idle), not by a call of their own per ask
             if len(log) - rows.seq == 1:
                 # the usual case, one placement since the last ask: its row alone, no list built
-                i = self._last_changed_at(log)
-                rows.refresh([i] if i >= 0 else [])
+                i = self._index.get(log[-1], -1)
+                if i >= 0:
+                    rows.stale.append(i)
             else:
-                rows.refresh(self._changed_at(log, rows.seq))
+                rows.stale.extend(self._changed_at(log, rows.seq))
             rows.seq = len(log)
         return rows
 

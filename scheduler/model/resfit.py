@@ -101,6 +101,25 @@ def rows_fill(
         ok[p] = 1 if good else 0
 
 
+def rows_refill(
+    values: array,
+    ok: bytearray,
+    stride: int,
+    keys: list[str],
+    row_nodes: list[HasResources],
+    stale: list[int],
+) -> None:
+    """rows_fill(values, ok, stride, keys, [row_nodes[i] for i in stale], stale), then `stale`
+    emptied: the rows of the nodes changed since the last check, written before the next one."""
+    if stride != 4 + 2 * len(keys):
+        raise ValueError("stride does not match the keys")
+    for p in stale:
+        if not 0 <= p < len(row_nodes):
+            raise IndexError(f"row {p} out of range")
+    rows_fill(values, ok, stride, keys, [row_nodes[p] for p in stale], stale)
+    del stale[:]
+
+
 def rows_misfits_idle(
     req: Resource,
     values: array,

@@ -208,3 +208,42 @@ def test_the_rows_refuse_what_is_out_of_range(impl: Any) -> None:
     assert (
         impl.rows_misfits_idle(Resource(1.0, 1.0), values, ok, 4, {}, [node], [1], bytearray(2), 1, 2) == []
     )
+
+
+@pytest.mark.parametrize("impl", [twin, native] if native is not None else [twin])
+@settings(max_examples=200, deadline=None)
+@given(st.lists(nodes(), min_size=1, max_size=10), st.randoms(use_true_random=False))
+def test_refilled_rows_are_the_rows_filled_afresh(impl: Any, ns: list[NodeInfo], rnd: Any) -> None:
+    """rows_refill writes the stale rows (repeats allowed) from the nodes at those positions, as
+    rows_fill of the same nodes does, leaves the other rows alone and empties the stale list."""
+    from array import array
+
+    keys = list(NAMES)
+    stride = 4 + 2 * len(keys)
+    total = len(ns)
+    stale = [rnd.randrange(total) for _ in range(rnd.randrange(4))]
+    values, ok = array("d", [7.0] * (stride * total)), bytearray([1]) * total
+    marked = list(stale)
+    impl.rows_refill(values, ok, stride, keys, ns, marked)
+    want_values, want_ok = array("d", [7.0] * (stride * total)), bytearray([1]) * total
+    twin.rows_fill(want_values, want_ok, stride, keys, [ns[p] for p in stale], stale)
+    assert marked == []
+    assert ok == want_ok
+    for p in range(total):
+        if ok[p]:
+            row = slice(p * stride, (p + 1) * stride)
+            assert values[row].tobytes() == want_values[row].tobytes()
+
+
+@pytest.mark.parametrize("impl", [twin, native] if native is not None else [twin])
+def test_refill_refuses_a_row_outside_the_nodes_and_keeps_it_stale(impl: Any) -> None:
+    from array import array
+
+    node = NodeInfo("n", Resource(2.0, 2.0))
+    values, ok = array("d", bytes(8 * 4 * 3)), bytearray(3)
+    stale = [2]
+    with pytest.raises(IndexError):
+        impl.rows_refill(values, ok, 4, [], [node, node], stale)
+    assert stale == [2]
+    with pytest.raises(ValueError):
+        impl.rows_refill(values, ok, 6, [], [node], [0])

@@ -46,6 +46,7 @@ share it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from scheduler.framework.arguments import Arguments
@@ -223,16 +224,31 @@ class _PlainNodes:
         self.seq = -1  # the change log's length they are up to date with (-1: not built)
 
     def _plain(self, n: NodeInfo) -> bool:
-        cap = n.max_task_num
-        full = bool(cap) and self.sp.pod_count(n.name, len(n.tasks)) >= cap
-        return not (full or n.unschedulable or (self.taints and n.taints))
+        return bool(self._plain_ones((n,)))
+
+    def _plain_ones(self, nodes: Iterable[NodeInfo]) -> dict[str, NodeInfo]:
+        """The plain ones of `nodes`, by name: read in one loop (a call or two per node, the pod
+        count's among them, were most of a session's walk of its 1,000 nodes)."""
+        evicted = self.sp.evicted_count  # SessionPods.pod_count's subtrahend
+        taints = self.taints
+        out: dict[str, NodeInfo] = {}
+        for n in nodes:
+            cap = n.max_task_num
+            if (
+                (cap and len(n.tasks) - evicted.get(n.name, 0) >= cap)
+                or n.unschedulable
+                or (taints and n.taints)
+            ):
+                continue
+            out[n.name] = n
+        return out
 
     def current(self) -> set[NodeInfo]:
         """The plain node objects, up to date with the change log."""
         log = self.ssn.node_changes
         if self.seq < 0:
             if not self._from_kept():
-                self.by_name = {n.name: n for n in self.ssn.node_list if self._plain(n)}
+                self.by_name = self._plain_ones(self.ssn.node_list)
                 self.objects = set(self.by_name.values())
         elif self.seq != len(log):
             self._redo(set(log[self.seq :]))
@@ -246,10 +262,9 @@ class _PlainNodes:
             old = by_name.pop(name, None)
             if old is not None:
                 objects.discard(old)
-            n = nodes.get(name)
-            if n is not None and self._plain(n):
-                by_name[name] = n
-                objects.add(n)
+        found = self._plain_ones(n for n in map(nodes.get, names) if n is not None)
+        by_name.update(found)
+        objects.update(found.values())
 
     def _kept(self) -> tuple[_PlainKept, set[str]] | None:
         """The previous session's answer, when it kept one over the same nodes in the same places

@@ -11,6 +11,7 @@ from cpython.object cimport Py_SIZE
 
 from int64arrays cimport float64s, int64s
 from libc.stdlib cimport free, malloc
+from libc.string cimport memcmp, memcpy
 
 FIT = 0
 TOO_MANY_CARDS = 1
@@ -134,6 +135,65 @@ cdef int _fit_node(
     return C_FIT
 
 
+cdef int _fit_one_card(
+    Py_ssize_t i,
+    const long long *starts,
+    const long long *count,
+    const long long *devmem,
+    const long long *used_num,
+    const long long *used_mem,
+    const long long *used_cores,
+    const long long *usable,
+    const long long *req,
+    int policy,
+    double *score_out,
+    long long *cards_out,
+) noexcept nogil:
+    # _fit_node for a request of one container asking one card (the usual pod): the first card
+    # of the scan order that takes it is the one that comes first of those that take it, so one
+    # pass finds it without sorting the node's cards (cards are met in ascending index, so a
+    # later card replaces the best so far only when it strictly comes before it)
+    cdef Py_ssize_t c, g, base = starts[i], n = starts[i + 1] - starts[i], best = -1
+    cdef long long mem = req[1], pct = req[2], cores = req[3], demand, dm, un, um, uc
+    cdef long long best_un = 0, best_um = 0, best_dm = 0, best_demand = 0
+    cdef double score = 0.0
+    score_out[0] = 0.0
+    if n < 1:
+        return C_TOO_MANY_CARDS
+    for c in range(n):
+        g = base + c
+        if not usable[g]:
+            continue
+        dm = devmem[g]
+        un = used_num[g]
+        um = used_mem[g]
+        uc = used_cores[g]
+        demand = dm * pct // 100 if pct != C_PCT_UNSET else mem
+        if (un >= count[g] or dm - um < demand or uc + cores > 100
+                or (cores == 100 and un > 0) or (uc == 100 and cores == 0)):
+            continue
+        if best >= 0:
+            # _before(policy, c, best): ties go to the lower index, the best so far
+            if policy == 1:
+                if um <= best_um:
+                    continue
+            elif policy == 2:
+                if un >= best_un:
+                    continue
+        best = c
+        best_un = un
+        best_um = um
+        best_dm = dm
+        best_demand = demand
+    if best < 0:
+        return C_NOT_FITTED
+    g = base + best
+    score += _score(policy, count[g], best_dm, best_un, best_um, best_um + best_demand)
+    cards_out[0] = best
+    score_out[0] = score
+    return C_FIT
+
+
 cdef class _Table:
     # the card arrays and request of one call, checked once and read through pointers
     cdef const long long *starts
@@ -148,6 +208,12 @@ cdef class _Table:
     cdef Py_ssize_t n_req
     cdef long long total
     cdef int policy
+    # the last node this call fitted (-1: none yet), its code, score and chosen cards: a node
+    # whose cards are in the same state (a cluster's idle nodes of one kind) has the same answer
+    cdef Py_ssize_t prev
+    cdef int prev_code
+    cdef double prev_score
+    cdef long long *prev_cards
 
     cdef int load(
         self, array.array starts, array.array node_flags, array.array count, array.array devmem,
@@ -170,7 +236,24 @@ cdef class _Table:
         for k in range(self.n_req):
             self.total += self.req[4 * k]
         self.policy = policy
+        self.prev = -1
         return 0
+
+    cdef bint same_rows(self, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+        # whether nodes a and b have as many cards, each in the same state as its peer (every
+        # per-card entry a node's fit reads of the table); the charges first, where nodes differ most
+        cdef Py_ssize_t n = self.starts[a + 1] - self.starts[a]
+        cdef Py_ssize_t x = self.starts[a], y = self.starts[b]
+        cdef size_t size = n * sizeof(long long)
+        return (
+            self.starts[b + 1] - y == n
+            and memcmp(&self.used_num[x], &self.used_num[y], size) == 0
+            and memcmp(&self.used_mem[x], &self.used_mem[y], size) == 0
+            and memcmp(&self.used_cores[x], &self.used_cores[y], size) == 0
+            and memcmp(&self.usable[x], &self.usable[y], size) == 0
+            and memcmp(&self.devmem[x], &self.devmem[y], size) == 0
+            and memcmp(&self.count[x], &self.count[y], size) == 0
+        )
 
     cdef Py_ssize_t widest(self, const Py_ssize_t *nodes, Py_ssize_t n_at) noexcept nogil:
         cdef Py_ssize_t m, i, maxn = 0
@@ -189,10 +272,27 @@ cdef class _Table:
         if self.flags[i] != 0:
             codes[i] = C_NEEDS_PYTHON
             return 0
-        code = _fit_node(i, self.starts, self.count, self.devmem, self.used_num, self.used_mem,
-                         self.used_cores, self.usable, self.req, self.n_req, self.policy, buf, maxn,
-                         &score, cards_out)
+        if self.prev >= 0 and self.same_rows(self.prev, i):
+            code = self.prev_code
+            codes[i] = code
+            if code == C_FIT:
+                scores[i] = self.prev_score
+                if cards_out != self.prev_cards:
+                    memcpy(cards_out, self.prev_cards, self.total * sizeof(long long))
+                return 1
+            return 0
+        if self.n_req == 1 and self.req[0] == 1:
+            code = _fit_one_card(i, self.starts, self.count, self.devmem, self.used_num, self.used_mem,
+                                 self.used_cores, self.usable, self.req, self.policy, &score, cards_out)
+        else:
+            code = _fit_node(i, self.starts, self.count, self.devmem, self.used_num, self.used_mem,
+                             self.used_cores, self.usable, self.req, self.n_req, self.policy, buf, maxn,
+                             &score, cards_out)
         codes[i] = code
+        self.prev = i
+        self.prev_code = code
+        self.prev_score = score
+        self.prev_cards = cards_out
         if code == C_FIT:
             scores[i] = score
             return 1

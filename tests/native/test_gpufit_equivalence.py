@@ -133,6 +133,59 @@ def test_compiled_equals_fallback_on_random_inputs(p: dict) -> None:
     assert run(native, p) == run(python_fit, p)
 
 
+@st.composite
+def one_card_problems(draw: st.DrawFn) -> dict:
+    """problems() asking one card of one container (the compiled fit's one-pass path), often on
+    cards in equal states (the scan order's ties)."""
+    p = draw(problems())
+    p["req"] = [1, *p["req"][1:4]]
+    if draw(st.booleans()):
+        for k in ("count", "devmem", "used_num", "used_mem", "used_cores"):
+            p[k] = [p[k][0]] * len(p[k])
+    return p
+
+
+@needs_native
+@settings(max_examples=400, deadline=None)
+@given(one_card_problems())
+def test_compiled_one_card_fit_equals_fallback(p: dict) -> None:
+    assert run(native, p) == run(python_fit, p)
+
+
+@st.composite
+def twin_node_problems(draw: st.DrawFn) -> dict:
+    """problems() whose nodes are copies of a few (an idle cluster of one node kind: the compiled
+    fit answers a node in the state of the last one it fitted without fitting it again), a copy
+    sometimes differing in one entry of one card."""
+    p = draw(st.one_of(problems(), one_card_problems(), one_card_problems()))
+    n_nodes, size = draw(st.integers(2, 8)), draw(st.integers(1, 4))
+    kinds = draw(st.lists(st.integers(0, 1), min_size=n_nodes, max_size=n_nodes))
+    p["starts"] = [size * i for i in range(n_nodes + 1)]
+    p["node_flags"] = [draw(st.sampled_from([0, 0, 0, 1])) for _ in range(n_nodes)]
+    p["hi"] = n_nodes
+    rows = ("count", "devmem", "used_num", "used_mem", "used_cores", "usable")
+    for k in rows:
+        v = p[k] * (2 * size)  # any node's entries; two kinds of node from them
+        p[k] = [x for kind in kinds for x in v[kind * size : (kind + 1) * size]]
+    if draw(st.integers(0, 3)):
+        at = draw(st.integers(0, size * n_nodes - 1))
+        k = draw(st.sampled_from(rows))
+        # that card closed to the pods, each entry its own way
+        full = {"count": 0, "devmem": 0, "used_num": p["count"][at], "used_mem": p["devmem"][at]}
+        p[k][at] = full.get(k, 100) if k != "usable" else 1 - p[k][at]
+    return p
+
+
+@needs_native
+@settings(max_examples=400, deadline=None)
+@given(twin_node_problems(), st.data())
+def test_compiled_fit_of_nodes_in_one_state_equals_fallback(p: dict, data: st.DataObject) -> None:
+    assert run(native, p) == run(python_fit, p)
+    n = len(p["node_flags"])
+    nodes = data.draw(st.lists(st.integers(0, n - 1), max_size=2 * n))
+    assert run_listed(native, p, nodes) == run_listed(python_fit, p, nodes)
+
+
 @needs_native
 @settings(max_examples=100, deadline=None)
 @given(problems(), st.data())

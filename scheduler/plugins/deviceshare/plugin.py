@@ -184,6 +184,8 @@ class DeviceSharePlugin(Plugin):
         # the (node, lock key) pairs of the session's lock intents, counted
         self._held = HeldLocks()
         self._time_seq = 0
+        # the session's time as the vGPU annotations write it (Session.now is fixed at its start)
+        self._now_text = "0"
         # task uid -> (its vgpu-ids-new value, the memory and cores that value names), kept when
         # the annotation is written: the session's close reads them instead of decoding it
         self._usage: dict[str, tuple[str, tuple[int, int]]] = {}
@@ -218,6 +220,7 @@ class DeviceSharePlugin(Plugin):
     # -- session -------------------------------------------------------------------------------
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
+        self._now_text = str(int(ssn.now))
         self._usage.clear()
         self._scans.clear()
         self._templates.clear()
@@ -254,6 +257,7 @@ class DeviceSharePlugin(Plugin):
                 self._vgpu_at.pop(node.name, None)
                 self._vgpu_at_node.pop(node, None)
                 ssn.contain(self.name, f"node {node.name}", exc)
+        self.table.flush()
         self.exclusive = (
             ExclusiveRules.build(a.exclusive_rules, ssn) if a.vgpu and a.exclusive_rules else None
         )
@@ -300,12 +304,18 @@ class DeviceSharePlugin(Plugin):
         node.set_device(gpushare.KIND, led)
 
     def _build_vgpu(self, node: NodeInfo) -> None:
-        led, why = VgpuLedger.from_node(node, self.config, self.table)
+        table = self.table
+        # the usual node's row is queued, written with the others' after the nodes (flush)
+        led = VgpuLedger.queued(node, self.config, table)
         if led is None:
-            self._unusable_node(node, vgpu.KIND, why)
-            return
-        for task in node.tasks.values():
-            self._replay_vgpu(led, task)
+            led, why = VgpuLedger.from_node(node, self.config, table)
+            if led is None:
+                self._unusable_node(node, vgpu.KIND, why)
+                return
+        if node.tasks:
+            table.flush()  # the replay charges the node's rows
+            for task in node.tasks.values():
+                self._replay_vgpu(led, task)
         node.set_device(vgpu.KIND, led)
         # the ledger's position in the whole-table scans, by name and by the session's node object
         self._vgpu_at[node.name] = self._vgpu_at_node[node] = led.idx
@@ -438,7 +448,7 @@ class DeviceSharePlugin(Plugin):
     # -- predicate / score ---------------------------------------------------------------------
     def pre_predicate(self, task: TaskInfo) -> Unfit | None:
         """An impossible request fails once, with its reason, before any node is looked at."""
-        r = self._shared_requests(task)
+        r = self._requests.get(task.uid) or self._shared_requests(task)
         if r.share_error:
             return Unfit(f"{self._share_label(None)} {r.share_error}", resolvable=False)
         if r.vgpu_error:
@@ -454,8 +464,11 @@ class DeviceSharePlugin(Plugin):
         got = self._plain.get(uid, _UNASKED)
         if got is not _UNASKED:
             return got  # type: ignore[return-value]
-        r = self._shared_requests(task)
-        req = self._shapes_of(r)[1]
+        r = self._requests.get(uid) or self._shared_requests(task)
+        shapes = self._shapes.get(id(r))  # _shapes_of's kept answer, without the call
+        if shapes is None or shapes[0] is not r:
+            shapes = self._shapes_of(r)
+        req = shapes[1]
         ex = self.exclusive
         self._plain[uid] = None if ex is not None and ex.track(task.pod) else req
         return self._plain[uid]
@@ -489,13 +502,21 @@ class DeviceSharePlugin(Plugin):
         return self._plain_npu[uid]
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> Unfit | None:
-        req = self._plain_vgpu(task)
+        # _plain_vgpu's kept answer, without the call
+        req: VgpuRequest | None = self._plain.get(task.uid, _UNASKED)  # type: ignore[assignment]
+        if req is _UNASKED:
+            req = self._plain_vgpu(task)
         if req is not None:  # the general path below, with what cannot apply left out
-            broken = self._unusable.get(node.name)
-            if broken and vgpu.KIND in broken:
-                return Unfit(f"{VGPU_ERROR}: {broken[vgpu.KIND]}", resolvable=False)
+            if self._unusable:
+                broken = self._unusable.get(node.name)
+                if broken and vgpu.KIND in broken:
+                    return Unfit(f"{VGPU_ERROR}: {broken[vgpu.KIND]}", resolvable=False)
             vled = node.devices.get(vgpu.KIND)
             if vled is None:
+                return None
+            # the session's node: its answer brought up to date by the batch's one compiled call
+            # (the usual ask is of the one node the last placement changed)
+            if self._scans.misfits(self.table, req, self._policy, [node], self._vgpu_at_node) == 0:
                 return None
             ok, why, _ = self._scans.node_fit(vled, req, self._policy)
             return None if ok else Unfit(f"{VGPU_ERROR}: {why}")
@@ -728,7 +749,10 @@ class DeviceSharePlugin(Plugin):
         r = self._requests.get(task.uid) or self._shared_requests(task)
         if r is _NO_REQUEST:
             return
-        cr = self._shapes_of(r)[2]
+        shapes = self._shapes.get(id(r))  # _shapes_of's kept answer, without the call
+        if shapes is None or shapes[0] is not r:
+            shapes = self._shapes_of(r)
+        cr = shapes[2]
         if cr is not None and self._one_call_commit:
             # the usual pod: _allocate_vgpu's commit of the card its predicate's scan kept, when
             # that answer is current (else the general path below fits afresh)
@@ -808,8 +832,7 @@ class DeviceSharePlugin(Plugin):
         the memory and cores it names, when known)."""
         if use is not None:  # what the session's close would decode from `ids`
             self._usage[task.uid] = (ids, use)
-        ssn = self.ssn
-        now = str(int(ssn.now)) if ssn is not None else "0"  # _now(), without the call per pod
+        now = self._now_text
         # key by key, in this order (the order the annotations are written in), without a dict per pod
         b = task.bind_annotations
         b[ann.VGPU_NODE] = node.name

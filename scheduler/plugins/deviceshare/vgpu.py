@@ -16,6 +16,8 @@ from array import array
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import accumulate
+from operator import attrgetter
 
 from scheduler.model.node import NodeInfo
 from scheduler.plugins.deviceshare import annotations as ann
@@ -26,6 +28,9 @@ from scheduler.plugins.deviceshare.mig import MigCard, fit_mig_node
 from scheduler.plugins.deviceshare.requests import VgpuContainerRequest, VgpuRequest
 
 KIND = "hamivgpu"
+# read per charge: module constants, not attributes of `ann`
+_TOP = ann.REGISTER_INT_MAX
+_REQUEST_TYPE = ann.VGPU_REQUEST_TYPE
 _NODE_RESOURCES = (ann.VGPU_NUMBER, ann.VGPU_CORES, ann.VGPU_MEMORY)
 
 
@@ -70,6 +75,10 @@ class VgpuTable:
         # per node (ledger index): bumped on every change of its charges or cap; a scan's answer
         # for a node is current while the version it was fitted at is this one
         self.node_ver = array("q")
+        # the card lists of the rows queue_row took and flush has not written yet, in node order
+        self._queued: list[CardLists] = []
+        # cards of every row, the queued ones included (where the next row starts)
+        self._end = 0
 
     @property
     def n_cards(self) -> int:
@@ -101,6 +110,8 @@ class VgpuTable:
     def add_row(self, ledger: VgpuLedger, d: CardLists, ok_row: array, mig: bool) -> int:
         """add_node once its cards are known to be in range: their rows appended, with `ok_row`
         as their health flags (one per card)."""
+        if self._queued:  # rows go in node order: the queued ones first
+            self.flush()
         idx = len(self.ledgers)
         self.ledgers.append(ledger)
         # whole rows at once (array.extend from an array copies memory)
@@ -120,7 +131,41 @@ class VgpuTable:
         self.out_code.append(0)
         self.out_score.append(0.0)
         self.node_ver.append(0)
+        self._end = len(self.count)
         return idx
+
+    def queue_row(self, ledger: VgpuLedger, d: CardLists) -> None:
+        """add_row(ledger, d, d.nvidia_ok_row, False) with the arrays written at the next flush:
+        the ledger's position and first card are set now. A session opens with a row per vGPU
+        node, and a dozen array appends per node were most of a ledger's construction; flush
+        writes the queued rows in one join per array. Nothing may read the arrays in between."""
+        ledger.idx = len(self.ledgers)
+        ledger.base = self._end
+        self._end += d.n
+        self.ledgers.append(ledger)
+        self._queued.append(d)
+
+    def flush(self) -> None:
+        """Write the rows queue_row took (the arrays as add_row would have left them)."""
+        q = self._queued
+        if not q:
+            return
+        self._queued = []
+        zeros = bytes(8 * (self._end - len(self.count)))
+        self.count.frombytes(b"".join(map(_count_bytes, q)))
+        self.devmem.frombytes(b"".join(map(_devmem_bytes, q)))
+        self.used_num.frombytes(zeros)
+        self.used_mem.frombytes(zeros)
+        self.used_cores.frombytes(zeros)
+        self.static_ok.frombytes(b"".join(map(_ok_bytes, q)))
+        ends = accumulate(map(_n_cards, q), initial=self.starts[-1])
+        next(ends)  # the first row's start, already the last entry
+        self.starts.extend(ends)
+        per_node = bytes(8 * len(q))  # 0 and 0.0 alike
+        self.node_flags.frombytes(per_node)
+        self.out_code.frombytes(per_node)
+        self.out_score.frombytes(per_node)
+        self.node_ver.frombytes(per_node)
 
     def mask_for(self, req: VgpuRequest, lo: int, hi: int) -> array:
         """Per-card usability for `req` over nodes lo..hi-1 (other entries are stale)."""
@@ -224,6 +269,9 @@ class _Scan:
     # refresh (`refresh_nodes`) alone brings the answers up to date
     plain: bool
     flat: array  # the request's containers as the fit reads them (_flat)
+    # refresh_nodes' arguments after the nodes and their positions: the table's arrays and this
+    # scan's, which are only ever changed in place (read once, not per call)
+    refresh: tuple = ()
 
 
 def _scan_key(req: VgpuRequest, policy: int, containers: tuple | None = None) -> tuple:
@@ -309,11 +357,7 @@ class ScanCache:
             scan = self._scan_of(table, req, policy)
             self._last = (req, policy, scan)
         if scan.plain:
-            return table.impl.refresh_nodes(
-                nodes, at_of, table.starts, table.node_flags, table.count, table.devmem, table.used_num,
-                table.used_mem, table.used_cores, table.static_ok, scan.flat, policy, table.node_ver,
-                scan.fitted, scan.codes, scan.scores, scan.cards,
-            )  # fmt: skip
+            return table.impl.refresh_nodes(nodes, at_of, *scan.refresh)
         at = list(nodes) if at_of is None else list(map(at_of.get, nodes))
         if None in at:
             return -1
@@ -344,7 +388,12 @@ class ScanCache:
             fitted = array("q", table.node_ver)
             codes, scores = table.scan_cards(req, policy, cards)
             plain = not (table.python_nodes or req.has_card_filters or req.mode)
-            scan = _Scan(table, codes, scores, cards, total, fitted, plain, _flat(req))
+            flat = _flat(req)
+            refresh = (
+                table.starts, table.node_flags, table.count, table.devmem, table.used_num, table.used_mem,
+                table.used_cores, table.static_ok, flat, policy, table.node_ver, fitted, codes, scores, cards,
+            )  # fmt: skip
+            scan = _Scan(table, codes, scores, cards, total, fitted, plain, flat, refresh)
             if len(self._scans) >= self.LIMIT:
                 del self._scans[next(iter(self._scans))]
                 by_req.clear()
@@ -411,11 +460,16 @@ class ScanCache:
         """kept_card(led, req, policy) for a request of one card (its container `cr`), charged to
         the node's arrays in the same compiled call: (the card's local index, the memory charged),
         or None, nothing changed. The caller records the pod on the ledger (VgpuLedger.took_one)."""
-        got = self._scan_at(led, req, policy)
-        if got is None:
-            return None
-        scan, i = got
+        last_req, last_policy, scan = self._last  # _scan_at's usual answer, without the call
+        i = led.idx
         t = led.table
+        if last_req is not req or last_policy != policy or req.mode or scan is None or scan.table is not t:
+            got = self._scan_at(led, req, policy)
+            if got is None:
+                return None
+            scan = got[0]
+        elif i >= len(scan.fitted):
+            return None
         return t.impl.charge_kept(
             scan.codes, scan.fitted, scan.cards, scan.total, t.node_flags, t.node_ver, t.devmem,
             t.used_num, t.used_mem, t.used_cores, i, led.base, cr.mem, cr.pct, cr.cores,
@@ -481,11 +535,15 @@ class CardLists:
     __slots__ = (
         "clean",
         "count",
+        "count_bytes",
         "devmem",
+        "devmem_bytes",
         "in_range",
         "mode",
+        "n",
         "nvidia_ok",
         "nvidia_ok_row",
+        "ok_bytes",
         "plain",
         "types",
         "uuid_index",
@@ -494,6 +552,7 @@ class CardLists:
     )
 
     def __init__(self, cards: Sequence[ann.RegisteredCard]) -> None:
+        self.n = len(cards)
         self.uuids = [c.uuid for c in cards]
         self.types = [c.type for c in cards]
         self.uuid_index = {u: i for i, u in enumerate(self.uuids)}
@@ -510,6 +569,10 @@ class CardLists:
         self.count = array("q", [c.count for c in cards] if self.in_range else [])
         self.devmem = array("q", [c.devmem for c in cards] if self.in_range else [])
         self.zeros = array("q", bytes(8 * len(cards)))
+        # the rows as VgpuTable.flush joins them
+        self.count_bytes = self.count.tobytes()
+        self.devmem_bytes = self.devmem.tobytes()
+        self.ok_bytes = self.nvidia_ok_row.tobytes()
         # the node's sharing mode as its last card names it (MIG still depends on the config)
         last = cards[-1].mode if cards else ""
         self.mode = (
@@ -521,6 +584,12 @@ class CardLists:
         )
         # rows a ledger may take without the general constructor (VgpuLedger._healthy)
         self.plain = self.in_range and self.mode != ann.MODE_MIG
+
+
+_count_bytes = attrgetter("count_bytes")
+_devmem_bytes = attrgetter("devmem_bytes")
+_ok_bytes = attrgetter("ok_bytes")
+_n_cards = attrgetter("n")
 
 
 # registration annotation -> its decoded cards (or why none) and what ledgers derive from them:
@@ -662,14 +731,33 @@ class VgpuLedger:
         return cls(node.name, cards, cfg, table, ann.decode_unhealthy_ids(listed), derived), ""
 
     @classmethod
-    def _healthy(cls, node_name: str, cfg: DeviceConfig, table: VgpuTable, d: CardLists) -> VgpuLedger:
+    def queued(cls, node: NodeInfo, cfg: DeviceConfig, table: VgpuTable) -> VgpuLedger | None:
+        """from_node(node, cfg, table)'s ledger when the node is the usual one (its registration
+        decoded before, cards in range and not in MIG mode, none listed unhealthy, the three vGPU
+        resources allocatable), with its row queued on the table (VgpuTable.queue_row: written by
+        the table's next flush); None, nothing done, for any other node (from_node answers it)."""
+        anns = node.annotations
+        got = _REGISTRATIONS.get(anns.get(ann.VGPU_REGISTER, ""))
+        d = got[2] if got is not None else None
+        if d is None or not d.plain or ann.GPU_UNHEALTHY_IDS in anns:
+            return None
+        has = node.allocatable.scalars.get
+        number, cores, memory = _NODE_RESOURCES
+        if has(number, 0.0) <= 0 or has(cores, 0.0) <= 0 or has(memory, 0.0) <= 0:
+            return None
+        return cls._healthy(node.name, cfg, table, d, True)
+
+    @classmethod
+    def _healthy(
+        cls, node_name: str, cfg: DeviceConfig, table: VgpuTable, d: CardLists, queue: bool = False
+    ) -> VgpuLedger:
         """`cls(node_name, cards, cfg, table, derived=d)` for cards in range, none listed unhealthy
         and not in MIG mode: the usual node, built without the general constructor's checks (a
-        session opens with a ledger per vGPU node)."""
+        session opens with a ledger per vGPU node); with `queue`, its row queued (queue_row)."""
         led = _new_ledger(cls)
         led.node_name = node_name
         led.table = table
-        led.n = len(d.uuids)
+        led.n = d.n
         led.uuids = d.uuids
         led.types = d.types
         led.uuid_index = d.uuid_index
@@ -677,11 +765,14 @@ class VgpuLedger:
         led.factor = cfg.gpu_memory_factor
         led.mode = d.mode
         led.mig = None
-        led.idx = idx = table.add_row(led, d, d.nvidia_ok_row, False)
-        led.base = table.starts[idx]
         led.pods = {}
         led.version = 0
         led.memo = None
+        if queue:
+            table.queue_row(led, d)
+        else:
+            led.idx = idx = table.add_row(led, d, d.nvidia_ok_row, False)
+            led.base = table.starts[idx]
         return led
 
     # -- card filters (spec 3.4 rules 1, 3, 8) ----------------------------------------------------
@@ -786,9 +877,8 @@ class VgpuLedger:
                 held[g] = held.get(g, 0) + 1
         self.pods[uid] = (group_key, [_Charge(c, mem, cores, None)])
         self.version += 1
-        top = ann.REGISTER_INT_MAX
-        use = (mem, cores) if 0 <= mem <= top and 0 <= cores <= top else None
-        return f"{self.uuids[c]},{ann.VGPU_REQUEST_TYPE},{mem},{cores}:", use
+        use = (mem, cores) if 0 <= mem <= _TOP and 0 <= cores <= _TOP else None
+        return f"{self.uuids[c]},{_REQUEST_TYPE},{mem},{cores}:", use
 
     def remove_pod(self, uid: str) -> bool:
         held = self.pods.pop(uid, None)

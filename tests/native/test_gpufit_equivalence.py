@@ -449,3 +449,27 @@ def test_charge_kept_charges_the_card_the_scan_chose(p: dict, data: st.DataObjec
         assert [list(a) for a in arrays] == want and ver[i] == 6
     if native is not None:
         assert run_charge(native, p, i, stale) == (got, arrays, ver, fits, card)
+
+
+@needs_native
+def test_nodes_differing_only_in_split_count_are_fitted_each() -> None:
+    """Two nodes whose cards are in the same state except that the second's card is split into
+    fewer shares, all taken: the compiled fit must not hand the first node's answer to the
+    second (it reuses the last node's answer only for cards equal in every entry)."""
+    p = {
+        "starts": [0, 1, 2],
+        "node_flags": [0, 0],
+        "count": [10, 2],
+        "devmem": [40960, 40960],
+        "used_num": [2, 2],
+        "used_mem": [2048, 2048],
+        "used_cores": [0, 0],
+        "usable": [1, 1],
+        "req": [1, 1024, python_fit.PCT_UNSET, 0],
+        "policy": 1,
+        "lo": 0,
+        "hi": 2,
+    }
+    got = run(native, p)
+    assert got == run(python_fit, p)
+    assert got[1] == [python_fit.FIT, python_fit.NOT_FITTED]

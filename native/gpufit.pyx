@@ -53,6 +53,13 @@ cdef inline double _score(int policy, long long count, long long dm, long long n
     return 0.0
 
 
+cdef inline bint _takes(long long count, long long dm, long long un, long long um, long long uc,
+                        long long demand, long long cores) noexcept nogil:
+    # whether a card with these entries takes one more share of `demand` memory and `cores`
+    return not (un >= count or dm - um < demand or uc + cores > 100
+                or (cores == 100 and un > 0) or (uc == 100 and cores == 0))
+
+
 cdef int _fit_node(
     Py_ssize_t i,
     const long long *starts,
@@ -118,8 +125,7 @@ cdef int _fit_node(
                 continue
             dm = devmem[g]
             demand = dm * pct // 100 if pct != C_PCT_UNSET else mem
-            if (un[c] >= count[g] or dm - um[c] < demand or uc[c] + cores > 100
-                    or (cores == 100 and un[c] > 0) or (uc[c] == 100 and cores == 0)):
+            if not _takes(count[g], dm, un[c], um[c], uc[c], demand, cores):
                 continue
             score += _score(policy, count[g], dm, un[c], um[c], um[c] + demand)
             un[c] += 1
@@ -169,8 +175,7 @@ cdef int _fit_one_card(
         um = used_mem[g]
         uc = used_cores[g]
         demand = dm * pct // 100 if pct != C_PCT_UNSET else mem
-        if (un >= count[g] or dm - um < demand or uc + cores > 100
-                or (cores == 100 and un > 0) or (uc == 100 and cores == 0)):
+        if not _takes(count[g], dm, un, um, uc, demand, cores):
             continue
         if best >= 0:
             # _before(policy, c, best): ties go to the lower index, the best so far

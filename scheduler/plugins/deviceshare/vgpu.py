@@ -586,6 +586,18 @@ class CardLists:
         self.plain = self.in_range and self.mode != ann.MODE_MIG
 
 
+def _missing_resource(node: NodeInfo) -> str:
+    """The first of the three vGPU resources the node does not offer ("" when it offers all)."""
+    has = node.allocatable.scalars.get
+    number, cores, memory = _NODE_RESOURCES
+    if has(number, 0.0) > 0 and has(cores, 0.0) > 0 and has(memory, 0.0) > 0:
+        return ""  # the usual node, without the loop
+    for name in _NODE_RESOURCES:
+        if has(name, 0.0) <= 0:
+            return name
+    return ""
+
+
 _count_bytes = attrgetter("count_bytes")
 _devmem_bytes = attrgetter("devmem_bytes")
 _ok_bytes = attrgetter("ok_bytes")
@@ -714,12 +726,9 @@ class VgpuLedger:
         value = node.annotations.get(ann.VGPU_REGISTER)
         if value is None:
             return None, "no vGPU registration"
-        has = node.allocatable.scalars.get
-        number, cores, memory = _NODE_RESOURCES
-        if has(number, 0.0) <= 0 or has(cores, 0.0) <= 0 or has(memory, 0.0) <= 0:
-            for name in _NODE_RESOURCES:  # the first one missing
-                if has(name, 0.0) <= 0:
-                    return None, f"node allocatable has no {name}"
+        missing = _missing_resource(node)
+        if missing:
+            return None, f"node allocatable has no {missing}"
         cards, why, derived = _REGISTRATIONS.get(value) or _registered_cards(value)
         if cards is None:
             return None, why
@@ -741,9 +750,7 @@ class VgpuLedger:
         d = got[2] if got is not None else None
         if d is None or not d.plain or ann.GPU_UNHEALTHY_IDS in anns:
             return None
-        has = node.allocatable.scalars.get
-        number, cores, memory = _NODE_RESOURCES
-        if has(number, 0.0) <= 0 or has(cores, 0.0) <= 0 or has(memory, 0.0) <= 0:
+        if _missing_resource(node):
             return None
         return cls._healthy(node.name, cfg, table, d, True)
 

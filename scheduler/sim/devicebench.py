@@ -501,9 +501,10 @@ def _floor_bullet(
             "needs the generic one-pod job path made cheaper, not only the device part."
         )
     else:
-        why = (
-            f"At 10,000 decisions/s the device part may cost at most {100 - floor_us:,.0f} us a pod above it."
-        )
+        room = 100 - floor_us
+        # a floor just under 100 us leaves a fraction of a microsecond: rounding it to 0 would read as "none"
+        shown = f"{room:,.1f}" if room < 10 else f"{room:,.0f}"
+        why = f"At 10,000 decisions/s the device part may cost at most {shown} us a pod above it."
     return [f"- {_floor_line(floor, session, paths['floor'][0], pods, spread)}. {why}"]
 
 

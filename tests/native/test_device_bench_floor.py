@@ -67,3 +67,6 @@ def test_the_documented_section_says_whether_the_floor_alone_exceeds_the_goal() 
     # 1,000 pods in 0.06 s: 60 us a pod leaves 40 us for the device part
     (quick,) = _floor_bullet({"session": (1000, 0.3), "floor": (1000, 0.06)}, 3333.0, 1000)
     assert "at most 40 us a pod above it" in quick
+    # 1,000 pods in 0.0998 s: a floor just under the goal leaves a fraction of a microsecond, not "0 us"
+    (thin,) = _floor_bullet({"session": (1000, 0.3), "floor": (1000, 0.0998)}, 3333.0, 1000)
+    assert "at most 0.2 us a pod above it" in thin

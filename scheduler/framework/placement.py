@@ -95,25 +95,31 @@ def allocate_predicate_many_idle(ssn: Session) -> NodesPredicateIdle:
     """allocate_predicate_many that also writes whether the task fits each node's Idle to
     codes[at[k]] (FIT or REFUSED) for the k-th node, read in the resource fit's own pass: the
     placement cache needs both answers of every node it asks. The k-th node is row at[k] of
-    `rows`, which the resource fit reads instead of the nodes' Resources."""
+    `rows`, which the resource fit reads instead of the nodes' Resources. Rows of the session's
+    node list make `at` the nodes' positions there: the plugins are then asked by position
+    (Session.predicate_at)."""
 
     def check_many(
         task: TaskInfo, nodes: list[NodeInfo], at: list[int], codes: bytearray, rows: ResourceRows
     ) -> list[Unfit | list[str] | None]:
         short = rows.misfits_idle(task.init_resreq, nodes, at, codes, FIT, REFUSED)
+        by_position = rows.nodes is ssn.node_list
         if not short:
             # _after_resources' usual case without its frame (once per ask of a placement cache)
+            if by_position:
+                return ssn.predicate_at(task, at)  # type: ignore[return-value]
             return ssn.predicate_many(task, nodes)  # type: ignore[return-value]
-        return _after_resources(ssn, task, nodes, short)
+        return _after_resources(ssn, task, nodes, short, at if by_position else None)
 
     return check_many
 
 
 def _after_resources(
-    ssn: Session, task: TaskInfo, nodes: list[NodeInfo], short: list[int]
+    ssn: Session, task: TaskInfo, nodes: list[NodeInfo], short: list[int], at: list[int] | None = None
 ) -> list[Unfit | list[str] | None]:
-    """The answers of allocate's predicate given the positions whose FutureIdle is short: their
-    resource reasons, and the plugins' answers for the others."""
+    """The answers of allocate's predicate given the places whose FutureIdle is short: their
+    resource reasons, and the plugins' answers for the others (asked by position when `at`, the
+    nodes' positions in the session's node list, is given)."""
     if not short:
         # every node has the room: the plugins answer for all (their list is the answer; no
         # typing.cast, a Python call per ask)
@@ -123,7 +129,11 @@ def _after_resources(
         out[i] = resource_fit_reasons(task, nodes[i])
     idx = [i for i, r in enumerate(out) if r is None]
     if idx:
-        for i, r in zip(idx, ssn.predicate_many(task, [nodes[i] for i in idx]), strict=True):
+        if at is not None:
+            got = ssn.predicate_at(task, [at[i] for i in idx])
+        else:
+            got = ssn.predicate_many(task, [nodes[i] for i in idx])
+        for i, r in zip(idx, got, strict=True):
             out[i] = r
     return out
 

@@ -1126,14 +1126,19 @@ class PlacementCache:
             names = self._names = list(map(_name, self.nodes))
         return names
 
-    def _resource_rows(self) -> ResourceRows:
+    def _resource_rows(self, task: TaskInfo | None = None) -> ResourceRows:
         """The rows of the cache's nodes, brought up to the change log (built when first needed,
         or taken from the last session's cache: building them read every node, ~3.5 ms a session
-        at 5,000 nodes)."""
+        at 5,000 nodes). Built with the columns of the scalars `task` asks: the check that follows
+        would otherwise build them all again for its first scalar request (a vGPU session's)."""
         rows = self._rows
         log = self.ssn.node_changes
         if rows is None:
-            rows = self._rows = self._kept_rows() or ResourceRows(self.nodes, len(log))
+            rows = self._kept_rows()
+            if rows is None:
+                keys = list(task.init_resreq.scalars) if task is not None else None
+                rows = ResourceRows(self.nodes, len(log), keys)
+            self._rows = rows
         elif rows.seq != len(log):
             # the changed rows are marked stale and written by the compiled pass before the check
             # that follows (ResourceRows.misfits_idle), not by a call of their own per ask
@@ -1143,7 +1148,9 @@ class PlacementCache:
                 if i >= 0:
                     rows.stale.append(i)
             else:
-                rows.stale.extend(self._changed_at(log, rows.seq))
+                # a node the log names again (a floor shape asks the rows after several
+                # placements, a third of them repeats) is written once
+                rows.stale.extend(set(self._changed_at(log, rows.seq)))
             rows.seq = len(log)
         return rows
 
@@ -1183,7 +1190,7 @@ class PlacementCache:
         asked = scan.take(self.nodes, idx)
         if self.check_many_idle is not None:
             # the Idle fits best() gathers for the window's candidates, known from the same pass
-            got = self.check_many_idle(task, asked, idx, self._fit_array(vals), self._resource_rows())
+            got = self.check_many_idle(task, asked, idx, self._fit_array(vals), self._resource_rows(task))
         else:
             got = self.check_many(task, asked)
         refused = scan.settle(vals.codes, idx, got)

@@ -371,10 +371,7 @@ class ScanCache:
         The places k in `at` of the nodes that do not fit `req` or have no row, in order, their
         answers brought up to date; one compiled call (`refresh_rows`) for a scan the hot path
         answers alone, else `answers`."""
-        last_req, last_policy, scan = self._last  # _current, without the call (once per pod)
-        if last_req is not req or last_policy != policy or scan is None or scan.table is not table:
-            scan = self._scan_of(table, req, policy)
-            self._last = (req, policy, scan)
+        scan = self._current(table, req, policy)
         if scan.plain:
             return table.impl.refresh_rows(at, rows, *scan.refresh)
         got = [rows[p] for p in at]

@@ -474,6 +474,73 @@ def refresh_nodes(
     return misfits
 
 
+def refresh_rows(
+    list at,
+    array.array rows,
+    array.array starts,
+    array.array node_flags,
+    array.array count,
+    array.array devmem,
+    array.array used_num,
+    array.array used_mem,
+    array.array used_cores,
+    array.array usable,
+    array.array req,
+    int policy,
+    array.array node_ver,
+    array.array fitted_ver,
+    array.array out_code,
+    array.array out_score,
+    array.array out_cards,
+):
+    # see fit.refresh_rows: node p's row is rows[p] (-1: none); the places of the misfits and rowless
+    cdef Py_ssize_t n_nodes = Py_SIZE(starts) - 1
+    cdef Py_ssize_t n_rows = Py_SIZE(rows)
+    cdef Py_ssize_t m, i, p, maxn, n_at = len(at)
+    cdef list out = []
+    if n_nodes < 0:
+        raise IndexError("starts is empty")
+    cdef _Table t = _Table.__new__(_Table)
+    t.load(starts, node_flags, count, devmem, used_num, used_mem, used_cores, usable, req, policy, n_nodes)
+    cdef const long long *row_of = int64s(rows, 0, "rows")
+    cdef const long long *ver = int64s(node_ver, n_nodes, "node_ver")
+    cdef long long *fitted = <long long *> int64s(fitted_ver, n_nodes, "fitted_ver")
+    cdef long long *codes = <long long *> int64s(out_code, n_nodes, "out_code")
+    cdef double *scores = float64s(out_score, n_nodes, "out_score")
+    cdef long long *cards = <long long *> int64s(out_cards, max(n_nodes * t.total, 1), "out_cards")
+    cdef Py_ssize_t *got = <Py_ssize_t *> malloc(sizeof(Py_ssize_t) * (n_at + 1))
+    cdef long long *buf = NULL
+    if got == NULL:
+        raise MemoryError()
+    try:
+        maxn = 0
+        for m in range(n_at):
+            p = at[m]
+            if p < 0 or p >= n_rows:
+                raise IndexError(f"position {p} out of range")
+            i = row_of[p]
+            if i < -1 or i >= n_nodes:
+                raise IndexError(f"node {i} out of range")
+            got[m] = i
+            if i >= 0 and t.starts[i + 1] - t.starts[i] > maxn:
+                maxn = t.starts[i + 1] - t.starts[i]
+        buf = _scratch(maxn)
+        for m in range(n_at):
+            i = got[m]
+            if i < 0:
+                out.append(m)
+                continue
+            if fitted[i] != ver[i]:
+                t.fit(i, buf, maxn, codes, scores, &cards[i * t.total])
+                fitted[i] = ver[i]
+            if codes[i] != C_FIT:
+                out.append(m)
+    finally:
+        free(got)
+        free(buf)
+    return out
+
+
 def charge_kept(
     array.array out_code,
     array.array fitted_ver,

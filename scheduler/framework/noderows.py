@@ -25,12 +25,13 @@ class ResourceRows:
 
     __slots__ = ("key_list", "keys", "nodes", "ok", "seq", "stale", "stride", "values")
 
-    def __init__(self, nodes: list[NodeInfo], seq: int) -> None:
+    def __init__(self, nodes: list[NodeInfo], seq: int, keys: list[str] | None = None) -> None:
         self.nodes = nodes
         # the change log's length the rows are up to date with
         self.seq = seq
-        # scalar key -> its index among a row's scalars (columns 4 + 2j: Idle, 4 + 2j + 1: FutureIdle)
-        self.keys: dict[str, int] = {}
+        # scalar key -> its index among a row's scalars (columns 4 + 2j: Idle, 4 + 2j + 1: FutureIdle);
+        # `keys` are the first ones (those of the first request to be checked)
+        self.keys: dict[str, int] = {k: j for j, k in enumerate(keys)} if keys else {}
         self.key_list: list[str] = []
         self.stride = _FIXED
         self.values = array("d")

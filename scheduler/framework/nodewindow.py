@@ -240,3 +240,16 @@ def settle(codes: bytearray, at: list[int], got: list[Any]) -> list[int]:
             codes[i] = REFUSED
             refused.append(k)
     return refused
+
+
+def zeros_at(flags: bytearray, at: list[int]) -> list[int]:
+    """The places k in `at` (in order) whose position's flag is 0 (a position outside the flags is
+    an IndexError; no negative indexing)."""
+    total = len(flags)
+    out = []
+    for k, i in enumerate(at):
+        if not 0 <= i < total:
+            raise IndexError(f"position {i} out of range")
+        if not flags[i]:
+            out.append(k)
+    return out

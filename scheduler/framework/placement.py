@@ -95,25 +95,31 @@ def allocate_predicate_many_idle(ssn: Session) -> NodesPredicateIdle:
     """allocate_predicate_many that also writes whether the task fits each node's Idle to
     codes[at[k]] (FIT or REFUSED) for the k-th node, read in the resource fit's own pass: the
     placement cache needs both answers of every node it asks. The k-th node is row at[k] of
-    `rows`, which the resource fit reads instead of the nodes' Resources."""
+    `rows`, which the resource fit reads instead of the nodes' Resources. Rows of the session's
+    node list make `at` the nodes' positions there: the plugins are then asked by position
+    (Session.predicate_at)."""
 
     def check_many(
         task: TaskInfo, nodes: list[NodeInfo], at: list[int], codes: bytearray, rows: ResourceRows
     ) -> list[Unfit | list[str] | None]:
         short = rows.misfits_idle(task.init_resreq, nodes, at, codes, FIT, REFUSED)
+        by_position = rows.nodes is ssn.node_list
         if not short:
             # _after_resources' usual case without its frame (once per ask of a placement cache)
+            if by_position:
+                return ssn.predicate_at(task, at)  # type: ignore[return-value]
             return ssn.predicate_many(task, nodes)  # type: ignore[return-value]
-        return _after_resources(ssn, task, nodes, short)
+        return _after_resources(ssn, task, nodes, short, at if by_position else None)
 
     return check_many
 
 
 def _after_resources(
-    ssn: Session, task: TaskInfo, nodes: list[NodeInfo], short: list[int]
+    ssn: Session, task: TaskInfo, nodes: list[NodeInfo], short: list[int], at: list[int] | None = None
 ) -> list[Unfit | list[str] | None]:
-    """The answers of allocate's predicate given the positions whose FutureIdle is short: their
-    resource reasons, and the plugins' answers for the others."""
+    """The answers of allocate's predicate given the places whose FutureIdle is short: their
+    resource reasons, and the plugins' answers for the others (asked by position when `at`, the
+    nodes' positions in the session's node list, is given)."""
     if not short:
         # every node has the room: the plugins answer for all (their list is the answer; no
         # typing.cast, a Python call per ask)
@@ -123,7 +129,11 @@ def _after_resources(
         out[i] = resource_fit_reasons(task, nodes[i])
     idx = [i for i, r in enumerate(out) if r is None]
     if idx:
-        for i, r in zip(idx, ssn.predicate_many(task, [nodes[i] for i in idx]), strict=True):
+        if at is not None:
+            got = ssn.predicate_at(task, [at[i] for i in idx])
+        else:
+            got = ssn.predicate_many(task, [nodes[i] for i in idx])
+        for i, r in zip(idx, got, strict=True):
             out[i] = r
     return out
 
@@ -1116,14 +1126,19 @@ class PlacementCache:
             names = self._names = list(map(_name, self.nodes))
         return names
 
-    def _resource_rows(self) -> ResourceRows:
+    def _resource_rows(self, task: TaskInfo | None = None) -> ResourceRows:
         """The rows of the cache's nodes, brought up to the change log (built when first needed,
         or taken from the last session's cache: building them read every node, ~3.5 ms a session
-        at 5,000 nodes)."""
+        at 5,000 nodes). Built with the columns of the scalars `task` asks: the check that follows
+        would otherwise build them all again for its first scalar request (a vGPU session's)."""
         rows = self._rows
         log = self.ssn.node_changes
         if rows is None:
-            rows = self._rows = self._kept_rows() or ResourceRows(self.nodes, len(log))
+            rows = self._kept_rows()
+            if rows is None:
+                keys = list(task.init_resreq.scalars) if task is not None else None
+                rows = ResourceRows(self.nodes, len(log), keys)
+            self._rows = rows
         elif rows.seq != len(log):
             # the changed rows are marked stale and written by the compiled pass before the check
             # that follows (ResourceRows.misfits_idle), not by a call of their own per ask
@@ -1133,7 +1148,9 @@ class PlacementCache:
                 if i >= 0:
                     rows.stale.append(i)
             else:
-                rows.stale.extend(self._changed_at(log, rows.seq))
+                # a node the log names again (a floor shape asks the rows after several
+                # placements, a third of them repeats) is written once
+                rows.stale.extend(set(self._changed_at(log, rows.seq)))
             rows.seq = len(log)
         return rows
 
@@ -1173,7 +1190,7 @@ class PlacementCache:
         asked = scan.take(self.nodes, idx)
         if self.check_many_idle is not None:
             # the Idle fits best() gathers for the window's candidates, known from the same pass
-            got = self.check_many_idle(task, asked, idx, self._fit_array(vals), self._resource_rows())
+            got = self.check_many_idle(task, asked, idx, self._fit_array(vals), self._resource_rows(task))
         else:
             got = self.check_many(task, asked)
         refused = scan.settle(vals.codes, idx, got)

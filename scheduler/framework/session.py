@@ -144,6 +144,11 @@ class SessionDecisions:
     job_events: list[tuple[str, str, str, str]] = field(default_factory=list)
 
 
+# a predicate's answers by node position (see Session.add_predicate_fn): the places, in the
+# positions' order, of the nodes it may refuse; None to be asked through its many-node form
+PredicateAt = Callable[[TaskInfo, list[int]], "list[int] | None"]
+
+
 def _set_many(table: dict[str, Any], plugin: str, many: Callable[..., Any] | None) -> None:
     if many is not None:
         table[plugin] = many
@@ -243,6 +248,8 @@ class Session:
         # plugin -> the many-node form of its predicate / node-order function (see predicate_many)
         self._predicate_many: dict[str, Callable[[TaskInfo, list[NodeInfo]], list[Unfit | None]]] = {}
         self._node_order_many: dict[str, Callable[[TaskInfo, list[NodeInfo]], list[float]]] = {}
+        # plugin -> (its many-node predicate form, the same by node position): see predicate_at
+        self._predicate_at: dict[str, tuple[Callable[..., Any], PredicateAt]] = {}
         # plugin -> what its node-order function reads of a task (see add_node_order_fn)
         self._node_order_shape: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
         self.decisions = SessionDecisions()
@@ -312,11 +319,18 @@ class Session:
         plugin: str,
         fn: Callable[[TaskInfo, NodeInfo], Unfit | None],
         many: Callable[[TaskInfo, list[NodeInfo]], list[Unfit | None]] | None = None,
+        at: PredicateAt | None = None,
     ) -> None:
         """`many`, when given, answers what `fn` answers for each of a list of nodes, in order,
-        with no side effect a second asking would notice (predicate_many may ask again)."""
+        with no side effect a second asking would notice (predicate_many may ask again).
+
+        `at`, given with `many`, names the nodes by their positions in node_list: it returns the
+        places (indexes into the positions, in order) of the nodes `fn` may refuse, every other
+        node passing, or None to have `many` answer. It is asked only while `many` is the
+        plugin's many form, so that replacing or dropping that form replaces this one too."""
         self._add("predicate", plugin, fn)
         _set_many(self._predicate_many, plugin, many)
+        _set_many(self._predicate_at, plugin, (many, at) if many is not None and at is not None else None)
 
     def add_pre_predicate_fn(self, plugin: str, fn: Callable[[TaskInfo], Unfit | None]) -> None:
         self._add("pre_predicate", plugin, fn)
@@ -701,6 +715,50 @@ class Session:
         except Exception:
             return [self.predicate(task, n) for n in nodes]
         return [None] * len(nodes)
+
+    def predicate_at(self, task: TaskInfo, at: list[int]) -> list[Unfit | None]:
+        """predicate_many(task, [node_list[i] for i in at]), the plugins with a form by node
+        position (add_predicate_fn's `at`) asked by position: when they refuse nothing (a
+        placement cache's usual ask) no node list is gathered and no answer is made per node;
+        the nodes such a form may refuse are asked of the plugin's one-node function, which gives
+        their answers. A plugin that raises sends the nodes down predicate's one-by-one path, as
+        predicate_many does."""
+        nodes = self.node_list
+        many, by_at = self._predicate_many, self._predicate_at
+        todo = at  # the positions every plugin so far passed
+        where: list[int] | None = None  # their places in `at` (None: todo is `at`)
+        out: list[Unfit | None] | None = None
+        try:
+            for tier in self._tiered["predicate"]:
+                for plugin, fn in tier:
+                    batch = many.get(plugin)
+                    form = by_at.get(plugin)
+                    places = form[1](task, todo) if form is not None and form[0] is batch else None
+                    if places is None:
+                        sub = [nodes[i] for i in todo]
+                        got = batch(task, sub) if batch is not None else [fn(task, n) for n in sub]
+                        if got.count(None) == len(got):
+                            continue
+                        refused = [(k, r) for k, r in enumerate(got) if r is not None]
+                    elif not places:
+                        continue
+                    else:
+                        refused = [(k, r) for k in places if (r := fn(task, nodes[todo[k]])) is not None]
+                        if not refused:
+                            continue
+                    if out is None:
+                        out = [None] * len(at)
+                    for k, r in refused:
+                        out[k if where is None else where[k]] = r
+                    gone = {k for k, _ in refused}
+                    keep = [k for k in range(len(todo)) if k not in gone]
+                    todo = [todo[k] for k in keep]
+                    where = keep if where is None else [where[k] for k in keep]
+                    if not todo:
+                        return out
+        except Exception:
+            return [self.predicate(task, nodes[i]) for i in at]
+        return out if out is not None else [None] * len(at)
 
     def _predicate_refused(
         self, task: TaskInfo, nodes: list[NodeInfo], got: list[Unfit | None], asked: int

@@ -267,6 +267,59 @@ def refresh_nodes(
     return misfits
 
 
+def refresh_rows(
+    at: list[int],
+    rows: Any,
+    starts: Any,
+    node_flags: Any,
+    count: Any,
+    devmem: Any,
+    used_num: Any,
+    used_mem: Any,
+    used_cores: Any,
+    usable: Any,
+    req: Any,
+    policy: int,
+    node_ver: Any,
+    fitted_ver: Any,
+    out_code: Any,
+    out_score: Any,
+    out_cards: Any,
+) -> list[int]:
+    """refresh_nodes for nodes named by their positions in a node list: node p's row of the table
+    is rows[p] (-1: it has none). The stale rows among them are fitted again as refresh_nodes fits
+    them; returns the places k in `at` (in order, repeats kept) of the nodes that do not fit or
+    have no row, whose answers the caller asks node by node. A position outside `rows`, or a row
+    outside the table, is an IndexError before anything is written. The placement cache asks by
+    position: no dict lookup per node, and no list of answers when every node fits."""
+    n_nodes = len(starts) - 1
+    got = []
+    for p in at:
+        if not 0 <= operator.index(p) < len(rows):
+            raise IndexError(f"position {p} out of range")
+        i = rows[p]
+        if not -1 <= i < n_nodes:
+            raise IndexError(f"node {i} out of range")
+        got.append(i)
+    total = 0
+    for k in range(len(req) // 4):
+        total += req[4 * k]
+    out: list[int] = []
+    for k, i in enumerate(got):
+        if i < 0:
+            out.append(k)
+            continue
+        if fitted_ver[i] != node_ver[i]:
+            _fit_one(
+                i, i * total, starts, node_flags, count, devmem, used_num, used_mem, used_cores, usable,
+                req, policy, out_code, out_score, out_cards,
+            )  # fmt: skip
+            fitted_ver[i] = node_ver[i]
+        if out_code[i] != FIT:
+            out.append(k)
+    return out
+
+
 def charge_kept(
     out_code: Any,
     fitted_ver: Any,

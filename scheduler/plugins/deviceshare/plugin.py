@@ -13,7 +13,9 @@ Unlike upstream, Allocate/Release run from this plugin rather than from `predica
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
+from itertools import repeat
 from operator import attrgetter
 
 from scheduler.framework.arguments import Arguments
@@ -209,6 +211,9 @@ class DeviceSharePlugin(Plugin):
         self._vgpu_at: dict[str, int] = {}
         # the same positions by the session's node objects (NodeInfo hashes by identity)
         self._vgpu_at_node: dict[NodeInfo, int] = {}
+        # (the _vgpu_at_node it was read from, the session's node list, the ledgers' positions in
+        # `table` by node position, -1 for a node without one): see _rows_at
+        self._rows: tuple[dict[NodeInfo, int], list[NodeInfo], array] | None = None
         # no exclusivity rule and no node locks: a one-card pod's commit may take the kept card
         # and charge it in one call (on_allocate)
         self._one_call_commit = False
@@ -263,7 +268,7 @@ class DeviceSharePlugin(Plugin):
         )
         self._one_call_commit = self.exclusive is None and not a.node_lock
         ssn.add_pre_predicate_fn(self.name, self.pre_predicate)
-        ssn.add_predicate_fn(self.name, self.predicate, self.predicate_many)
+        ssn.add_predicate_fn(self.name, self.predicate, self.predicate_many, self.predicate_at)
         ssn.add_node_order_fn(self.name, self.node_order, self.node_order_many, self.score_shape)
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
 
@@ -613,6 +618,29 @@ class DeviceSharePlugin(Plugin):
             return [self.predicate(task, n) for n in nodes]
         codes, _ = self._scans.answers(self.table, req, self._policy, at)
         return [None if codes[i] == FIT else self.predicate(task, n) for i, n in zip(at, nodes, strict=True)]
+
+    def _rows_at(self, ssn: Session) -> array:
+        """Each of the session's nodes' ledger position in the whole-table scans, by its position
+        in ssn.node_list (-1: no vGPU ledger), read once per session from _vgpu_at_node (which
+        on_session_open makes anew)."""
+        kept = self._rows
+        at_node, nodes = self._vgpu_at_node, ssn.node_list
+        if kept is None or kept[0] is not at_node or kept[1] is not nodes or len(kept[2]) != len(nodes):
+            kept = self._rows = (at_node, nodes, array("q", map(at_node.get, nodes, repeat(-1))))
+        return kept[2]
+
+    def predicate_at(self, task: TaskInfo, at: list[int]) -> list[int] | None:
+        """predicate_many by node position (Session.add_predicate_fn's `at`): for a plain vGPU
+        request, the places in `at` of the nodes it may refuse, read from the whole-table scan
+        with no lookup per node; None (the list form answers) for any other request or while a
+        node's registration is unusable."""
+        req: VgpuRequest | None = self._plain.get(task.uid, _UNASKED)  # type: ignore[assignment]
+        if req is _UNASKED:
+            req = self._plain_vgpu(task)
+        ssn = self.ssn
+        if req is None or self._unusable or ssn is None:
+            return None
+        return self._scans.misfits_at(self.table, req, self._policy, at, self._rows_at(ssn))
 
     def node_order_many(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
         """node_order() for each node, a plain vGPU request's from one whole-table scan."""

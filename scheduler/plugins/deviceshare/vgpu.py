@@ -364,6 +364,20 @@ class ScanCache:
         codes, _ = self.answers(table, req, policy, at)
         return sum(1 for i in at if codes[i] != FIT)
 
+    def misfits_at(
+        self, table: VgpuTable, req: VgpuRequest, policy: int, at: list[int], rows: array
+    ) -> list[int]:
+        """misfits by node position: node p of a node list is row rows[p] of `table` (-1: none).
+        The places k in `at` of the nodes that do not fit `req` or have no row, in order, their
+        answers brought up to date; one compiled call (`refresh_rows`) for a scan the hot path
+        answers alone, else `answers`."""
+        scan = self._current(table, req, policy)
+        if scan.plain:
+            return table.impl.refresh_rows(at, rows, *scan.refresh)
+        got = [rows[p] for p in at]
+        codes, _ = self.answers(table, req, policy, [i for i in got if i >= 0])
+        return [k for k, i in enumerate(got) if i < 0 or codes[i] != FIT]
+
     def _current(self, table: VgpuTable, req: VgpuRequest, policy: int) -> _Scan:
         """The request's scan, `_last` first."""
         last_req, last_policy, scan = self._last

@@ -6,8 +6,10 @@ Python module for the layout and the rules. Only the inner loops differ: the per
 copy and the card order live in C scratch buffers instead of Python lists.
 """
 
+import dataclasses
+
 from cpython cimport array
-from cpython.object cimport Py_SIZE
+from cpython.object cimport Py_SIZE, PyObject_GenericSetAttr
 
 from int64arrays cimport float64s, int64s
 from libc.stdlib cimport free, malloc
@@ -23,6 +25,21 @@ POLICY_SPREAD = 2
 PCT_UNSET = 101
 
 IMPLEMENTATION = "native"
+
+from scheduler.plugins.deviceshare import annotations as _ann
+
+# commit_one's constants, read once (the twin's are the annotations module's)
+cdef str _GROUP_NAME = _ann.GROUP_NAME
+cdef str _GROUP_NAME_VOLCANO = _ann.GROUP_NAME_VOLCANO
+cdef str _REQUEST_TYPE = _ann.VGPU_REQUEST_TYPE
+cdef long long _TOP = _ann.REGISTER_INT_MAX
+cdef str _VGPU_NODE = _ann.VGPU_NODE
+cdef str _VGPU_TIME = _ann.VGPU_TIME
+cdef str _VGPU_IDS_NEW = _ann.VGPU_IDS_NEW
+cdef str _DEVICES_TO_ALLOCATE = _ann.DEVICES_TO_ALLOCATE
+cdef str _BIND_PHASE = _ann.BIND_PHASE
+cdef str _BIND_PHASE_ALLOCATING = _ann.BIND_PHASE_ALLOCATING
+cdef str _BIND_TIME = _ann.BIND_TIME
 
 cdef enum:
     C_FIT = 0
@@ -541,6 +558,43 @@ def refresh_rows(
     return out
 
 
+cdef int _charge_kept(
+    array.array out_code, array.array fitted_ver, array.array out_cards, Py_ssize_t total,
+    array.array node_flags, array.array node_ver, array.array devmem, array.array used_num,
+    array.array used_mem, array.array used_cores, Py_ssize_t i, Py_ssize_t base, long long mem,
+    long long pct, long long cores, long long *card_out, long long *demand_out,
+) except -1:
+    # charge_kept's work: 1 with the card charged (its local index) and its demand, or 0,
+    # nothing changed
+    cdef Py_ssize_t n_nodes = min(Py_SIZE(node_flags), Py_SIZE(node_ver), Py_SIZE(out_code), Py_SIZE(fitted_ver))
+    if i < 0 or i >= n_nodes:
+        raise IndexError(f"node {i} out of range")
+    cdef const long long *flags = int64s(node_flags, n_nodes, "node_flags")
+    cdef long long *ver = <long long *> int64s(node_ver, n_nodes, "node_ver")
+    cdef const long long *codes = int64s(out_code, n_nodes, "out_code")
+    cdef const long long *fitted = int64s(fitted_ver, n_nodes, "fitted_ver")
+    if flags[i] != 0 or codes[i] != C_FIT or fitted[i] != ver[i]:
+        return 0
+    if total < 1 or Py_SIZE(out_cards) < (i + 1) * total:
+        raise IndexError(f"no cards of node {i}")
+    cdef long long c = int64s(out_cards, (i + 1) * total, "out_cards")[i * total]
+    cdef Py_ssize_t g = base + c
+    if g < 0 or g >= min(Py_SIZE(devmem), Py_SIZE(used_num), Py_SIZE(used_mem), Py_SIZE(used_cores)):
+        raise IndexError(f"card {g} out of range")
+    cdef const long long *dm = int64s(devmem, g + 1, "devmem")
+    cdef long long *un = <long long *> int64s(used_num, g + 1, "used_num")
+    cdef long long *um = <long long *> int64s(used_mem, g + 1, "used_mem")
+    cdef long long *uc = <long long *> int64s(used_cores, g + 1, "used_cores")
+    cdef long long demand = dm[g] * pct // 100 if pct != C_PCT_UNSET else mem
+    un[g] += 1
+    um[g] += demand
+    uc[g] += cores
+    ver[i] += 1
+    card_out[0] = c
+    demand_out[0] = demand
+    return 1
+
+
 def charge_kept(
     array.array out_code,
     array.array fitted_ver,
@@ -559,31 +613,103 @@ def charge_kept(
     long long cores,
 ):
     # see fit.charge_kept
-    cdef Py_ssize_t n_nodes = min(Py_SIZE(node_flags), Py_SIZE(node_ver), Py_SIZE(out_code), Py_SIZE(fitted_ver))
-    if i < 0 or i >= n_nodes:
-        raise IndexError(f"node {i} out of range")
-    cdef const long long *flags = int64s(node_flags, n_nodes, "node_flags")
-    cdef long long *ver = <long long *> int64s(node_ver, n_nodes, "node_ver")
-    cdef const long long *codes = int64s(out_code, n_nodes, "out_code")
-    cdef const long long *fitted = int64s(fitted_ver, n_nodes, "fitted_ver")
-    if flags[i] != 0 or codes[i] != C_FIT or fitted[i] != ver[i]:
+    cdef long long c = 0, demand = 0
+    if not _charge_kept(
+        out_code, fitted_ver, out_cards, total, node_flags, node_ver, devmem, used_num, used_mem,
+        used_cores, i, base, mem, pct, cores, &c, &demand,
+    ):
         return None
-    if total < 1 or Py_SIZE(out_cards) < (i + 1) * total:
-        raise IndexError(f"no cards of node {i}")
-    cdef long long c = int64s(out_cards, (i + 1) * total, "out_cards")[i * total]
-    cdef Py_ssize_t g = base + c
-    if g < 0 or g >= min(Py_SIZE(devmem), Py_SIZE(used_num), Py_SIZE(used_mem), Py_SIZE(used_cores)):
-        raise IndexError(f"card {g} out of range")
-    cdef const long long *dm = int64s(devmem, g + 1, "devmem")
-    cdef long long *un = <long long *> int64s(used_num, g + 1, "used_num")
-    cdef long long *um = <long long *> int64s(used_mem, g + 1, "used_mem")
-    cdef long long *uc = <long long *> int64s(used_cores, g + 1, "used_cores")
-    cdef long long demand = dm[g] * pct // 100 if pct != C_PCT_UNSET else mem
-    un[g] += 1
-    um[g] += demand
-    uc[g] += cores
-    ver[i] += 1
     return c, demand
+
+
+# _Charge (vgpu.py) as commit_one builds it: the fields set directly, as its dataclass __init__
+# would, while they are exactly these four and nothing runs after them; else the class is called
+cdef object _new = object.__new__
+cdef object _charge_class = None
+cdef bint _charge_direct = False
+cdef str _F_CARD = "card"
+cdef str _F_MEM = "mem"
+cdef str _F_CORES = "cores"
+cdef str _F_SLOT = "mig_slot"
+
+
+cdef object _charge(object kind, long long c, long long mem, long long cores):
+    global _charge_class, _charge_direct
+    if kind is not _charge_class:
+        _charge_direct = (
+            dataclasses.is_dataclass(kind)
+            and tuple(f.name for f in dataclasses.fields(kind)) == ("card", "mem", "cores", "mig_slot")
+            and not hasattr(kind, "__post_init__")
+        )
+        _charge_class = kind
+    if not _charge_direct:
+        return kind(c, mem, cores, None)
+    ch = _new(kind)
+    PyObject_GenericSetAttr(ch, _F_CARD, c)
+    PyObject_GenericSetAttr(ch, _F_MEM, mem)
+    PyObject_GenericSetAttr(ch, _F_CORES, cores)
+    PyObject_GenericSetAttr(ch, _F_SLOT, None)
+    return ch
+
+
+def commit_one(
+    array.array out_code,
+    array.array fitted_ver,
+    array.array out_cards,
+    Py_ssize_t total,
+    array.array node_flags,
+    array.array node_ver,
+    array.array devmem,
+    array.array used_num,
+    array.array used_mem,
+    array.array used_cores,
+    Py_ssize_t i,
+    Py_ssize_t base,
+    long long mem,
+    long long pct,
+    long long cores,
+    dict pods,
+    str uid,
+    str namespace,
+    object pod_annotations,
+    dict group_cards,
+    list uuids,
+    object charge_class,
+    dict bind,
+    str node_name,
+    str now,
+    dict usage,
+):
+    # see fit.commit_one
+    cdef long long c = 0, demand = 0
+    if not _charge_kept(
+        out_code, fitted_ver, out_cards, total, node_flags, node_ver, devmem, used_num, used_mem,
+        used_cores, i, base, mem, pct, cores, &c, &demand,
+    ):
+        return None
+    name = pod_annotations.get(_GROUP_NAME) or pod_annotations.get(_GROUP_NAME_VOLCANO) or ""
+    cdef str group = f"{namespace}/{name}" if name else ""
+    cdef object g, held
+    if group and (demand or cores):
+        g = base + c
+        held = group_cards.get(group)
+        if held is None:
+            group_cards[group] = {g: 1}
+        else:
+            held[g] = held.get(g, 0) + 1
+    pods[uid] = (group, [_charge(charge_class, c, demand, cores)])
+    if c < 0 or c >= len(uuids):
+        raise IndexError(f"card {c} of {len(uuids)}")
+    cdef str ids = f"{uuids[c]},{_REQUEST_TYPE},{demand},{cores}:"
+    if 0 <= demand <= _TOP and 0 <= cores <= _TOP:
+        usage[uid] = (ids, (demand, cores))
+    bind[_VGPU_NODE] = node_name
+    bind[_VGPU_TIME] = now
+    bind[_VGPU_IDS_NEW] = ids
+    bind[_DEVICES_TO_ALLOCATE] = ids
+    bind[_BIND_PHASE] = _BIND_PHASE_ALLOCATING
+    bind[_BIND_TIME] = now
+    return ids
 
 
 def best_node(const long long[::1] out_code, const double[::1] out_score, Py_ssize_t lo, Py_ssize_t hi):

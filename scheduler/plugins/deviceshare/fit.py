@@ -23,6 +23,19 @@ import operator
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.plugins.deviceshare.annotations import (
+    BIND_PHASE,
+    BIND_PHASE_ALLOCATING,
+    BIND_TIME,
+    DEVICES_TO_ALLOCATE,
+    REGISTER_INT_MAX,
+    VGPU_IDS_NEW,
+    VGPU_NODE,
+    VGPU_REQUEST_TYPE,
+    VGPU_TIME,
+    pod_group_key,
+)
+
 FIT = 0
 TOO_MANY_CARDS = 1
 NOT_FITTED = 2
@@ -363,6 +376,71 @@ def charge_kept(
     used_cores[g] += cores
     node_ver[i] += 1
     return c, demand
+
+
+def commit_one(
+    out_code: Any,
+    fitted_ver: Any,
+    out_cards: Any,
+    total: int,
+    node_flags: Any,
+    node_ver: Any,
+    devmem: Any,
+    used_num: Any,
+    used_mem: Any,
+    used_cores: Any,
+    i: int,
+    base: int,
+    mem: int,
+    pct: int,
+    cores: int,
+    pods: dict[str, Any],
+    uid: str,
+    namespace: str,
+    pod_annotations: Any,
+    group_cards: dict[str, dict[int, int]],
+    uuids: list[str],
+    charge_class: Any,
+    bind: dict[str, str],
+    node_name: str,
+    now: str,
+    usage: dict[str, Any],
+) -> str | None:
+    """The whole commit of the usual one-card pod in one call: charge_kept, then the pod recorded
+    as the node's ledger records it (its pod-group key's hold on the card, `pods[uid]` = (that
+    key, [charge_class(card, demand, cores, None)])), then its bind annotations written in their
+    wire order and its usage kept for the session's close (`usage[uid]`, when in the decoder's
+    range). Returns the `vgpu-ids-new` value, or None, nothing changed (no current fitting answer
+    for node i). The caller moves the ledger's own version on."""
+    got = charge_kept(
+        out_code, fitted_ver, out_cards, total, node_flags, node_ver, devmem, used_num, used_mem,
+        used_cores, i, base, mem, pct, cores,
+    )  # fmt: skip
+    if got is None:
+        return None
+    c, demand = got
+    group = pod_group_key(namespace, pod_annotations)
+    if group and (demand or cores):
+        g = base + c
+        held = group_cards.get(group)
+        if held is None:
+            group_cards[group] = {g: 1}
+        else:
+            held[g] = held.get(g, 0) + 1
+    pods[uid] = (group, [charge_class(c, demand, cores, None)])
+    if not 0 <= c < len(uuids):
+        raise IndexError(f"card {c} of {len(uuids)}")
+    ids = f"{uuids[c]},{VGPU_REQUEST_TYPE},{demand},{cores}:"
+    if 0 <= demand <= REGISTER_INT_MAX and 0 <= cores <= REGISTER_INT_MAX:
+        usage[uid] = (ids, (demand, cores))
+    # key by key, in the order the annotations are written in
+    bind[VGPU_NODE] = node_name
+    bind[VGPU_TIME] = now
+    bind[VGPU_IDS_NEW] = ids
+    bind[DEVICES_TO_ALLOCATE] = ids
+    bind[BIND_PHASE] = BIND_PHASE_ALLOCATING
+    bind[BIND_TIME] = now
+    return ids
 
 
 def best_node(out_code: Any, out_score: Any, lo: int, hi: int) -> int:

@@ -788,9 +788,12 @@ class DeviceSharePlugin(Plugin):
             if led is None:
                 return
             if led.clean and led.mig is None and task.uid not in led.pods:
-                written = self._take_kept_one(task, led, r.vgpu, cr)  # type: ignore[arg-type]
-                if written is not None:
-                    self._annotate_vgpu(task, node, *written)
+                # charged, recorded and annotated in one compiled call (ScanCache.commit_kept)
+                req: VgpuRequest = r.vgpu  # type: ignore[assignment]
+                kept = self._scans.commit_kept(
+                    led, req, self._policy, cr, task, node.name, self._now_text, self._usage
+                )
+                if kept is not None:
                     return
         # pre_predicate refuses exactly the requests with an error: asked only then
         if r.share_error or r.vgpu_error or r.ascend_error:
@@ -843,7 +846,19 @@ class DeviceSharePlugin(Plugin):
         led = node.devices.get(vgpu.KIND)
         if req is None or led is None or not req.containers:
             return
-        written = self._charge_kept_card(task, node, led, req)
+        if self._one_kept_card(task, led, req):
+            cr = req.containers[0]
+            if not self.args.node_lock:  # _lock does nothing without node locks: all in one call
+                kept = self._scans.commit_kept(
+                    led, req, self._policy, cr, task, node.name, self._now_text, self._usage
+                )
+                if kept is not None:
+                    return
+                written = None
+            else:
+                written = self._charge_kept_card(task, node, led, req, cr)
+        else:
+            written = None
         if written is not None:
             ids, use = written
         else:
@@ -870,44 +885,33 @@ class DeviceSharePlugin(Plugin):
         b[ann.BIND_PHASE] = ann.BIND_PHASE_ALLOCATING
         b[ann.BIND_TIME] = now
 
-    def _charge_kept_card(
-        self, task: TaskInfo, node: NodeInfo, led: VgpuLedger, req: VgpuRequest
-    ) -> tuple[str, tuple[int, int] | None] | None:
-        """The general commit of _allocate_vgpu for the usual pod (one container asking one card,
-        its card kept by the predicate's scan, no exclusivity rule, a `clean` ledger without MIG):
-        the same lock, charge and `vgpu-ids-new` value without the segments' objects. None,
-        nothing done, for any other pod."""
+    def _one_kept_card(self, task: TaskInfo, led: VgpuLedger, req: VgpuRequest) -> bool:
+        """Whether _allocate_vgpu may commit the card the predicate's scan kept, without the
+        segments' objects: one container asking one card, no exclusivity rule, a `clean` ledger
+        without MIG cards that does not hold the pod yet."""
         cs = req.containers
-        if (
-            self.exclusive is not None
-            or req.n_containers != 1
-            or len(cs) != 1
-            or cs[0].nums != 1
-            or cs[0].index != 0
-            or not led.clean
-            or led.mig is not None
-            or task.uid in led.pods
-        ):
-            return None
-        if not self.args.node_lock:  # _lock does nothing without node locks: found and charged at once
-            return self._take_kept_one(task, led, req, cs[0])
+        return (
+            self.exclusive is None
+            and req.n_containers == 1
+            and len(cs) == 1
+            and cs[0].nums == 1
+            and cs[0].index == 0
+            and led.clean
+            and led.mig is None
+            and task.uid not in led.pods
+        )
+
+    def _charge_kept_card(
+        self, task: TaskInfo, node: NodeInfo, led: VgpuLedger, req: VgpuRequest, cr: VgpuContainerRequest
+    ) -> tuple[str, tuple[int, int] | None] | None:
+        """The general commit of _allocate_vgpu for the usual pod (see _one_kept_card) under node
+        locks: the kept card, the lock, the charge and the `vgpu-ids-new` value without the
+        segments' objects. None, nothing done, when no answer is kept."""
         c = self._scans.kept_card(led, req, self._policy)
         if c < 0:
             return None
         self._lock(task, node, ann.LOCK_VGPU)
-        return led.charge_one(task.uid, ann.pod_group_key(task.namespace, task.pod.annotations), cs[0], c)
-
-    def _take_kept_one(
-        self, task: TaskInfo, led: VgpuLedger, req: VgpuRequest, cr: VgpuContainerRequest
-    ) -> tuple[str, tuple[int, int] | None] | None:
-        """A one-card request's card, kept by the predicate's scan, found and charged in one
-        compiled call and recorded on the ledger (no node locks to take first): its
-        `vgpu-ids-new` value and usage, or None, nothing changed (no current answer)."""
-        got = self._scans.charge_kept(led, req, self._policy, cr)
-        if got is None:
-            return None
-        group = ann.pod_group_key(task.namespace, task.pod.annotations)
-        return led.took_one(task.uid, group, got[0], got[1], cr.cores)
+        return led.charge_one(task.uid, ann.pod_group_key(task.namespace, task.pod.annotations), cr, c)
 
     def _allocate_ascend(self, task: TaskInfo, node: NodeInfo, chip: VnpuChip, req: AscendRequest) -> None:
         led = node.devices.get(chip.common_word)

@@ -20,6 +20,7 @@ from itertools import accumulate
 from operator import attrgetter
 
 from scheduler.model.node import NodeInfo
+from scheduler.model.objects import TaskInfo
 from scheduler.plugins.deviceshare import annotations as ann
 from scheduler.plugins.deviceshare.config import DeviceConfig
 from scheduler.plugins.deviceshare.fit import FIT, NEEDS_PYTHON, NOT_FITTED, TOO_MANY_CARDS, Pick
@@ -468,12 +469,22 @@ class ScanCache:
         got = self._kept_at(led, req, policy)
         return -1 if got is None else got[0].cards[got[1] * got[0].total]
 
-    def charge_kept(
-        self, led: VgpuLedger, req: VgpuRequest, policy: int, cr: VgpuContainerRequest
-    ) -> tuple[int, int] | None:
-        """kept_card(led, req, policy) for a request of one card (its container `cr`), charged to
-        the node's arrays in the same compiled call: (the card's local index, the memory charged),
-        or None, nothing changed. The caller records the pod on the ledger (VgpuLedger.took_one)."""
+    def commit_kept(
+        self,
+        led: VgpuLedger,
+        req: VgpuRequest,
+        policy: int,
+        cr: VgpuContainerRequest,
+        task: TaskInfo,
+        node_name: str,
+        now: str,
+        usage: dict[str, tuple[str, tuple[int, int]]],
+    ) -> str | None:
+        """The commit of a one-card request (its container `cr`) on the card kept_card gives, in
+        one compiled call (`commit_one`): the card charged to the node's arrays, the pod recorded
+        on the ledger as VgpuLedger.took_one records it, its bind annotations written and its
+        usage kept in `usage`. Returns its `vgpu-ids-new` value, or None, nothing changed (no
+        current answer). For a `clean` ledger without MIG cards that does not hold the pod yet."""
         last_req, last_policy, scan = self._last  # _scan_at's usual answer, without the call
         i = led.idx
         t = led.table
@@ -484,10 +495,15 @@ class ScanCache:
             scan = got[0]
         elif i >= len(scan.fitted):
             return None
-        return t.impl.charge_kept(
+        ids = t.impl.commit_one(
             scan.codes, scan.fitted, scan.cards, scan.total, t.node_flags, t.node_ver, t.devmem,
-            t.used_num, t.used_mem, t.used_cores, i, led.base, cr.mem, cr.pct, cr.cores,
+            t.used_num, t.used_mem, t.used_cores, i, led.base, cr.mem, cr.pct, cr.cores, led.pods,
+            task.uid, task.namespace, task.pod.annotations, t.group_cards, led.uuids, _Charge,
+            task.bind_annotations, node_name, now, usage,
         )  # fmt: skip
+        if ids is not None:
+            led.version += 1
+        return ids
 
     def _kept_cards(self, led: VgpuLedger, req: VgpuRequest, policy: int) -> tuple[array, float] | None:
         """The cards and score of kept_fit's answer (see there), or None."""

@@ -846,19 +846,17 @@ class DeviceSharePlugin(Plugin):
         led = node.devices.get(vgpu.KIND)
         if req is None or led is None or not req.containers:
             return
+        written = None
         if self._one_kept_card(task, led, req):
             cr = req.containers[0]
-            if not self.args.node_lock:  # _lock does nothing without node locks: all in one call
-                kept = self._scans.commit_kept(
+            if self.args.node_lock:
+                written = self._charge_kept_card(task, node, led, req, cr)
+            else:  # _lock does nothing without node locks: all in one call
+                ids = self._scans.commit_kept(
                     led, req, self._policy, cr, task, node.name, self._now_text, self._usage
                 )
-                if kept is not None:
+                if ids is not None:
                     return
-                written = None
-            else:
-                written = self._charge_kept_card(task, node, led, req, cr)
-        else:
-            written = None
         if written is not None:
             ids, use = written
         else:

@@ -1,6 +1,6 @@
 """Decision hashes: proof that a change to the decision core changed no decision.
 
-    python -m scheduler.sim.decisionhash [core|vgpu|ascend|floor ...] [--scale 1.0]
+    python -m scheduler.sim.decisionhash [core|vgpu|ascend|floor|topology|capacity ...] [--scale 1.0]
 
 Each cluster is scheduled session after session until a session binds nothing, and every bind
 (pod, node, annotations without their timestamps) is hashed in order. Run it before and after a
@@ -11,7 +11,12 @@ with the same device annotations, in the same order. The clusters:
   600 one-pod jobs of mixed sizes, some too large for any node (Volcano's default tiers);
 - vgpu / ascend: 4,000 / 3,000 one-pod jobs asking one vGPU / one Ascend 310P chip on 1,000
   nodes x 8 (the device benchmark's session, deviceshare under binpack);
-- floor: the vGPU jobs without their device asks, the tiers without deviceshare.
+- floor: the vGPU jobs without their device asks, the tiers without deviceshare;
+- topology: 1,000 nodes under HyperNodes spine=4,leaf=8 and 9,600 pending pods in gangs of 64, every
+  other job `hard` within tier 1 and the rest `soft` (network-topology-aware in the second tier);
+- capacity: the core cluster's nodes and pods spread over a 3-level queue tree of 40 leaves whose
+  deserved shares are a quarter of what the pending pods ask (capacity with enableHierarchy), so
+  that queues are overused and jobs stay pending.
 
 `--scale` shrinks every cluster (0.1: a tenth of the nodes and pods) for a quick look; the hashes
 then differ from the full-size ones, so compare like with like.
@@ -32,8 +37,11 @@ from scheduler.framework.session import SessionOptions
 from scheduler.model.cluster import ClusterState
 from scheduler.registry import parse
 from scheduler.sim import bench, devicebench
+from scheduler.sim.topologygen import make_hypernodes, parse_topology_spec
 
-KINDS = ("core", "vgpu", "ascend", "floor")
+# Volcano's default tiers with network-topology-aware in the second (as `bench --topology`)
+TOPOLOGY_CONF = DEFAULT_CONF.rstrip("\n") + "\n  - name: network-topology-aware\n"
+KINDS = ("core", "vgpu", "ascend", "floor", "topology", "capacity")
 MAX_SESSIONS = 30
 
 
@@ -72,9 +80,42 @@ def core_state(scale: float = 1.0) -> ClusterState:
     return state
 
 
+def topology_state(scale: float = 1.0) -> ClusterState:
+    """Gangs of 64 under a two-tier HyperNode tree, half of them bound to one leaf HyperNode."""
+    nodes, rng = max(16, round(1000 * scale)), random.Random(11)
+    state = ClusterState()
+    bench.gen_nodes(state, nodes)
+    for hn in make_hypernodes(parse_topology_spec("spine=4,leaf=8"), list(state.nodes)):
+        state.apply_hypernode(hn)
+    queues = bench.gen_queues(state, 4)
+    shapes = [("500m", "1Gi"), ("1", "2Gi"), ("2", "4Gi"), ("4", "8Gi")]
+    for j in range(max(2, round(150 * scale))):
+        name, (cpu, mem) = f"topo-{j:04d}", rng.choice(shapes)
+        topo = {"mode": "hard", "highestTierAllowed": 1} if j % 2 == 0 else {"mode": "soft"}
+        pods = [bench._pod(f"{name}-{k}", "topo", name, cpu, mem, idx=j * 64 + k) for k in range(64)]
+        bench.add_gang(state, name, "topo", j, queues[j % 4], "Inqueue", pods, topo)
+    return state
+
+
+def capacity_state(scale: float = 1.0) -> ClusterState:
+    """A queue tree whose leaves deserve less than their jobs ask: capacity decides who waits."""
+    nodes, rng = max(10, round(2000 * scale)), random.Random(13)
+    state = ClusterState()
+    bench.gen_nodes(state, nodes)
+    # deserved shares sized for a quarter of the nodes: the pending pods ask for more
+    leaves = bench.gen_queue_tree(state, 40, 3, max(1, nodes // 4))
+    bench.gen_running(state, round(10000 * scale), nodes, leaves)
+    bench.gen_pending_jobs(state, round(40000 * scale), 8, leaves, rng)
+    return state
+
+
 def run_kind(kind: str, scale: float = 1.0) -> tuple[int, str]:
     if kind == "core":
         return drive(core_state(scale), DEFAULT_CONF, 7)
+    if kind == "topology":
+        return drive(topology_state(scale), TOPOLOGY_CONF, 7)
+    if kind == "capacity":
+        return drive(capacity_state(scale), bench.CAPACITY_TREE_CONF, 7)
     nodes = max(10, round(1000 * scale))
     ascend = kind == "ascend"
     pods = round((3000 if ascend else 4000) * scale)

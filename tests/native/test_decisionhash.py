@@ -43,3 +43,21 @@ def test_the_core_cluster_leaves_pods_that_fit_nowhere_pending() -> None:
     pending = sum(1 for t in state.tasks.values() if not t.node_name)
     bound, _ = decisionhash.drive(state, decisionhash.DEFAULT_CONF, 7)
     assert 0 < bound < pending  # the 200-CPU one-pod jobs (and gangs beyond capacity) stay pending
+
+
+def test_the_capacity_cluster_leaves_jobs_of_overused_queues_pending() -> None:
+    state = decisionhash.capacity_state(0.1)
+    pending = sum(1 for t in state.tasks.values() if not t.node_name)
+    bound, _ = decisionhash.drive(state, decisionhash.bench.CAPACITY_TREE_CONF, 7)
+    assert 0 < bound < pending
+
+
+def test_the_topology_cluster_keeps_hard_gangs_inside_one_leaf_hypernode() -> None:
+    state = decisionhash.topology_state(0.1)
+    decisionhash.drive(state, decisionhash.TOPOLOGY_CONF, 7)
+    leaf_of = state.topology().leaf_of
+    hard = [j for j in state.jobs.values() if int(j.name.rsplit("-", 1)[1]) % 2 == 0]
+    placed = [j for j in hard if all(t.node_name for t in j.tasks.values())]
+    assert placed
+    for job in placed:
+        assert len({leaf_of[t.node_name] for t in job.tasks.values()}) == 1, job.name

@@ -96,10 +96,9 @@ def allocate(ssn: Session) -> None:
             queues.push(q)
 
     check = allocate_predicate(ssn)
-    cache = PlacementCache(
-        ssn, check, check_many=allocate_predicate_many(ssn), check_many_idle=allocate_predicate_many_idle(ssn)
-    )
-    placer = Placer(ssn, check, {CLUSTER_TOP: cache})
+    check_many, check_many_idle = allocate_predicate_many(ssn), allocate_predicate_many_idle(ssn)
+    cache = PlacementCache(ssn, check, check_many=check_many, check_many_idle=check_many_idle)
+    placer = Placer(ssn, check, {CLUSTER_TOP: cache}, check_many, check_many_idle)
     # A queue served goes back into the heap before the next pop. When it is the only queue
     # left, that push and pop give it back without a comparison: it is kept in hand instead
     # (one queue serving a backlog of one-pod jobs made both per job).

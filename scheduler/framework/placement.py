@@ -17,11 +17,18 @@ from scheduler.framework.fiterrors import FitErrors
 from scheduler.framework.noderows import ResourceRows
 from scheduler.framework.nodewindow import FIT, REFUSED, UNKNOWN
 from scheduler.framework.nodewindow_impl import window_impl
-from scheduler.framework.session import Session, SessionOptions
+from scheduler.framework.session import (
+    NOT_UNIFORM,
+    BatchScoreSplit,
+    BatchScoreUniform,
+    Session,
+    SessionOptions,
+)
 from scheduler.framework.status import Unfit
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import TaskInfo, TaskStatus
 from scheduler.model.resfit_impl import resfit_impl
+from scheduler.model.topology import CLUSTER_TOP
 
 _name = attrgetter("name")
 # annotations no predicate or score reads (the PodGroup's name and the like): left out of shape keys
@@ -599,6 +606,7 @@ class PlacementCache:
         nodes: list[NodeInfo] | None = None,
         check_many: NodesPredicate | None = None,
         check_many_idle: NodesPredicateIdle | None = None,
+        domain: str | None = None,
     ) -> None:
         self.ssn = ssn
         self.check = check
@@ -608,6 +616,8 @@ class PlacementCache:
         self._names: list[str] | None = None
         # the nodes searched: the session's, or those under one HyperNode (network topology)
         self.nodes = ssn.node_list if nodes is None else nodes
+        # a HyperNode whose nodes include all of `nodes` ("": none known), for BatchScoreUniform
+        self.domain = domain if domain is not None else CLUSTER_TOP if nodes is None else ""
         # node name -> position in `nodes`, where its answer code sits (_NodeValues.codes); the
         # session's own for its node list (the cluster keeps it while no node joins or leaves)
         self._index = ssn.node_index() if nodes is None else {n.name: i for i, n in enumerate(self.nodes)}
@@ -626,6 +636,16 @@ class PlacementCache:
         self.splits = ssn.batch_node_order_splits()
         # when some batch function has no split, the others' per-node parts are still kept
         self.plan = ssn.batch_node_order_plan() if self.splits is None else []
+        # The splits the kept final scores are made of: all the batch functions', or, when the
+        # others only ever add one score to every node (network-topology-aware's inside a leaf
+        # HyperNode), theirs alone; best() then adds those uniform scores where they provably
+        # change no choice (_order_kept). None: no final score is kept (score_values' unsplit path).
+        self.kept: list[BatchScoreSplit] | None = self.splits
+        self.uniforms: list[BatchScoreUniform] = []
+        if self.splits is None:
+            offsets = ssn.batch_node_order_offsets()
+            if offsets is not None:
+                self.kept, self.uniforms = offsets
         self._last: tuple[TaskInfo | None, tuple | None] = (None, None)
         # (node count, numNodesToFind for it): the options are fixed while a cache lives (one
         # action's run), and the sample size was worked out again for every scan
@@ -871,7 +891,7 @@ class PlacementCache:
 
     def _fill_split_many(self, vals: _NodeValues, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
         """_fill_split for several nodes, the node-order sums asked at once; their final scores."""
-        splits = self.splits
+        splits = self.kept
         assert splits is not None
         bases = self.ssn.node_order_scores(task, nodes)
         cols = [
@@ -898,7 +918,7 @@ class PlacementCache:
     def _fill_split(self, vals: _NodeValues, task: TaskInfo, node: NodeInfo) -> float:
         """One node's final score, computed and kept: the node a job's last pod went to, asked
         again for its next pod (so this runs once per pod, and is kept lean)."""
-        splits = self.splits
+        splits = self.kept
         assert splits is not None
         b = self.ssn.node_order_score(task, node)
         sc = vals.sc
@@ -1281,13 +1301,16 @@ class PlacementCache:
         else:
             key = self._key(task)
             entry = self.entries.get(key) if key is not None else None
-        splits = self.splits
+        splits = self.kept
         if entry is None or splits is None:
             return prioritize(self.ssn, task, candidates, self)
         vals = self._fresh(entry.values, task)
         for sp in splits:  # any(), without a generator per pod
             if sp.rest(task, candidates):
                 return prioritize(self.ssn, task, candidates, self)
+        offsets = self._uniform_scores(task, candidates) if self.uniforms else _NO_OFFSETS
+        if offsets is None:
+            return prioritize(self.ssn, task, candidates, self)
         run = entry.at
         if (
             type(run) is _Run
@@ -1295,7 +1318,7 @@ class PlacementCache:
             and len(candidates) == run.n
             and self._last_pending(task)
         ):
-            picked = self._best_in_run(task, vals, entry, run)
+            picked = self._best_in_run(task, vals, entry, run, offsets)
             if picked is not _UNDECIDED:
                 # not typing.cast: that is a Python call per pod
                 return picked  # type: ignore[return-value]
@@ -1323,7 +1346,12 @@ class PlacementCache:
                 entry.at = None
             else:
                 entry.fit_flags = bytearray(self._fit_flags(task, vals, order))
-                entry.score_list = array("d", self.score_values(task, order))
+                entry.score_list = array(
+                    "d",
+                    self.score_values(task, order)
+                    if self.splits is not None
+                    else self._final_scores(vals, task, order),
+                )
             entry.touched.clear()
         elif entry.touched:
             score_list, fit_flags = entry.score_list, entry.fit_flags
@@ -1342,6 +1370,9 @@ class PlacementCache:
         # order: one compiled pass over the aligned arrays. A NaN top, or a BestNodeFn, is left
         # to _pick over Python lists.
         top = None if ssn.has("best_node") else window_impl.top_ties(scores, flags)
+        if offsets and (top is None or not _order_kept(top[2], offsets)):
+            # the kept scores alone may not choose as their sums with the uniform ones would
+            return prioritize(ssn, task, candidates, self)
         if top is None:
             nfit = len(flags) - flags.count(0)
             if nfit == len(order) or nfit == 0:
@@ -1377,14 +1408,17 @@ class PlacementCache:
         pending = job.task_status_index.get(TaskStatus.PENDING)
         return pending is not None and len(pending) <= 1
 
-    def _best_in_run(self, task: TaskInfo, vals: _NodeValues, entry: _Entry, run: _Run) -> object:
+    def _best_in_run(
+        self, task: TaskInfo, vals: _NodeValues, entry: _Entry, run: _Run, offsets: list[float]
+    ) -> object:
         """best() for a window where every node fits (the candidates are the run of the ring):
         the choice read in place from the shape's per-node arrays, the unknown Idle fits and
         scores computed first and kept (as _gathered computes them), without gathering the run
         into arrays of its own: a one-pod job's entry is asked once. (Were the entry asked again,
         the nodes changed in between are unknown in the shape's arrays, which _fresh forgot, and
         are recomputed as the touched path recomputes them.) _UNDECIDED when the top is NaN, a
-        BestNodeFn applies or the pick is deterministic: best()'s lists decide then."""
+        BestNodeFn applies, the pick is deterministic or the uniform scores `offsets` might change
+        the choice: best()'s lists decide then."""
         ssn = self.ssn
         if ssn.options.deterministic or ssn.has("best_node"):
             return _UNDECIDED
@@ -1413,7 +1447,7 @@ class PlacementCache:
         entry.touched.clear()
         final = sc.final
         top = window_impl.run_top(final, codes, start, n)
-        if top is None:
+        if top is None or (offsets and not _order_kept(top[2], offsets)):
             return _UNDECIDED
         count, first, m, only = top
         if count == 0:
@@ -1425,6 +1459,22 @@ class PlacementCache:
         node = entry.cands[k]
         entry.picked = (node, k)
         return node
+
+    def _uniform_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[float] | None:
+        """The scores the batch functions without a split add to every node of `nodes`, in tier
+        order (those that add none left out); None when one of them does not add one score to all
+        (or fails: its own call then decides, and reports, as before)."""
+        out: list[float] = []
+        for form in self.uniforms:
+            try:
+                c = form(task, nodes, self.domain)
+            except Exception:
+                return None
+            if c is NOT_UNIFORM:
+                return None
+            if c is not None:
+                out.append(c)
+        return out
 
     @staticmethod
     def _position(entry: _Entry, order: list[NodeInfo], name: str) -> int:
@@ -1589,6 +1639,30 @@ class PlacementCache:
         for nm, t in zip(names, totals, strict=True):
             out[nm] += t
         return out
+
+
+_NO_OFFSETS: list[float] = []
+# below this every integer is a float and so is the next one down
+_EXACT_INTS = float(2**52)
+
+
+def _order_kept(top: float, offsets: list[float]) -> bool:
+    """Whether adding `offsets` one after the other (each sum rounded, as the batch total adds
+    them) to every kept score leaves exactly the nodes at the kept top score `top` at the top.
+
+    The kept scores are integers (split parts are, and no node-order function adds a float), so a
+    score below `top` is at most top - 1. Rounding never reverses an order: the nodes at `top`
+    stay tied, and every other node ends at most where top - 1 ends. When that is still below
+    where `top` ends, the same nodes tie at the top, in the same candidate order, and the choice
+    among them draws the same node; else (sums so large that rounding could join a runner-up to
+    the top) the caller scores the nodes in full."""
+    if not (-_EXACT_INTS < top < _EXACT_INTS) or not top.is_integer():
+        return False
+    hi, lo = top, top - 1.0
+    for c in offsets:
+        hi += c
+        lo += c
+    return lo < hi
 
 
 def _combine(base: float, per: tuple[int, ...], rests: list[dict[str, int]] | None, name: str) -> float:

@@ -109,6 +109,16 @@ class BatchScoreSplit:
     shape: Callable[[TaskInfo], Hashable | None] | None = None
 
 
+# what a BatchScoreUniform answers when the nodes do not all get the same score from its function
+NOT_UNIFORM: Any = object()
+
+# Given the task, the nodes and a HyperNode whose nodes include all of them (the cluster top for
+# the session's node list): the one score the batch function gives every node of any two or more of
+# the nodes (a placement cache's candidates, or those of them the task fits idle; a single node is
+# chosen whatever its score), None when it gives them none (an empty answer), else NOT_UNIFORM.
+BatchScoreUniform = Callable[[TaskInfo, list[NodeInfo], str], Any]
+
+
 @dataclass(slots=True)
 class ValidateResult:
     passed: bool
@@ -245,6 +255,8 @@ class Session:
         self._job_valid: tuple[Callable[..., Any], ...] = ()
         self._registered: dict[str, dict[str, Callable[..., Any]]] = {p: {} for p in POINTS}
         self._batch_splits: dict[str, BatchScoreSplit] = {}
+        # plugin -> its batch node-order function's uniform form (see add_batch_node_order_fn)
+        self._batch_uniform: dict[str, BatchScoreUniform] = {}
         # plugin -> the many-node form of its predicate / node-order function (see predicate_many)
         self._predicate_many: dict[str, Callable[[TaskInfo, list[NodeInfo]], list[Unfit | None]]] = {}
         self._node_order_many: dict[str, Callable[[TaskInfo, list[NodeInfo]], list[float]]] = {}
@@ -356,14 +368,23 @@ class Session:
         plugin: str,
         fn: Callable[[TaskInfo, list[NodeInfo]], dict[str, float]],
         split: BatchScoreSplit | None = None,
+        uniform: BatchScoreUniform | None = None,
     ) -> None:
         """`split`, when given, computes exactly what `fn` does in two parts, so that placement
-        caches can keep the per-node part across calls and only redo the normalised part."""
+        caches can keep the per-node part across calls and only redo the normalised part.
+
+        `uniform`, for a function without a split, tells when `fn` gives every node of a list the
+        same score (or none): placement caches then choose from the other scores, which they keep,
+        where the added constant provably changes no order (PlacementCache.best)."""
         self._add("batch_node_order", plugin, fn)
         if split is not None:
             self._batch_splits[plugin] = split
         else:
             self._batch_splits.pop(plugin, None)
+        if uniform is not None and split is None:
+            self._batch_uniform[plugin] = uniform
+        else:
+            self._batch_uniform.pop(plugin, None)
 
     def add_best_node_fn(
         self, plugin: str, fn: Callable[[TaskInfo, dict[float, list[NodeInfo]]], NodeInfo | None]
@@ -832,6 +853,31 @@ class Session:
                     return None
                 out.append(split)
         return out
+
+    def batch_node_order_offsets(self) -> tuple[list[BatchScoreSplit], list[BatchScoreUniform]] | None:
+        """The enabled batch node-order functions as (the splits, then the uniform forms of the
+        others), when every function without a split has a uniform form, every split comes before
+        them in tier order, at least one has no split, and no node-order function is enabled; else
+        None. A node's score is then its kept split total (an integer: 0.0 plus the node-order sum
+        of no function) plus each uniform score in turn, which is what PlacementCache.best needs to
+        prove that the uniform scores change no order."""
+        if self.has("node_order"):
+            return None
+        splits: list[BatchScoreSplit] = []
+        uniforms: list[BatchScoreUniform] = []
+        for tier in self._tiered["batch_node_order"]:
+            for plugin, _ in tier:
+                split = self._batch_splits.get(plugin)
+                if split is not None:
+                    if uniforms:
+                        return None
+                    splits.append(split)
+                    continue
+                form = self._batch_uniform.get(plugin)
+                if form is None:
+                    return None
+                uniforms.append(form)
+        return (splits, uniforms) if uniforms else None
 
     def score_shape(self, task: TaskInfo) -> tuple[Hashable, ...] | None:
         """What the scores a placement cache keeps read of `task`: the shapes of every enabled

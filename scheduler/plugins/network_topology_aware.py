@@ -17,19 +17,23 @@ What it registers:
 - the node order for constrained tasks: closeness of the node's leaf HyperNode to the HyperNode
   the job already occupies, (maxTier - tier(LCA)) / (maxTier - minTier); and for unconstrained
   pods (when normal-pod bin packing is on) the HyperNode bin packing of every tier holding the
-  node, tier i weighted fading^(i-1), so that small pods fill the fullest switches first.
+  node, tier i weighted fading^(i-1), so that small pods fill the fullest switches first. With
+  it the node order's uniform form: inside a HyperNode whose nodes share one leaf every node
+  gets the same constrained score, which placement caches then need not compute node by node.
 """
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 from scheduler.framework.arguments import Arguments
 from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import EventHandler, Session
+from scheduler.framework.session import NOT_UNIFORM, EventHandler, Session
 from scheduler.model.node import NodeInfo
 from scheduler.model.objects import TaskInfo
 from scheduler.model.resources import CPU, EPSILON, MEMORY, Resource
+from scheduler.model.subjob import SubJob
 from scheduler.model.topology import CLUSTER_TOP, HyperNodeInfo, Topology
 
 WEIGHT = "weight"
@@ -42,6 +46,10 @@ EVICT_MAX_HYPERNODES = "hypernode.gradient.evict.max-hypernodes"
 MAX_NODE_SCORE = 100.0
 PURPOSE_ALLOCATE = "allocate"
 PURPOSE_EVICT = "evict"
+_node_name = attrgetter("node_name")
+
+# _single_leaf's answer for a HyperNode whose nodes are not all on one leaf
+_MIXED = "\0mixed"
 
 
 def _weight(arguments: Arguments, key: str) -> int:
@@ -91,32 +99,32 @@ class NetworkTopologyAwarePlugin(Plugin):
         evict_max = arguments.get_int(EVICT_MAX_HYPERNODES, 8)
         self.evict_max = 8 if evict_max <= 0 else evict_max
         self.usage: dict[str, _Usage] = {}
+        # node -> the usage records of the HyperNodes holding it (each record its own sums: the
+        # order they are updated in does not matter); a placement updates those, not a search of all
+        self.node_usages: dict[str, list[_Usage]] = {}
         self.min_tier = 0
         self.max_tier = 0
         self.topo: Topology | None = None
         self.ssn: Session | None = None
+        # HyperNode -> the leaf all its session nodes are on (see _single_leaf)
+        self.single_leaf: dict[str, str] = {}
 
     # ------------------------------------------------------------------ session --
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         topo = self.topo = ssn.topology
         self.min_tier, self.max_tier = topo.tiers[0], topo.tiers[-1]
-        usage = self.usage
-        members = topo.hypernodes
+        node_usages = self.node_usages
 
         # Only HyperNodes something asked about have a usage record (see _usage); the others
         # are computed from the nodes' current state when first needed.
         def on_allocate(ev: Any) -> None:
-            node = ev.task.node_name
-            for name, u in usage.items():
-                if node in members[name].nodes:
-                    u.used.add(ev.task.resreq)
+            for u in node_usages.get(ev.task.node_name, ()):
+                u.used.add(ev.task.resreq)
 
         def on_deallocate(ev: Any) -> None:
-            node = ev.task.node_name
-            for name, u in usage.items():
-                if node in members[name].nodes:
-                    u.used.sub(ev.task.resreq)
+            for u in node_usages.get(ev.task.node_name, ()):
+                u.used.sub(ev.task.resreq)
 
         ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
         ssn.add_hyper_node_gradient_fn(self.name, self.gradient)
@@ -127,7 +135,9 @@ class NetworkTopologyAwarePlugin(Plugin):
             # only constrained pods are scored: registering nothing otherwise keeps the placement
             # cache's per-node scores (its fast path) for ordinary pods.
             ssn.add_batch_node_order_fn(
-                self.name, lambda task, nodes: self.batch_node_order(ssn, task, nodes)
+                self.name,
+                lambda task, nodes: self.batch_node_order(ssn, task, nodes),
+                uniform=lambda task, nodes, domain: self.uniform_score(ssn, task, nodes, domain),
             )
 
     # ------------------------------------------------------------------ gradient --
@@ -163,7 +173,10 @@ class NetworkTopologyAwarePlugin(Plugin):
         u = self.usage.get(name)
         if u is None:
             u = self.usage[name] = _Usage()
-            assert self.ssn is not None
+            assert self.ssn is not None and self.topo is not None
+            hn = self.topo.hypernodes.get(name)
+            for node_name in hn.nodes if hn is not None else ():
+                self.node_usages.setdefault(node_name, []).append(u)
             for node in self.ssn.hypernode_nodes(name):
                 u.allocatable.add(node.allocatable)
                 u.used.add(node.used)
@@ -270,6 +283,61 @@ class NetworkTopologyAwarePlugin(Plugin):
                         final[leaf] = v + per_leaf.get(leaf, 0) / len(tasks)
         scaled = {leaf: v * scale for leaf, v in final.items()}
         return dict(zip([n.name for n in nodes], map(scaled.__getitem__, leaves), strict=True))
+
+    def uniform_score(self, ssn: Session, task: TaskInfo, nodes: list[NodeInfo], domain: str) -> Any:
+        """What batch_node_order gives every node of any two or more of `nodes` (all under HyperNode
+        `domain`), when that is one score (None: no score): for a constrained task searched inside
+        a HyperNode whose nodes are all on one leaf (a leaf HyperNode, hard tier 1), every node
+        ties on that leaf's closeness and the tie-break; else NOT_UNIFORM. Placement caches keep
+        the other scores and choose by them when this constant cannot change the choice; a
+        single node is chosen whatever its score, so the tie-break (two or more tied) is taken."""
+        allocated = ssn.task_job_hypernode.get(task.uid)
+        if allocated is None:
+            return NOT_UNIFORM if self.normal_pod_enable else None
+        if not allocated:
+            return None
+        leaf = self._single_leaf(ssn, domain)
+        if leaf == _MIXED:
+            return NOT_UNIFORM
+        topo = self.topo
+        assert topo is not None
+        value = self._closeness(topo, leaf, allocated)
+        unit = ssn.task_subjob.get(task.uid)
+        if unit is not None:
+            # batch_node_order's tie-break: the share of the unit's tasks on the leaf (a sub-job's
+            # tasks read by uid here, without the list all_tasks builds per call)
+            leaf_of = topo.leaf_of
+            if isinstance(unit, SubJob):
+                # in C-level passes (this runs per pod): filter(None) drops the uids the job lacks
+                # (a task is always true), and a leaf is never None, so a task without a node or a
+                # node without a leaf does not count for a real leaf
+                job = ssn.jobs[unit.job].tasks
+                names = list(map(_node_name, filter(None, map(job.get, unit.task_uids))))
+                count = len(names)
+                if leaf:
+                    here = list(map(leaf_of.get, names)).count(leaf)
+                else:
+                    here = sum(1 for n in names if n and leaf_of.get(n, "") == leaf)
+            else:
+                tasks = unit.all_tasks(ssn)
+                count = len(tasks)
+                here = sum(1 for t in tasks if t.node_name and leaf_of.get(t.node_name, "") == leaf)
+            if count:
+                value = value + here / count
+        return value * (MAX_NODE_SCORE * self.weight)
+
+    def _single_leaf(self, ssn: Session, domain: str) -> str:
+        """The leaf (as batch_node_order reads it, "" for none) every session node under HyperNode
+        `domain` is on; _MIXED when they are not all on one, or the HyperNode is unknown."""
+        got = self.single_leaf.get(domain)
+        if got is None:
+            leaves = (
+                {self.topo.leaf_of.get(n.name, "") for n in ssn.hypernode_nodes(domain)}
+                if self.topo
+                else set()
+            )
+            got = self.single_leaf[domain] = leaves.pop() if len(leaves) == 1 and domain else _MIXED
+        return got
 
     def _closeness(self, topo: Topology, leaf: str, allocated: str) -> float:
         if not leaf or not allocated:

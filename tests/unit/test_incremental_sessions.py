@@ -33,6 +33,12 @@ CAPACITY = parse(
         "enqueue, allocate, backfill", ["priority", "gang"], ["overcommit", "drf", "predicates", "capacity"]
     )
 )
+# capacity over a queue tree: its settled tree is kept too while the queues stay the same
+CAPACITY_TREE = parse(
+    tiers(
+        "enqueue, allocate, backfill", ["priority", "gang"], ["overcommit", "drf", "predicates", "capacity"]
+    ).replace("  - name: capacity\n", "  - name: capacity\n    enableHierarchy: true\n")
+)
 
 
 def _state(nodes: int = 4, jobs: int = 6) -> ClusterState:
@@ -231,6 +237,42 @@ def _sums(ssn: Session) -> tuple[Any, ...]:
     return list(attrs), per_queue, dict(ssn.plugins["drf"].shares), priorities
 
 
+def _tree_fields(ssn: Session) -> tuple[Any, ...]:
+    """What capacity's tree holds besides the sums: limits, places in the tree, shares."""
+    attrs = ssn.plugins["capacity"].attrs
+
+    def res(r: Any) -> tuple[Any, ...]:
+        return (r.milli_cpu, r.memory, r.pods, dict(r.scalars))
+
+    return tuple(
+        (
+            n,
+            res(a.capability),
+            res(a.real_capability),
+            res(a.guarantee),
+            tuple(a.ancestors),
+            tuple(a.children),
+            a.share,
+        )
+        for n, a in attrs.items()
+    )
+
+
+def _queue_change(state: ClusterState, rng: random.Random, serial: int) -> None:
+    """A queue's deserved, guarantee or parent changes, or a new queue appears under one."""
+    name = rng.choice(["default", "q2", f"team{serial % 3}"])
+    spec: dict[str, Any] = {"weight": rng.randint(1, 3)}
+    if rng.random() < 0.7:
+        spec["deserved"] = {"cpu": str(rng.randint(2, 20)), "memory": f"{rng.randint(4, 40)}Gi"}
+    if rng.random() < 0.3:
+        spec["guarantee"] = {"resource": {"cpu": str(rng.randint(0, 2))}}
+    if name != "team0" and rng.random() < 0.5:
+        spec["parent"] = "team0"
+    state.apply_queue(
+        {"kind": "Queue", "metadata": {"name": name}, "spec": spec, "status": {"state": "Open"}}
+    )
+
+
 def _from_scratch(state: ClusterState, conf: SchedulerConfiguration) -> Session:
     snap = Snapshot(
         nodes={n: v.session_view() for n, v in state.nodes.items()},
@@ -289,10 +331,13 @@ def _all_active(ssn: Session, dirty: set[str]) -> list[str]:
     return [j.uid for j in ssn.jobs.values() if j.uid in dirty or not j._shared or not j.is_quiet()]
 
 
-@pytest.mark.parametrize("conf", [CONF, CAPACITY], ids=["proportion", "capacity"])
+@pytest.mark.parametrize(
+    "conf", [CONF, CAPACITY, CAPACITY_TREE], ids=["proportion", "capacity", "capacity-tree"]
+)
 def test_kept_sums_and_decisions_equal_a_from_scratch_session_after_random_changes(
     conf: SchedulerConfiguration,
 ) -> None:
+    tree = conf is CAPACITY_TREE
     rng = random.Random(20261123)
     plugin = (
         "proportion" if any(p.name == "proportion" for t in conf.tiers for p in t.plugins) else "capacity"
@@ -302,6 +347,8 @@ def test_kept_sums_and_decisions_equal_a_from_scratch_session_after_random_chang
     for serial in range(60):
         for _ in range(rng.randint(0, 3)):
             _random_change(state, rng, serial)
+        if tree and rng.random() < 0.25:
+            _queue_change(state, rng, serial)
         snap = state.snapshot()
         _assert_like_fresh(state, snap)
         waiting = any(j.task_status_index.get(TaskStatus.PENDING) for j in state.jobs.values())
@@ -313,6 +360,8 @@ def test_kept_sums_and_decisions_equal_a_from_scratch_session_after_random_chang
         ssn = _open(snap, conf)
         scratch = _from_scratch(state, conf)
         assert _sums(ssn) == _sums(scratch), serial
+        if tree:
+            assert _tree_fields(ssn) == _tree_fields(scratch), serial
         run_actions(ssn)
         run_actions(scratch)
         assert [(t.key, t.node_name) for t in ssn.decisions.binds] == [

@@ -35,7 +35,6 @@ from scheduler.model.resources import Infinity, Resource
 from scheduler.plugins.capacity.attrs import (
     ROOT,
     QueueAttr,
-    Tree,
     build_flat,
     build_tree,
     deduct_gated,
@@ -50,6 +49,8 @@ from scheduler.plugins.capacity.compare import (
 from scheduler.plugins.queuesums import queue_sums
 
 ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"
+# the key the queue tree's shape is carried under from one session to the next
+_TREE = "capacity.tree"
 
 
 def _level(left: QueueAttr, right: QueueAttr) -> int:
@@ -100,15 +101,21 @@ class CapacityPlugin(Plugin):
     # ------------------------------------------------------------------ session open --
     def on_session_open(self, ssn: Session) -> None:
         self.hierarchy = ssn.hierarchy_enabled(self.name)
+        # what each queue's jobs hold, ask and reserve, kept between sessions (a walk over every
+        # job was nearly all of an idle session's cost)
+        sums = queue_sums(ssn, self.name, 4, job_part)
         if self.hierarchy:
-            tree: Tree = build_tree(ssn.queues, ssn.jobs, ssn.total_resource)
+            kept = ssn.carried(_TREE)
+            tree, shape = build_tree(
+                ssn.queues, ssn.jobs, ssn.total_resource, sums, kept[2] if kept is not None else None
+            )
+            ssn.carry(_TREE, shape)  # the settled tree, for a next session with the same queues
             self.attrs, self.broken = tree.attrs, tree.broken
             for w in tree.warnings:
                 ssn.warn(f"capacity: {w}")
             ssn.add_queue_order_fn(self.name, self._tree_queue_order)
             ssn.add_victim_queue_order_fn(self.name, self._victim_queue_order)
         else:
-            sums = queue_sums(ssn, self.name, 4, job_part)  # kept between sessions
             self.attrs = build_flat(ssn.queues, ssn.jobs, ssn.total_resource, sums)
             ssn.add_queue_order_fn(self.name, self._flat_queue_order)
         self.ssn = ssn

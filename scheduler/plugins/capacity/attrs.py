@@ -201,9 +201,30 @@ def _broken_queues(queues: dict[str, QueueInfo]) -> dict[str, str]:
     return broken
 
 
-def build_tree(queues: dict[str, QueueInfo], jobs: dict[str, JobInfo], total: Resource) -> Tree:
+@dataclass(slots=True)
+class TreeShape:
+    """The settled queue tree before any job counts: deserved, capability, guarantee and real
+    capability of every queue, its place in the tree, the broken queues and the warnings. It
+    depends only on the queues' specs and the names of the cluster's scalar resources, so the
+    next session reuses it while they stay the same (a snapshot keeps an unchanged queue's
+    object). Its resources are shared by the sessions' attrs, which only read them."""
+
+    queues: dict[str, QueueInfo]  # the specs it was built from
+    scalar_names: frozenset[str]
+    attrs: dict[str, QueueAttr]  # amounts empty, children empty
+    broken: dict[str, str]
+    broken_warnings: list[str]
+    settle_warnings: list[str]
+
+    def fits(self, queues: dict[str, QueueInfo], total: Resource) -> bool:
+        if len(queues) != len(self.queues) or frozenset(total.scalars) != self.scalar_names:
+            return False
+        mine = self.queues
+        return all(mine.get(name) is q for name, q in queues.items())
+
+
+def tree_shape(queues: dict[str, QueueInfo], total: Resource) -> TreeShape:
     broken = _broken_queues(queues)
-    warnings = list(broken.values())
     attrs: dict[str, QueueAttr] = {}
     root_info = queues.get(ROOT)
     if root_info is not None:
@@ -227,17 +248,74 @@ def build_tree(queues: dict[str, QueueInfo], jobs: dict[str, JobInfo], total: Re
             cur = _parent_of(queues[cur])
         attrs[name].ancestors = line[::-1]
         attrs[line[0]].children[name] = attrs[name]
+    root = attrs[ROOT]
+    if root.capability.is_empty():
+        # root is not limited by the cluster's size: jobs may ask for more than exists today
+        root.capability = Resource(INF, INF, {k: INF for k in total.scalars})
+    root.real_capability = root.capability
+    settle_warnings: list[str] = []
+    _settle(root, settle_warnings)
+    for attr in attrs.values():
+        attr.children = {}  # each session links its own attrs
+    return TreeShape(
+        dict(queues), frozenset(total.scalars), attrs, broken, list(broken.values()), settle_warnings
+    )
 
-    for job in jobs.values():
-        attr = attrs.get(job.queue)
-        if attr is None:
-            continue
-        if attr.children:
-            warnings.append(
-                f"queue {attr.name!r} has child queues: job {job.namespace}/{job.name} must be in a leaf queue"
-            )
-            continue
-        _count_job(attr, job)
+
+def build_tree(
+    queues: dict[str, QueueInfo],
+    jobs: dict[str, JobInfo],
+    total: Resource,
+    sums: dict[str, list[Resource]] | None = None,
+    shape: TreeShape | None = None,
+) -> tuple[Tree, TreeShape]:
+    """The queue tree with its amounts, and the shape it was built on (`shape` when it still
+    fits the queues). The amounts come from `sums` (queue -> the four sums of `job_part` over
+    its jobs, kept by the caller between sessions and not changed here) when given, else from a
+    walk over `jobs`. Jobs of a queue that has children are not counted, each with a warning."""
+    if shape is None or not shape.fits(queues, total):
+        shape = tree_shape(queues, total)
+    attrs: dict[str, QueueAttr] = {}
+    for name, s in shape.attrs.items():
+        attrs[name] = QueueAttr(
+            name,
+            s.deserved,
+            s.capability,
+            s.guarantee,
+            s.real_capability,
+            ancestors=s.ancestors,
+            weight=s.weight,
+        )
+    for name, attr in attrs.items():
+        if attr.ancestors:  # children in the order tree_shape linked them
+            attrs[attr.ancestors[-1]].children[name] = attr
+    warnings = list(shape.broken_warnings)
+    if sums is None:
+        for job in jobs.values():
+            attr = attrs.get(job.queue)
+            if attr is None:
+                continue
+            if attr.children:
+                warnings.append(_not_in_leaf(attr, job))
+                continue
+            _count_job(attr, job)
+    else:
+        inner = False
+        for name, (allocated, request, inqueue, elastic) in sums.items():
+            attr = attrs.get(name)
+            if attr is None:
+                continue
+            if attr.children:
+                inner = True
+                continue
+            attr.allocated, attr.request = allocated.clone(), request.clone()
+            attr.inqueue, attr.elastic = inqueue.clone(), elastic.clone()
+        if inner:
+            # rare (a misconfiguration): the warnings name each job, in job order as the walk does
+            for job in jobs.values():
+                attr = attrs.get(job.queue)
+                if attr is not None and attr.children:
+                    warnings.append(_not_in_leaf(attr, job))
     # a leaf's totals count in every ancestor: added once per leaf, not once per job
     for attr in list(attrs.values()):
         if attr.children or attr.name == ROOT:
@@ -248,16 +326,14 @@ def build_tree(queues: dict[str, QueueInfo], jobs: dict[str, JobInfo], total: Re
             a.request.add(attr.request)
             a.inqueue.add(attr.inqueue)
             a.elastic.add(attr.elastic)
-
-    root = attrs[ROOT]
-    if root.capability.is_empty():
-        # root is not limited by the cluster's size: jobs may ask for more than exists today
-        root.capability = Resource(INF, INF, {k: INF for k in total.scalars})
-    root.real_capability = root.capability
-    _settle(root, warnings)
+    warnings += shape.settle_warnings
     for attr in attrs.values():
         attr.update_share()
-    return Tree(attrs, broken, warnings)
+    return Tree(attrs, shape.broken, warnings), shape
+
+
+def _not_in_leaf(attr: QueueAttr, job: JobInfo) -> str:
+    return f"queue {attr.name!r} has child queues: job {job.namespace}/{job.name} must be in a leaf queue"
 
 
 def _exceeds(child: Resource, parent: Resource) -> bool:

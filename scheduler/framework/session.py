@@ -1190,18 +1190,24 @@ class Session:
         task.node_name = node.name
         node.add_task(task)
         self.node_changes.append(node.name)
-        try:
-            # _fire_allocate written out: a call less per placement
-            ev = Event(task, False)
-            for h in self.event_handlers:
-                if h.allocate is not None:
+        # _fire_allocate written out: a call less per placement. A refusal does not stop the
+        # round: as in Volcano, every handler is told of the allocation and then every handler of
+        # its undoing, so that none is told of an undoing without the allocation before it.
+        ev = Event(task, False)
+        refused: AllocateError | None = None
+        for h in self.event_handlers:
+            if h.allocate is not None:
+                try:
                     h.allocate(ev)
-        except AllocateError:
+                except AllocateError as exc:
+                    if refused is None:
+                        refused = exc
+        if refused is not None:
             self._fire_deallocate(task)
             node.remove_task(task)
             job.update_task_status(task, _PENDING)
             task.node_name = ""
-            raise
+            raise refused
         return task
 
     def unplace(self, task: TaskInfo) -> None:

@@ -8,8 +8,9 @@ from __future__ import annotations
 import random
 
 from scheduler.framework.cycle import open_session
-from scheduler.framework.session import Session, SessionOptions
+from scheduler.framework.session import EventHandler, Session, SessionOptions
 from scheduler.framework.statement import Statement
+from scheduler.framework.status import AllocateError
 from scheduler.model.cluster import ClusterState
 from scheduler.model.objects import TaskInfo, TaskStatus
 from scheduler.registry import default_configuration
@@ -87,3 +88,42 @@ def test_a_one_pipelined_task_statement_binds_nothing() -> None:
     stmt.commit()
     assert not ssn.decisions.binds and not told
     assert ssn.jobs["c1/one"].count(TaskStatus.PIPELINED) == 1
+
+
+def test_a_refused_allocation_is_told_to_every_handler_before_its_undoing() -> None:
+    """A handler that refuses (a device plugin whose node is locked) does not keep the handlers
+    after it from hearing of the allocation: each hears of it and of its undoing, so their sums
+    (a queue's allocated share, a HyperNode's usage) end where they began."""
+    ssn = _session()
+    held = {"first": 0, "last": 0}
+
+    def refuse(_ev: object) -> None:
+        held["first"] += 1
+        raise AllocateError("node locked")
+
+    def first_down(_ev: object) -> None:
+        held["first"] -= 1
+
+    def count_up(_ev: object) -> None:
+        held["last"] += 1
+
+    def count_down(_ev: object) -> None:
+        held["last"] -= 1
+
+    ssn.add_event_handler(EventHandler(refuse, first_down))
+    ssn.add_event_handler(EventHandler(count_up, count_down))
+    task, node = _pending(ssn, "one")[0], ssn.nodes["n1"]
+    idle = node.idle.clone()
+    drf_before = dict(ssn.plugins["drf"].shares)
+    stmt = Statement(ssn)
+    try:
+        stmt.allocate(task, node)
+    except AllocateError as exc:
+        assert str(exc) == "node locked"
+    else:
+        raise AssertionError("the refusal was not raised")
+    assert held == {"first": 0, "last": 0}
+    assert not stmt.operations and task.uid not in node.tasks
+    assert node.idle.milli_cpu == idle.milli_cpu
+    assert _pending(ssn, "one")[0].node_name == ""
+    assert dict(ssn.plugins["drf"].shares) == drf_before

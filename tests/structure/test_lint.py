@@ -29,7 +29,7 @@ def _lint(tmp_path: Path, bad: dict[str, str]) -> subprocess.CompletedProcess[st
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        timeout=900,  # a loaded 2-core machine has taken most of 300 s
     )
 
 

@@ -375,6 +375,135 @@ def test_kept_sums_and_decisions_equal_a_from_scratch_session_after_random_chang
     assert kept_rounds > 20  # the kept state was built on, not recomputed every time
 
 
+def _tree_queue(name: str, parent: str, cpu: int, guarantee: int = 0) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "weight": 1,
+        "reclaimable": True,
+        "parent": parent,
+        "deserved": {"cpu": str(cpu), "memory": f"{2 * cpu}Gi"},
+    }
+    if guarantee:
+        spec["guarantee"] = {"resource": {"cpu": str(guarantee)}}
+    return {"kind": "Queue", "metadata": {"name": name}, "spec": spec, "status": {"state": "Open"}}
+
+
+def _tree_job(
+    state: ClusterState, name: str, queue_name: str, pods: int, cpu: int, node_at: int = -1
+) -> None:
+    """A gang in `queue_name`: running on nodes from `node_at` on, or pending when it is -1."""
+    running = node_at >= 0
+    state.apply_podgroup(
+        podgroup(name, min_member=1, queue=queue_name, phase="Running" if running else "Pending",
+                 min_resources={"cpu": str(cpu), "memory": f"{cpu}Gi"})
+    )  # fmt: skip
+    for k in range(pods):
+        state.apply_pod(
+            pod(f"{name}-{k}", cpu=str(cpu), memory=f"{cpu}Gi", group=name,
+                node_name=f"n{(node_at + k) % 4}" if running else "", phase="Running" if running else "Pending")
+        )  # fmt: skip
+
+
+def _capacity_answers(ssn: Session) -> tuple[Any, ...]:
+    """What capacity answers the actions with, asked for every queue pair and pending pod."""
+    queues = sorted(ssn.queues.values(), key=lambda q: q.name)
+    order = [[ssn.queue_compare(a, b) for b in queues] for a in queues]
+    running = sorted(
+        (t for j in ssn.jobs.values() for t in j.task_status_index.get(TaskStatus.RUNNING, {}).values()),
+        key=lambda t: t.key,
+    )
+    per_task = []
+    for j in ssn.jobs.values():
+        for t in j.task_status_index.get(TaskStatus.PENDING, {}).values():
+            q = ssn.queues[j.queue]
+            victims = [v.key for v in ssn.reclaimable(t, running)]
+            per_task.append((t.key, ssn.allocatable(q, t), ssn.preemptive(q, t), victims))
+    admitted = [(j.uid, ssn.job_enqueueable(j)) for j in ssn.jobs.values() if j.is_pending()]
+    return order, per_task, admitted
+
+
+def test_capacity_tree_after_pods_finish_go_and_jobs_move_answers_as_a_fresh_snapshot() -> None:
+    """The kept per-queue sums and the kept tree of capacity (hierarchical) after each kind of
+    change that takes something off a queue: a pod finishes, a pod is deleted, a job moves to a
+    leaf of another branch, a job is deleted, a queue moves under another parent. Each session
+    built on the previous one gives the amounts, limits, shares and answers (queue order,
+    allocatable, preemptive, reclaimable victims, enqueueable) a from-scratch session gives."""
+    state = ClusterState()
+    for q in (
+        _tree_queue("root", "", 32),
+        _tree_queue("team-a", "root", 16),
+        _tree_queue("team-b", "root", 8, guarantee=2),
+        _tree_queue("a1", "team-a", 8),
+        _tree_queue("a2", "team-a", 8, guarantee=1),
+        _tree_queue("b1", "team-b", 4),
+        _tree_queue("b2", "team-b", 4),
+    ):
+        state.apply_queue(q)
+    for i in range(4):
+        state.apply_node(node(f"n{i}", cpu="8", memory="16Gi"))
+    _tree_job(state, "ra1", "a1", 4, 2, node_at=0)
+    _tree_job(state, "ra2", "a2", 3, 2, node_at=1)
+    _tree_job(state, "rb1", "b1", 3, 1, node_at=2)
+    _tree_job(state, "rb2", "b2", 2, 2, node_at=3)
+    _tree_job(state, "wait-a2", "a2", 1, 3)
+    _tree_job(state, "wait-b1", "b1", 2, 2)
+    for leaf in ("a1", "a2", "b1", "b2"):  # pods no node fits: asked about every period
+        _tree_job(state, f"big-{leaf}", leaf, 1, 9)
+
+    def finish(name: str) -> None:
+        t = state.tasks[f"c1/{name}"]
+        state.apply_pod(pod(name, cpu="2", memory="2Gi", group=t.job.split("/")[1], node_name=t.node_name,
+                            phase="Succeeded"))  # fmt: skip
+
+    def move(job: str, to: str) -> None:
+        state.apply_podgroup(podgroup(job, min_member=1, queue=to, phase="Running",
+                                      min_resources={"cpu": "2", "memory": "2Gi"}))  # fmt: skip
+        assert state.jobs[f"c1/{job}"].queue == to
+
+    def admit(job: str, cpu: int) -> None:  # Inqueue: its minResources count as the queue's inqueue
+        state.apply_podgroup(podgroup(job, min_member=1, queue=state.jobs[f"c1/{job}"].queue, phase="Inqueue",
+                                      min_resources={"cpu": str(cpu), "memory": f"{cpu}Gi"}))  # fmt: skip
+
+    def drop(job: str) -> None:
+        for t in [t for t in state.tasks.values() if t.job == f"c1/{job}"]:
+            state.remove_pod(t.namespace, t.name)
+        state.remove_podgroup("c1", job)
+
+    changes = [
+        lambda: None,
+        lambda: finish("ra1-0"),
+        lambda: admit("wait-b1", 4),
+        lambda: state.remove_pod("c1", "rb1-1"),
+        lambda: move("ra2", "b2"),  # from team-a's a2 to team-b's b2: both branches change
+        lambda: drop("rb2"),
+        lambda: _tree_job(state, "late-b2", "b2", 2, 2),
+        lambda: finish("ra1-1"),
+        lambda: drop("wait-b1"),  # an admitted job's reservation goes with it
+        lambda: state.apply_queue(_tree_queue("b2", "team-a", 4)),  # the tree's shape changes
+        lambda: move("ra2", "a1"),
+        lambda: None,
+    ]
+    kept = 0
+    for step, change in enumerate(changes):
+        change()
+        snap = state.snapshot()
+        ch = snap.job_changes
+        assert ch is not None
+        kept += ch.carry.get("capacity", (0, None))[0] == ch.serial - 1
+        ssn = _open(snap, CAPACITY_TREE)
+        scratch = _from_scratch(state, CAPACITY_TREE)
+        assert _sums(ssn) == _sums(scratch), step
+        assert _tree_fields(ssn) == _tree_fields(scratch), step
+        assert _capacity_answers(ssn) == _capacity_answers(scratch), step
+        run_actions(ssn)
+        run_actions(scratch)
+        assert [(t.key, t.node_name) for t in ssn.decisions.binds] == [
+            (t.key, t.node_name) for t in scratch.decisions.binds
+        ], step
+        for b in close_session(ssn).binds[:1]:  # one placement a period reaches the cluster
+            state.assume_bound(b.task.key, b.node, b.annotations)
+    assert kept >= len(changes) - 1  # every session after the first built on the kept sums
+
+
 def _affinity_by_scan(nodes: list[NodeInfo]) -> list[tuple[str, str]]:
     """Every pod with a pod (anti-)affinity term, found by walking every pod of every node."""
     return [(uid, n.name) for n in nodes for uid, t in n.tasks.items() if has_pod_affinity(t.pod)]

@@ -33,6 +33,9 @@ class QueueAttr:
     elastic: Resource = field(default_factory=Resource)
     # root first, parent last; empty for root and in flat mode
     ancestors: list[str] = field(default_factory=list)
+    # the ancestors then the queue (hierarchy only): where two leaves' lines part, read by the
+    # queue order at every comparison, so made once with the tree's shape
+    path: tuple[str, ...] = ()
     children: dict[str, QueueAttr] = field(default_factory=dict)
     share: float = 0.0
     weight: int = 1
@@ -247,8 +250,10 @@ def tree_shape(queues: dict[str, QueueInfo], total: Resource) -> TreeShape:
                 break
             cur = _parent_of(queues[cur])
         attrs[name].ancestors = line[::-1]
+        attrs[name].path = (*attrs[name].ancestors, name)
         attrs[line[0]].children[name] = attrs[name]
     root = attrs[ROOT]
+    root.path = (ROOT,)
     if root.capability.is_empty():
         # root is not limited by the cluster's size: jobs may ask for more than exists today
         root.capability = Resource(INF, INF, {k: INF for k in total.scalars})
@@ -284,6 +289,7 @@ def build_tree(
             s.guarantee,
             s.real_capability,
             ancestors=s.ancestors,
+            path=s.path,
             weight=s.weight,
         )
     for name, attr in attrs.items():

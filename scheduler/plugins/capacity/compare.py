@@ -94,6 +94,18 @@ def less_partly(left: Resource, right: Resource) -> bool:
 
 def share(allocated: Resource, deserved: Resource) -> float:
     """Dominant share of the deserved dimensions; a queue with nothing deserved counts as 1."""
+    if not deserved.scalars:
+        # cpu and memory only (every queue's share at every session open, and a leaf's at every
+        # placement): the loop below without its set of names. A named dimension's deserved is at
+        # least EPSILON, so its share is a / d; max() takes them in the same way.
+        best, named = 0.0, False
+        d = deserved.milli_cpu
+        if d >= EPSILON:
+            best, named = max(best, allocated.milli_cpu / d), True
+        d = deserved.memory
+        if d >= EPSILON:
+            best, named = max(best, allocated.memory / d), True
+        return best if named else 1.0
     names = present_names(deserved)
     if not names:
         return 1.0

@@ -578,12 +578,13 @@ def main(argv: Sequence[str]) -> int:
 TOPOLOGY_SECTION = "## Network topology (`vc-scheduler bench --topology`)"
 
 
+# Volcano's default configuration with the network-topology-aware plugin in its second tier
+TOPOLOGY_CONF = DEFAULT_CONF.rstrip("\n") + "\n  - name: network-topology-aware\n"
+
+
 def topology_conf() -> SchedulerConfiguration:
-    """Volcano's default configuration with the network-topology-aware plugin in its second tier."""
-    return parse(
-        DEFAULT_CONF.rstrip("\n") + "\n  - name: network-topology-aware\n",
-        "<default + network-topology-aware>",
-    )
+    """TOPOLOGY_CONF, parsed."""
+    return parse(TOPOLOGY_CONF, "<default + network-topology-aware>")
 
 
 def topology_main(args: argparse.Namespace, argv: Sequence[str], load_before: str) -> int:

@@ -39,8 +39,8 @@ from scheduler.registry import parse
 from scheduler.sim import bench, devicebench
 from scheduler.sim.topologygen import make_hypernodes, parse_topology_spec
 
-# Volcano's default tiers with network-topology-aware in the second (as `bench --topology`)
-TOPOLOGY_CONF = DEFAULT_CONF.rstrip("\n") + "\n  - name: network-topology-aware\n"
+# the tiers of `bench --topology`
+TOPOLOGY_CONF = bench.TOPOLOGY_CONF
 KINDS = ("core", "vgpu", "ascend", "floor", "topology", "capacity")
 MAX_SESSIONS = 30
 

@@ -49,6 +49,13 @@ class QueueAttr:
     def real_capacity(self) -> Resource:
         return self.real_capability
 
+    def take_amounts(self, sums: list[Resource]) -> None:
+        """Allocated, request, inqueue and elastic: copies of a queue's four kept sums, which
+        later sessions build on and this session's events must not change."""
+        allocated, request, inqueue, elastic = sums
+        self.allocated, self.request = allocated.clone(), request.clone()
+        self.inqueue, self.elastic = inqueue.clone(), elastic.clone()
+
     def update_share(self) -> None:
         self.share = share(self.allocated, self.deserved)
 
@@ -143,7 +150,7 @@ def build_flat(
     for q in queues.values():
         total_guarantee.add(q.guarantee)
     attrs: dict[str, QueueAttr] = {}
-    for name, (allocated, request, inqueue, elastic) in sums.items():
+    for name, amounts in sums.items():
         q = queues[name]
         deserved, cap, guarantee = _spec(q)
         real = exceeded_part(total, total_guarantee).add(guarantee)
@@ -157,8 +164,7 @@ def build_flat(
                 cap.memory = INF
             real.min_dimension(cap, Infinity.INFINITY)
         attr = QueueAttr(q.name, deserved, cap, guarantee, real, weight=q.weight)
-        attr.allocated, attr.request = allocated.clone(), request.clone()
-        attr.inqueue, attr.elastic = inqueue.clone(), elastic.clone()
+        attr.take_amounts(amounts)
         attrs[name] = attr
     for attr in attrs.values():
         attr.deserved.min_dimension(attr.real_capability, Infinity.INFINITY)
@@ -307,15 +313,14 @@ def build_tree(
             _count_job(attr, job)
     else:
         inner = False
-        for name, (allocated, request, inqueue, elastic) in sums.items():
+        for name, amounts in sums.items():
             attr = attrs.get(name)
             if attr is None:
                 continue
             if attr.children:
                 inner = True
                 continue
-            attr.allocated, attr.request = allocated.clone(), request.clone()
-            attr.inqueue, attr.elastic = inqueue.clone(), elastic.clone()
+            attr.take_amounts(amounts)
         if inner:
             # rare (a misconfiguration): the warnings name each job, in job order as the walk does
             for job in jobs.values():

@@ -106,6 +106,11 @@ def share(allocated: Resource, deserved: Resource) -> float:
         if d >= EPSILON:
             best, named = max(best, allocated.memory / d), True
         return best if named else 1.0
+    return share_by_names(allocated, deserved)
+
+
+def share_by_names(allocated: Resource, deserved: Resource) -> float:
+    """share() over every named dimension, scalars included (Volcano's form)."""
     names = present_names(deserved)
     if not names:
         return 1.0

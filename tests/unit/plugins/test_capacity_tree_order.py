@@ -19,7 +19,7 @@ from scheduler.model.objects import QueueInfo
 from scheduler.model.resources import Resource
 from scheduler.plugins.capacity import CapacityPlugin, _compare_share, _level
 from scheduler.plugins.capacity.attrs import ROOT, QueueAttr, build_tree
-from scheduler.plugins.capacity.compare import present_names, share
+from scheduler.plugins.capacity.compare import share, share_by_names
 
 GI = 2**30
 
@@ -77,17 +77,6 @@ def test_root_alone_orders_as_before() -> None:
     assert plugin._tree_queue_order(queues[ROOT], queues[ROOT]) == 0
 
 
-def _share_by_names(allocated: Resource, deserved: Resource) -> float:
-    names = present_names(deserved)
-    if not names:
-        return 1.0
-    best = 0.0
-    for n in names:
-        d, a = deserved.get(n), allocated.get(n)
-        best = max(best, (0.0 if a == 0 else 1.0) if d == 0 else a / d)
-    return best
-
-
 def test_the_share_is_the_dominant_ratio_over_the_deserved_dimensions() -> None:
     rng = random.Random(7)
     values = [0.0, -0.0, 0.05, 0.1, 1.0, 500.0, 2000.0, 3.5 * GI, float("inf"), -1000.0]
@@ -97,5 +86,5 @@ def test_the_share_is_the_dominant_ratio_over_the_deserved_dimensions() -> None:
         if rng.random() < 0.2:
             deserved.scalars["nvidia.com/gpu"] = rng.choice(values)
             allocated.scalars["nvidia.com/gpu"] = rng.choice(values)
-        got, want = share(allocated, deserved), _share_by_names(allocated, deserved)
+        got, want = share(allocated, deserved), share_by_names(allocated, deserved)
         assert got == want or (got != got and want != want), (allocated, deserved)

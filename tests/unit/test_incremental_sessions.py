@@ -283,6 +283,32 @@ def _from_scratch(state: ClusterState, conf: SchedulerConfiguration) -> Session:
     return _open(snap, conf)
 
 
+def _decides_as_scratch(
+    snap: Snapshot,
+    state: ClusterState,
+    conf: SchedulerConfiguration,
+    label: object,
+    tree: bool = False,
+    answers: bool = False,
+) -> Session:
+    """The session opened on `snap` (built on what the last one kept) against one built from
+    scratch on the same cluster: the same sums (with `tree`, the same queue tree; with `answers`,
+    the same capacity answers) and the same binds. Returns the session, its actions run."""
+    ssn = _open(snap, conf)
+    scratch = _from_scratch(state, conf)
+    assert _sums(ssn) == _sums(scratch), label
+    if tree:
+        assert _tree_fields(ssn) == _tree_fields(scratch), label
+    if answers:
+        assert _capacity_answers(ssn) == _capacity_answers(scratch), label
+    run_actions(ssn)
+    run_actions(scratch)
+    assert [(t.key, t.node_name) for t in ssn.decisions.binds] == [
+        (t.key, t.node_name) for t in scratch.decisions.binds
+    ], label
+    return ssn
+
+
 def _random_change(state: ClusterState, rng: random.Random, serial: int) -> None:
     jobs = sorted(state.jobs)
     pick = rng.random()
@@ -357,16 +383,7 @@ def test_kept_sums_and_decisions_equal_a_from_scratch_session_after_random_chang
         ch = snap.job_changes
         assert ch is not None
         kept_rounds += ch.carry.get(plugin, (0, None))[0] == ch.serial - 1
-        ssn = _open(snap, conf)
-        scratch = _from_scratch(state, conf)
-        assert _sums(ssn) == _sums(scratch), serial
-        if tree:
-            assert _tree_fields(ssn) == _tree_fields(scratch), serial
-        run_actions(ssn)
-        run_actions(scratch)
-        assert [(t.key, t.node_name) for t in ssn.decisions.binds] == [
-            (t.key, t.node_name) for t in scratch.decisions.binds
-        ], serial
+        ssn = _decides_as_scratch(snap, state, conf, serial, tree)
         assert [j.uid for j in ssn.active_jobs()] == _all_active(ssn, dirty), serial
         if rng.random() < 0.5:
             res = close_session(ssn)  # or dropped unclosed, as a failed session would be
@@ -489,16 +506,7 @@ def test_capacity_tree_after_pods_finish_go_and_jobs_move_answers_as_a_fresh_sna
         ch = snap.job_changes
         assert ch is not None
         kept += ch.carry.get("capacity", (0, None))[0] == ch.serial - 1
-        ssn = _open(snap, CAPACITY_TREE)
-        scratch = _from_scratch(state, CAPACITY_TREE)
-        assert _sums(ssn) == _sums(scratch), step
-        assert _tree_fields(ssn) == _tree_fields(scratch), step
-        assert _capacity_answers(ssn) == _capacity_answers(scratch), step
-        run_actions(ssn)
-        run_actions(scratch)
-        assert [(t.key, t.node_name) for t in ssn.decisions.binds] == [
-            (t.key, t.node_name) for t in scratch.decisions.binds
-        ], step
+        ssn = _decides_as_scratch(snap, state, CAPACITY_TREE, step, tree=True, answers=True)
         for b in close_session(ssn).binds[:1]:  # one placement a period reaches the cluster
             state.assume_bound(b.task.key, b.node, b.annotations)
     assert kept >= len(changes) - 1  # every session after the first built on the kept sums
